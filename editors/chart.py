@@ -1,0 +1,418 @@
+"""Edits of the chart arm: op schemas, pure ``apply``, replacement by diff, and a sampler.
+
+``apply(structure, edit, rule)`` returns a new :class:`ChartStructure` or raises
+:class:`InvalidEdit`; it never mutates its inputs (the structures are immutable), so a
+rejected edit leaves the caller's state exactly as it was.
+
+Ops (``{"op": name, ...}``):
+
+==============  ==========================================  ===========================
+op              fields                                      changes
+==============  ==========================================  ===========================
+set_cell        row, series, value                          one value
+scale_series    series, factor (0 < factor <= 100)          every value of a series
+add_row         row, values (one per series), [position]    a new category
+remove_row      row                                         drops a category
+rename_row      row, to                                     a category's label
+reorder_rows    order (a permutation of the row labels)     the drawing order
+add_series      series, values (one per row)                a new series
+remove_series   series                                      drops a series
+set_style       any ChartSpec fields (chart_type, title...)  style and layout only
+stop            (none)                                      ends the episode
+==============  ==========================================  ===========================
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from vicogym.core import Edit
+from vicogym.errors import InvalidEdit
+from vicogym.programs.chart import anchors, values_fixed
+from vicogym.structures import (
+    CHART_TYPES,
+    LEGEND_POSITIONS,
+    MAX_LABEL_CHARS,
+    MAX_ROWS,
+    MAX_SERIES,
+    PALETTES,
+    ChartSpec,
+    ChartStructure,
+    Table,
+    chart_type_fits,
+)
+
+MAX_ABS_VALUE = 1e12
+
+#: op name -> (required fields, optional fields)
+OP_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "set_cell": (("row", "series", "value"), ()),
+    "scale_series": (("series", "factor"), ()),
+    "add_row": (("row", "values"), ("position",)),
+    "remove_row": (("row",), ()),
+    "rename_row": (("row", "to"), ()),
+    "reorder_rows": (("order",), ()),
+    "add_series": (("series", "values"), ()),
+    "remove_series": (("series",), ()),
+    "set_style": ((), ChartSpec.style_fields()),
+    "stop": ((), ()),
+}
+#: ops that change a value, a label or the drawing order (forbidden under Tier 2)
+VALUE_OPS = frozenset(OP_FIELDS) - {"set_style", "stop"}
+
+
+# -- field checks -------------------------------------------------------------------
+def _number(value: Any, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidEdit("bad_value", f"{field} must be a number, got {value!r}", field=field)
+    if not math.isfinite(value) or abs(value) > MAX_ABS_VALUE:
+        raise InvalidEdit("bad_value", f"{field} must be finite with magnitude <= {MAX_ABS_VALUE:g}, got {value!r}", field=field)
+    return float(value)
+
+
+def _label(value: Any, field: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidEdit("bad_field", f"{field} must be a string, got {value!r}", field=field)
+    if not value.strip() or value != value.strip() or "\n" in value or len(value) > MAX_LABEL_CHARS:
+        raise InvalidEdit(
+            "bad_value",
+            f"{field} must be 1-{MAX_LABEL_CHARS} characters on one line without surrounding spaces, got {value!r}",
+            field=field,
+        )
+    return value
+
+
+def _existing(table_labels: tuple[str, ...], value: Any, field: str, what: str) -> int:
+    label = _label(value, field) if not isinstance(value, str) else value
+    if label not in table_labels:
+        shown = list(table_labels)[:12]
+        raise InvalidEdit("not_found", f"{what} {label!r} is not in the table; it has {shown}", field=field)
+    return table_labels.index(label)
+
+
+def _new_label(table_labels: tuple[str, ...], value: Any, field: str, what: str) -> str:
+    label = _label(value, field)
+    if label in table_labels:
+        raise InvalidEdit("duplicate_label", f"{what} {label!r} is already in the table", field=field)
+    return label
+
+
+def _values(value: Any, n: int, field: str) -> tuple[float, ...]:
+    if not isinstance(value, list) or len(value) != n:
+        raise InvalidEdit("bad_field", f"{field} must be a list of {n} numbers, got {value!r}", field=field)
+    return tuple(_number(v, f"{field}[{i}]") for i, v in enumerate(value))
+
+
+def _check_fields(op: Mapping[str, Any]) -> None:
+    name = op["op"]
+    if name not in OP_FIELDS:
+        raise InvalidEdit("unknown_op", f"unknown op {name!r}; expected one of {sorted(OP_FIELDS)}", field="op")
+    required, optional = OP_FIELDS[name]
+    given = set(op) - {"op"}
+    missing = [f for f in required if f not in given]
+    if missing:
+        raise InvalidEdit("bad_field", f"missing field {missing[0]!r}; {name} needs {list(required)}", field=missing[0])
+    unknown = sorted(given - set(required) - set(optional))
+    if unknown:
+        allowed = list(required) + list(optional)
+        raise InvalidEdit("bad_field", f"unknown field {unknown[0]!r}; {name} takes {allowed}", field=unknown[0])
+    if name == "set_style" and not given:
+        raise InvalidEdit("bad_field", f"set_style needs at least one of {list(optional)}", field="op")
+
+
+# -- ops ------------------------------------------------------------------------------
+def _set_values(table: Table, values: list[list[Any]]) -> Table:
+    return replace(table, values=tuple(tuple(r) for r in values))
+
+
+def _op_set_cell(s: ChartStructure, op: Mapping[str, Any]) -> ChartStructure:
+    t = s.table
+    i = _existing(t.rows, op["row"], "row", "row")
+    j = _existing(t.series, op["series"], "series", "series")
+    values = [list(r) for r in t.values]
+    values[i][j] = _number(op["value"], "value")
+    return s.with_table(_set_values(t, values))
+
+
+def _op_scale_series(s: ChartStructure, op: Mapping[str, Any]) -> ChartStructure:
+    t = s.table
+    j = _existing(t.series, op["series"], "series", "series")
+    factor = _number(op["factor"], "factor")
+    if not 0 < factor <= 100:
+        raise InvalidEdit("bad_value", f"factor must be in (0, 100], got {factor!r}", field="factor")
+    values = [list(r) for r in t.values]
+    for r in values:
+        if r[j] is not None:
+            r[j] = _number(r[j] * factor, "factor")
+    return s.with_table(_set_values(t, values))
+
+
+def _op_add_row(s: ChartStructure, op: Mapping[str, Any]) -> ChartStructure:
+    t = s.table
+    label = _new_label(t.rows, op["row"], "row", "row")
+    new = _values(op["values"], len(t.series), "values")
+    position = op.get("position", len(t.rows))
+    if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position <= len(t.rows):
+        raise InvalidEdit("bad_value", f"position must be an integer in [0, {len(t.rows)}], got {position!r}", field="position")
+    rows = list(t.rows)
+    values = list(t.values)
+    rows.insert(position, label)
+    values.insert(position, new)
+    return s.with_table(replace(t, rows=tuple(rows), values=tuple(values)))
+
+
+def _op_remove_row(s: ChartStructure, op: Mapping[str, Any]) -> ChartStructure:
+    t = s.table
+    i = _existing(t.rows, op["row"], "row", "row")
+    return s.with_table(replace(t, rows=t.rows[:i] + t.rows[i + 1 :], values=t.values[:i] + t.values[i + 1 :]))
+
+
+def _op_rename_row(s: ChartStructure, op: Mapping[str, Any]) -> ChartStructure:
+    t = s.table
+    i = _existing(t.rows, op["row"], "row", "row")
+    label = _new_label(t.rows, op["to"], "to", "row")
+    return s.with_table(replace(t, rows=t.rows[:i] + (label,) + t.rows[i + 1 :]))
+
+
+def _op_reorder_rows(s: ChartStructure, op: Mapping[str, Any]) -> ChartStructure:
+    t = s.table
+    order = op["order"]
+    if not isinstance(order, list) or sorted(map(str, order)) != sorted(t.rows) or len(order) != len(t.rows):
+        raise InvalidEdit("bad_value", f"order must list every row label exactly once: {list(t.rows)}", field="order")
+    index = [t.rows.index(label) for label in order]
+    return s.with_table(replace(t, rows=tuple(order), values=tuple(t.values[i] for i in index)))
+
+
+def _op_add_series(s: ChartStructure, op: Mapping[str, Any]) -> ChartStructure:
+    t = s.table
+    label = _new_label(t.series, op["series"], "series", "series")
+    new = _values(op["values"], len(t.rows), "values")
+    values = tuple(row + (v,) for row, v in zip(t.values, new))
+    return s.with_table(replace(t, series=t.series + (label,), values=values))
+
+
+def _op_remove_series(s: ChartStructure, op: Mapping[str, Any]) -> ChartStructure:
+    t = s.table
+    j = _existing(t.series, op["series"], "series", "series")
+    values = tuple(row[:j] + row[j + 1 :] for row in t.values)
+    return s.with_table(replace(t, series=t.series[:j] + t.series[j + 1 :], values=values))
+
+
+def _op_set_style(s: ChartStructure, op: Mapping[str, Any]) -> ChartStructure:
+    changes = {k: v for k, v in op.items() if k != "op"}
+    if "figure_size" in changes and isinstance(changes["figure_size"], list):
+        changes["figure_size"] = tuple(changes["figure_size"])
+    try:
+        return s.with_spec(**changes)
+    except (TypeError, ValueError) as exc:
+        field = next(iter(changes)) if len(changes) == 1 else None
+        raise InvalidEdit("bad_value", str(exc), field=field) from None
+
+
+OPS: dict[str, Callable[[ChartStructure, Mapping[str, Any]], ChartStructure]] = {
+    "set_cell": _op_set_cell,
+    "scale_series": _op_scale_series,
+    "add_row": _op_add_row,
+    "remove_row": _op_remove_row,
+    "rename_row": _op_rename_row,
+    "reorder_rows": _op_reorder_rows,
+    "add_series": _op_add_series,
+    "remove_series": _op_remove_series,
+    "set_style": _op_set_style,
+}
+
+
+# -- rule checks ----------------------------------------------------------------------
+def _check_rule_for_op(op: Mapping[str, Any], rule: Mapping[str, Any]) -> None:
+    name = op["op"]
+    if values_fixed(rule) and name in VALUE_OPS:
+        raise InvalidEdit(
+            "invariance",
+            f"{name} changes the table, but this answer has no program: only set_style edits are allowed",
+            field="op",
+        )
+    anchor_rows, anchor_series = anchors(rule)
+    if name in ("remove_row", "rename_row") and op.get("row") in anchor_rows:
+        raise InvalidEdit("anchor", f"row {op['row']!r} anchors the answer and must stay", field="row")
+    if name == "remove_series" and op.get("series") in anchor_series:
+        raise InvalidEdit("anchor", f"series {op['series']!r} anchors the answer and must stay", field="series")
+
+
+def check_structure(s: ChartStructure) -> None:
+    """Size and chart-type validity of a whole structure."""
+    t = s.table
+    if not 2 <= len(t.rows) <= MAX_ROWS:
+        raise InvalidEdit("size", f"a chart needs 2-{MAX_ROWS} rows, this edit leaves {len(t.rows)}")
+    if not 1 <= len(t.series) <= MAX_SERIES:
+        raise InvalidEdit("size", f"a chart needs 1-{MAX_SERIES} series, this edit leaves {len(t.series)}")
+    problem = chart_type_fits(t, s.spec.chart_type)
+    if problem:
+        raise InvalidEdit("chart_type", f"{problem}; change chart_type with set_style first", field="chart_type")
+
+
+def diff(old: ChartStructure, new: ChartStructure) -> dict[str, Any]:
+    """What changed between two structures, by label (rows and series are matched by name)."""
+    o, n = old.table, new.table
+    common_rows = [r for r in n.rows if r in o.rows]
+    common_series = [c for c in n.series if c in o.series]
+    changed = [
+        [r, c] for r in common_rows for c in common_series if o.cell(r, c) != n.cell(r, c)
+    ]
+    return {
+        "rows_added": [r for r in n.rows if r not in o.rows],
+        "rows_removed": [r for r in o.rows if r not in n.rows],
+        "series_added": [c for c in n.series if c not in o.series],
+        "series_removed": [c for c in o.series if c not in n.series],
+        "cells_changed": changed,
+        "reordered": [r for r in o.rows if r in n.rows] != [r for r in n.rows if r in o.rows],
+        "style_changed": sorted(k for k, v in new.spec.to_dict().items() if old.spec.to_dict()[k] != v),
+        "index_renamed": o.index_name != n.index_name or o.unit != n.unit,
+    }
+
+
+def _apply_replace(s: ChartStructure, data: Mapping[str, Any], rule: Mapping[str, Any]) -> ChartStructure:
+    try:
+        new = ChartStructure.from_dict(data)
+    except (TypeError, ValueError, KeyError) as exc:
+        raise InvalidEdit("malformed", f"replacement structure: {exc}", op="replace") from None
+    for label in new.table.rows:
+        _label(label, "rows")
+    for label in new.table.series:
+        _label(label, "series")
+    for axis, labels in (("rows", new.table.rows), ("series", new.table.series)):
+        if len(set(labels)) != len(labels):
+            raise InvalidEdit("duplicate_label", f"replacement {axis} repeat a label", op="replace", field=axis)
+    for v in new.table.all_values():
+        if v is not None:
+            _number(v, "values")
+    d = diff(s, new)
+    table_changed = any(d[k] for k in ("rows_added", "rows_removed", "series_added", "series_removed", "cells_changed", "reordered", "index_renamed"))
+    if values_fixed(rule) and table_changed:
+        raise InvalidEdit("invariance", "this answer has no program: a replacement may change style fields only", op="replace")
+    anchor_rows, anchor_series = anchors(rule)
+    lost = sorted(set(d["rows_removed"]) & anchor_rows) + sorted(set(d["series_removed"]) & anchor_series)
+    if lost:
+        raise InvalidEdit("anchor", f"the replacement drops {lost}, which anchor the answer", op="replace")
+    return new
+
+
+def apply(structure: ChartStructure, edit: Edit | Mapping[str, Any] | str, rule: Mapping[str, Any]) -> ChartStructure:
+    """The structure after ``edit`` under label ``rule``, or ``InvalidEdit``. Pure."""
+    edit = Edit.parse(edit)
+    if edit.replace is not None:
+        new = _apply_replace(structure, edit.replace, rule)
+        try:
+            check_structure(new)
+        except InvalidEdit as exc:
+            raise exc.at("replace") from None
+        return new
+    current = structure
+    for i, op in enumerate(edit.ops):
+        where = f"ops[{i}] {op.get('op')}"
+        try:
+            _check_fields(op)
+            if op["op"] == "stop":
+                if len(edit.ops) != 1:
+                    raise InvalidEdit("malformed", "stop must be the only op of its edit", field="op")
+                return structure
+            _check_rule_for_op(op, rule)
+            current = OPS[op["op"]](current, op)
+        except InvalidEdit as exc:
+            raise exc.at(where) from None
+    try:
+        check_structure(current)
+    except InvalidEdit as exc:
+        raise exc.at(f"ops[{len(edit.ops) - 1}] {edit.ops[-1]['op']}") from None
+    return current
+
+
+# -- sampling the edit space -----------------------------------------------------------
+def _decimals(values: Sequence[float | None]) -> int:
+    best = 0
+    for v in values:
+        if v is not None and not float(v).is_integer():
+            best = max(best, min(2, len(repr(float(v)).split(".")[1])))
+    return best
+
+
+def _perturb(value: float, rng: np.random.Generator, decimals: int) -> float:
+    scale = abs(value) if value else 1.0
+    new = value + rng.choice([-1.0, 1.0]) * scale * rng.uniform(0.05, 0.6)
+    return round(float(new), decimals)
+
+
+def sample_op(structure: ChartStructure, rng: np.random.Generator, new_labels: Sequence[str] = ()) -> dict[str, Any]:
+    """One op drawn from the arm's edit space (it may still be rejected under a rule)."""
+    t = structure.table
+    kinds = ["set_cell", "set_cell", "set_cell", "scale_series", "add_row", "remove_row", "reorder_rows",
+             "add_series", "remove_series", "rename_row", "set_style", "set_style"]
+    kind = kinds[int(rng.integers(len(kinds)))]
+    row = t.rows[int(rng.integers(len(t.rows)))]
+    series = t.series[int(rng.integers(len(t.series)))]
+    fresh = [label for label in new_labels if label not in t.rows]
+    if kind == "set_cell":
+        column = t.column(series)
+        old = t.cell(row, series)
+        base = old if old is not None else float(np.nanmean([v for v in column if v is not None] or [1.0]))
+        return {"op": "set_cell", "row": row, "series": series, "value": _perturb(base, rng, _decimals(column))}
+    if kind == "scale_series":
+        return {"op": "scale_series", "series": series, "factor": float(rng.choice([0.5, 0.8, 0.9, 1.1, 1.25, 1.5, 2.0]))}
+    if kind in ("add_row", "rename_row") and fresh:
+        label = fresh[int(rng.integers(len(fresh)))]
+        if kind == "rename_row":
+            return {"op": "rename_row", "row": row, "to": label}
+        values = []
+        for s in t.series:
+            known = [v for v in t.column(s) if v is not None] or [1.0]
+            values.append(_perturb(float(known[int(rng.integers(len(known)))]), rng, _decimals(known)))
+        return {"op": "add_row", "row": label, "values": values, "position": int(rng.integers(len(t.rows) + 1))}
+    if kind == "remove_row":
+        return {"op": "remove_row", "row": row}
+    if kind == "reorder_rows":
+        return {"op": "reorder_rows", "order": [t.rows[i] for i in rng.permutation(len(t.rows))]}
+    if kind == "add_series":
+        known = [v for v in t.column(series) if v is not None] or [1.0]
+        decimals = _decimals(known)
+        name = f"{series} (revised)" if f"{series} (revised)" not in t.series else f"{series} (alt)"
+        return {"op": "add_series", "series": name, "values": [_perturb(float(v or 1.0), rng, decimals) for v in t.column(series)]}
+    if kind == "remove_series" and len(t.series) > 1:
+        return {"op": "remove_series", "series": series}
+    return sample_style_op(structure, rng)
+
+
+def sample_style_op(structure: ChartStructure, rng: np.random.Generator) -> dict[str, Any]:
+    t = structure.table
+    fitting = [c for c in CHART_TYPES if chart_type_fits(t, c) is None]
+    choice = int(rng.integers(6))
+    if choice == 0 and fitting:
+        return {"op": "set_style", "chart_type": fitting[int(rng.integers(len(fitting)))]}
+    if choice == 1:
+        return {"op": "set_style", "palette": PALETTES[int(rng.integers(len(PALETTES)))]}
+    if choice == 2:
+        return {"op": "set_style", "data_labels": not structure.spec.data_labels}
+    if choice == 3:
+        return {"op": "set_style", "gridlines": not structure.spec.gridlines}
+    if choice == 4:
+        return {"op": "set_style", "font_size": float(rng.choice([8.0, 9.0, 10.0, 11.0, 12.0]))}
+    return {"op": "set_style", "legend": LEGEND_POSITIONS[int(rng.integers(len(LEGEND_POSITIONS)))]}
+
+
+def sample_edit(
+    structure: ChartStructure, rng: np.random.Generator, new_labels: Sequence[str] = (), max_ops: int = 2
+) -> dict[str, Any]:
+    """A random edit of 1..``max_ops`` ops, applied in sequence to the structure."""
+    n = int(rng.integers(1, max_ops + 1))
+    ops = []
+    current = structure
+    for _ in range(n):
+        op = sample_op(current, rng, new_labels)
+        ops.append(op)
+        try:
+            current = OPS[op["op"]](current, op)
+        except InvalidEdit:
+            break
+    return {"ops": ops}

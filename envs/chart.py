@@ -1,0 +1,253 @@
+"""``vicogym/Chart-v0``: edit a chart's table and style, keep the label provably right."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from vicogym.core import Edit
+from vicogym.editors import chart as chart_editor
+from vicogym.envs.base import EnvConfig, VicoEnv
+from vicogym.errors import InvalidEdit
+from vicogym.programs import chart as chart_programs
+from vicogym.programs.scoring import get_scorer
+from vicogym.renderers.chart import ChartRender, ChartRenderer
+from vicogym.sources.chart import all_category_labels, make_source
+from vicogym.structures import ChartStructure, format_number
+
+#: difficulty added by the kind of reasoning a question needs
+OP_COST = {
+    "cell": 0.0, "lookup": 0.0, "invariant": 0.6, "max": 0.3, "min": 0.3, "argmax": 0.2, "argmin": 0.2,
+    "greater": 0.2, "less": 0.2, "series_greater": 0.3, "row_argmax": 0.3, "count_rows": 0.1,
+    "count_above": 0.6, "range": 0.8, "absdiff": 0.8, "ratio": 1.0, "sum": 1.0, "mean": 1.2,
+    "median": 1.0, "row_sum": 0.9,
+}
+COMPARISON_OPS = {"max", "min", "argmax", "argmin", "greater", "less", "series_greater", "row_argmax"}
+
+
+@dataclass(frozen=True)
+class ChartEnvConfig(EnvConfig):
+    """Chart arm settings. ``source``: ``"procedural"`` or a ChartQA-format folder."""
+
+    source: str = "procedural"
+    dpi: int = 80
+    scorer: str = "relaxed"
+    templates: tuple[str, ...] | None = None
+    max_tries: int = 16
+    rewriter_max_ops: int = 2
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        get_scorer(self.scorer)
+        if self.templates is not None:
+            unknown = [t for t in self.templates if t not in chart_programs.TEMPLATE_BY_ID]
+            if unknown:
+                raise ValueError(f"expected template ids in {sorted(chart_programs.TEMPLATE_BY_ID)}, got {unknown}")
+            object.__setattr__(self, "templates", tuple(self.templates))
+        if not isinstance(self.source, str):
+            raise TypeError(f"expected source to be 'procedural' or a folder path, got {self.source!r}")
+
+
+def _target_cells(rule: Mapping[str, Any]) -> list[tuple[str | None, str | None]]:
+    if rule["kind"] == "cell":
+        return [(rule["row"], rule["series"])]
+    if rule["kind"] != "program":
+        return []
+    p = rule["program"]
+    if p["op"] == "lookup":
+        return [(p["row"], p["series"])]
+    if p["op"] in ("absdiff", "ratio", "greater", "less"):
+        return [(p["a"], p["series"]), (p["b"], p["series"])]
+    if p["op"] == "series_greater":
+        return [(p["row"], p["s1"]), (p["row"], p["s2"])]
+    return []
+
+
+def _compared_values(structure: ChartStructure, rule: Mapping[str, Any]) -> list[float]:
+    t = structure.table
+    if rule["kind"] != "program" or rule["program"]["op"] not in COMPARISON_OPS:
+        return []
+    p = rule["program"]
+    if p["op"] == "row_argmax":
+        return [v for v in t.values[t.rows.index(p["row"])] if v is not None]
+    if p["op"] in ("greater", "less", "series_greater"):
+        return [t.cell(r, s) for r, s in _target_cells(rule) if t.cell(r, s) is not None]
+    return [v for v in t.column(p["series"]) if v is not None]
+
+
+def difficulty_features(structure: ChartStructure, render: ChartRender, rule: Mapping[str, Any]) -> dict[str, Any]:
+    """Visual difficulty features of a rendered chart question.
+
+    - ``n_marks``: drawn bars, points or wedges; ``n_series``: series in the table;
+    - ``gap``: for comparison questions, the relative gap between the two closest
+      competing values (small gaps are hard to see), else ``None``;
+    - ``target_px``: for questions about named cells, the smallest pixel extent (bar
+      length, wedge size) of those marks, else ``None``;
+    - ``label_density``: share of the image covered by text boxes;
+    - ``data_labels``: whether values are printed on the marks;
+    - ``op``: the question's operation (its reasoning cost is :data:`OP_COST`).
+    """
+    visible = [m for m in render.marks if m["box"] is not None]
+    values = sorted(_compared_values(structure, rule), reverse=True)
+    gap = None
+    if len(values) >= 2:
+        op = rule["program"]["op"]
+        a, b = (values[-1], values[-2]) if op in ("min", "argmin") else (values[0], values[1])
+        scale = max(abs(a), abs(b), 1e-12)
+        gap = abs(a - b) / scale
+    targets = set(_target_cells(rule))
+    extents = []
+    for m in visible:
+        if (m["row"], m["series"]) in targets:
+            x0, y0, x1, y1 = m["box"]
+            extents.append(x1 - x0 if structure.spec.chart_type == "hbar" else y1 - y0)
+    h, w = render.image.shape[:2]
+    text_area = sum((b["box"][2] - b["box"][0]) * (b["box"][3] - b["box"][1]) for b in render.labels)
+    op = rule["program"]["op"] if rule["kind"] == "program" else rule["kind"]
+    return {
+        "n_marks": len(visible),
+        "n_series": len(structure.table.series),
+        "gap": gap,
+        "target_px": min(extents) if extents else None,
+        "label_density": text_area / float(h * w),
+        "data_labels": bool(structure.spec.data_labels),
+        "op": op,
+    }
+
+
+def difficulty(features: Mapping[str, Any]) -> float:
+    """One number from :func:`difficulty_features` (0 is trivial; the default simulated
+    actor is right half of the time at 2.0)."""
+    d = 0.06 * features["n_marks"] + 0.35 * (features["n_series"] - 1) + OP_COST.get(features["op"], 0.5)
+    if features["gap"] is not None:
+        d += 1.4 * (1.0 - min(features["gap"] / 0.25, 1.0))
+    if features["target_px"] is not None:
+        d += 0.8 * (1.0 - min(features["target_px"] / 60.0, 1.0))
+    d += 3.0 * features["label_density"]
+    if features["data_labels"]:
+        d -= 0.8
+    return max(d, 0.0)
+
+
+class ChartEnv(VicoEnv):
+    """
+    ## Description
+
+    A chart question whose label is provable from the chart's table. The rewriter edits
+    the table (values, rows, series) or the chart's style; the environment re-renders the
+    chart with matplotlib, recomputes the answer with the sample's label rule, probes the
+    actor ``k`` times and rewards edits that put the actor's pass rate in the sweet zone.
+
+    ## Action Space
+
+    ``Text``: an edit as JSON (a ``dict`` is accepted too): ``{"ops": [{"op": ...}, ...]}``
+    or ``{"replace": structure}``. Ops: set_cell, scale_series, add_row, remove_row,
+    rename_row, reorder_rows, add_series, remove_series, set_style, stop (see
+    :mod:`vicogym.editors.chart`).
+
+    ## Observation Space
+
+    ``Dict(image=Box(0, 255, (H, W, 3), uint8), question=Text, structure=Text)``. The image
+    is drawn at the top-left of a white canvas of the largest figure size; ``structure``
+    is the table and spec as JSON.
+
+    ## Rewards
+
+    A valid edit earns ``f(p)`` where ``p`` is the actor's pass rate on the new sample
+    and ``f`` the configured shape (band on [0.35, 0.65] by default, or triangle,
+    gaussian); an invalid edit earns ``invalid_penalty`` (-1) and changes nothing;
+    ``stop`` earns 0.
+
+    ## Starting State
+
+    A seed sample from ``source``: a procedural table with a template question (label
+    rule ``program``), or a ChartQA record (``cell`` for Tier 1, ``invariant`` for Tier 2).
+    ``reset(options={"index": i})`` picks ChartQA record ``i``.
+
+    ## Episode End
+
+    Terminated by a ``stop`` op; truncated after ``max_turns`` steps (valid or not).
+
+    ## Arguments
+
+    ``gymnasium.make("vicogym/Chart-v0", k=8, max_turns=4, source="procedural",
+    actor="simulated", invalid_penalty=-1.0, reward_shape="band", sweet_zone=(0.35, 0.65),
+    dpi=80, scorer="relaxed", templates=None)``; ``actor`` may also be an object with
+    ``answer(image, question, k, rng=..., context=...)``.
+
+    ## Version History
+
+    - v0: initial release.
+    """
+
+    env_id = "vicogym/Chart-v0"
+    version = 0
+    config_class = ChartEnvConfig
+
+    def _setup(self) -> None:
+        self.renderer = ChartRenderer(dpi=self.config.dpi)
+        self.image_shape = self.renderer.max_image_shape()
+        self.source = make_source(self.config.source)
+        self._scorer = get_scorer(self.config.scorer)
+        self._new_labels = all_category_labels()
+
+    def _draw_seed(self, rng: np.random.Generator, options: Mapping[str, Any]):
+        if "index" in options:
+            if not hasattr(self.source, "seed"):
+                raise ValueError("options['index'] picks a record of a ChartQA source; the procedural source has none")
+            seed = self.source.seed(int(options["index"]))
+        else:
+            seed = self.source.sample(rng)
+        return seed.structure, seed.question, seed.answer, dict(seed.label_rule), seed.source, seed.source_id
+
+    def _apply(self, structure: ChartStructure, edit: Edit, rule: Mapping[str, Any]) -> ChartStructure:
+        return chart_editor.apply(structure, edit, rule)
+
+    def _relabel(self, structure: ChartStructure, rule: Mapping[str, Any]) -> str:
+        return chart_programs.relabel(structure.table, rule)
+
+    def _render(self, structure: ChartStructure) -> tuple[np.ndarray, ChartRender]:
+        render = self.renderer.render(structure)
+        return render.image, render
+
+    def _actor_context(self, structure: ChartStructure, facts: ChartRender, question: str, answer: str,
+                       rule: Mapping[str, Any]) -> dict[str, Any]:
+        features = difficulty_features(structure, facts, rule)
+        t = structure.table
+        distractors = list(t.rows) + list(t.series) + [format_number(v) for v in t.all_values() if v is not None]
+        return {"answer": answer, "features": features, "difficulty": difficulty(features), "distractors": distractors}
+
+    def _score(self, prediction: str, target: str) -> float:
+        return self._scorer(prediction, target)
+
+    def _structure_text(self, structure: ChartStructure) -> str:
+        return json.dumps(structure.to_dict(), ensure_ascii=False, separators=(",", ":"))
+
+    # -- for rewriters ------------------------------------------------------------------
+    def sample_edit(self, observation: Mapping[str, Any] | None = None, rng: np.random.Generator | None = None,
+                    max_tries: int = 16) -> dict[str, Any]:
+        """A random edit that passes the editors and the label rule on the current sample
+        (rendering not checked); ``{"ops": [{"op": "stop"}]}`` if none is found."""
+        if self.sample is None:
+            raise RuntimeError("call reset() before sample_edit()")
+        rng = rng if rng is not None else self.np_random
+        structure, rule = self.sample.structure, self.sample.label_rule
+        for _ in range(max_tries):
+            if chart_programs.values_fixed(rule):
+                edit = {"ops": [chart_editor.sample_style_op(structure, rng)]}
+            else:
+                edit = chart_editor.sample_edit(structure, rng, self._new_labels, self.config.rewriter_max_ops)
+            try:
+                chart_programs.relabel(chart_editor.apply(structure, edit, rule).table, rule)
+            except InvalidEdit:
+                continue
+            return edit
+        return {"ops": [{"op": "stop"}]}
+
+    def close(self) -> None:
+        self.renderer.close()
+        super().close()

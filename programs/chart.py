@@ -1,0 +1,282 @@
+"""Label logic of the chart arm: table programs, question templates, label rules.
+
+A *program* is a JSON object ``{"op": name, ...arguments}`` over a :class:`Table`,
+executed by one table of small handlers (:data:`HANDLERS`) that share one signature.
+Arguments name rows and series by label, so programs are entity-anchored: reordering
+rows never changes an answer. A program whose answer is not unique (a tie for the
+maximum, a missing value, a division by zero) raises ``InvalidEdit("ambiguous")``.
+
+A *label rule* says how a sample's answer follows from its table:
+
+- ``{"kind": "cell", "row": r, "series": s}`` (Tier 1): the answer is the one cell.
+- ``{"kind": "invariant", "table": {...}, "answer": a}`` (Tier 2): no program is known,
+  so the answer ``a`` holds only while every value of the stored source table does.
+- ``{"kind": "program", "program": {...}}``: the answer is the program's result.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from vicogym.errors import GenerationError, InvalidEdit
+from vicogym.structures import Table, format_number
+
+Answer = float | str
+Handler = Callable[[Table, Mapping[str, Any]], Answer]
+
+
+# -- argument access ----------------------------------------------------------------
+def _row(table: Table, args: Mapping[str, Any], key: str = "row") -> int:
+    label = args[key]
+    if label not in table.rows:
+        raise InvalidEdit("not_found", f"row {label!r} is not in the table", field=key)
+    return table.rows.index(label)
+
+
+def _series(table: Table, args: Mapping[str, Any], key: str = "series") -> int:
+    label = args[key]
+    if label not in table.series:
+        raise InvalidEdit("not_found", f"series {label!r} is not in the table", field=key)
+    return table.series.index(label)
+
+
+def _cell(table: Table, i: int, j: int) -> float:
+    v = table.values[i][j]
+    if v is None:
+        raise InvalidEdit("ambiguous", f"the value of {table.rows[i]!r} in {table.series[j]!r} is missing")
+    return v
+
+
+def _column(table: Table, args: Mapping[str, Any]) -> list[float]:
+    j = _series(table, args)
+    return [_cell(table, i, j) for i in range(len(table.rows))]
+
+
+def _unique_extreme(labels: tuple[str, ...], values: list[float], pick: Callable) -> str:
+    best = pick(values)
+    winners = [label for label, v in zip(labels, values) if v == best]
+    if len(winners) != 1:
+        raise InvalidEdit("ambiguous", f"{len(winners)} labels tie at {format_number(best)}: {winners}")
+    return winners[0]
+
+
+def _yes_no(a: float, b: float, greater: bool) -> str:
+    if a == b:
+        raise InvalidEdit("ambiguous", f"the compared values are equal ({format_number(a)})")
+    return "Yes" if (a > b) == greater else "No"
+
+
+def _ratio(a: float, b: float) -> float:
+    if b == 0:
+        raise InvalidEdit("ambiguous", "the ratio divides by zero")
+    return a / b
+
+
+def _aggregate(fn: Callable[[list[float]], float]) -> Handler:
+    return lambda t, a: fn(_column(t, a))
+
+
+def _extreme_label(pick: Callable) -> Handler:
+    return lambda t, a: _unique_extreme(t.rows, _column(t, a), pick)
+
+
+def _pair(combine: Callable[[float, float], Answer]) -> Handler:
+    def handler(t: Table, a: Mapping[str, Any]) -> Answer:
+        j = _series(t, a)
+        return combine(_cell(t, _row(t, a, "a"), j), _cell(t, _row(t, a, "b"), j))
+
+    return handler
+
+
+def _row_values(t: Table, a: Mapping[str, Any]) -> list[float]:
+    i = _row(t, a)
+    return [_cell(t, i, j) for j in range(len(t.series))]
+
+
+HANDLERS: dict[str, Handler] = {
+    "lookup": lambda t, a: _cell(t, _row(t, a), _series(t, a)),
+    "max": _aggregate(max),
+    "min": _aggregate(min),
+    "argmax": _extreme_label(max),
+    "argmin": _extreme_label(min),
+    "sum": _aggregate(lambda v: float(sum(v))),
+    "mean": _aggregate(lambda v: float(sum(v) / len(v))),
+    "median": _aggregate(lambda v: float(statistics.median(v))),
+    "range": _aggregate(lambda v: max(v) - min(v)),
+    "absdiff": _pair(lambda x, y: abs(x - y)),
+    "ratio": _pair(_ratio),
+    "greater": _pair(lambda x, y: _yes_no(x, y, True)),
+    "less": _pair(lambda x, y: _yes_no(x, y, False)),
+    "count_above": lambda t, a: float(sum(v > a["threshold"] for v in _column(t, a))),
+    "count_rows": lambda t, a: float(len(t.rows)),
+    "row_argmax": lambda t, a: _unique_extreme(t.series, _row_values(t, a), max),
+    "row_sum": lambda t, a: float(sum(_row_values(t, a))),
+    "series_greater": lambda t, a: _yes_no(
+        _cell(t, _row(t, a), _series(t, a, "s1")), _cell(t, _row(t, a), _series(t, a, "s2")), True
+    ),
+}
+
+# Which arguments of each op name rows and which name series (the program's anchors).
+ROW_ARGS = {"lookup": ("row",), "absdiff": ("a", "b"), "ratio": ("a", "b"), "greater": ("a", "b"),
+            "less": ("a", "b"), "row_argmax": ("row",), "row_sum": ("row",), "series_greater": ("row",)}
+SERIES_ARGS = {"series_greater": ("s1", "s2"), "row_argmax": (), "row_sum": (), "count_rows": ()}
+
+
+def _arg_names(op: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    return ROW_ARGS.get(op, ()), SERIES_ARGS.get(op, ("series",))
+
+
+def validate_program(program: Mapping[str, Any]) -> None:
+    if not isinstance(program, Mapping) or program.get("op") not in HANDLERS:
+        raise ValueError(f"expected a program with op in {sorted(HANDLERS)}, got {program!r}")
+    row_args, series_args = _arg_names(program["op"])
+    needed = set(row_args) | set(series_args) | ({"threshold"} if program["op"] == "count_above" else set())
+    missing = needed - set(program)
+    if missing:
+        raise ValueError(f"expected program {program['op']!r} to have {sorted(needed)}, missing {sorted(missing)}")
+
+
+def execute(table: Table, program: Mapping[str, Any]) -> Answer:
+    """Run ``program`` on ``table``: a number or a label, or ``InvalidEdit('ambiguous')``."""
+    validate_program(program)
+    return HANDLERS[program["op"]](table, program)
+
+
+def answer_text(value: Answer) -> str:
+    return value if isinstance(value, str) else format_number(value)
+
+
+# -- label rules --------------------------------------------------------------------
+def cell_rule(row: str, series: str) -> dict[str, Any]:
+    return {"kind": "cell", "row": row, "series": series}
+
+
+def program_rule(program: Mapping[str, Any]) -> dict[str, Any]:
+    validate_program(program)
+    return {"kind": "program", "program": dict(program)}
+
+
+def invariant_rule(table: Table, answer: str) -> dict[str, Any]:
+    return {"kind": "invariant", "table": table.to_dict(), "answer": answer}
+
+
+def anchors(rule: Mapping[str, Any]) -> tuple[frozenset[str], frozenset[str]]:
+    """Rows and series the answer is tied to: they may be neither removed nor renamed."""
+    kind = rule["kind"]
+    if kind == "cell":
+        return frozenset([rule["row"]]), frozenset([rule["series"]])
+    if kind == "invariant":
+        return frozenset(rule["table"]["rows"]), frozenset(rule["table"]["series"])
+    program = rule["program"]
+    row_args, series_args = _arg_names(program["op"])
+    return frozenset(program[k] for k in row_args), frozenset(program[k] for k in series_args)
+
+
+def values_fixed(rule: Mapping[str, Any]) -> bool:
+    """Whether the rule forbids every value change (Tier 2)."""
+    return rule["kind"] == "invariant"
+
+
+def relabel(table: Table, rule: Mapping[str, Any]) -> str:
+    """The answer that ``rule`` gives on ``table``, or ``InvalidEdit`` when it gives none."""
+    kind = rule["kind"]
+    if kind == "cell":
+        return answer_text(execute(table, {"op": "lookup", "row": rule["row"], "series": rule["series"]}))
+    if kind == "program":
+        return answer_text(execute(table, rule["program"]))
+    if kind == "invariant":
+        source = Table.from_dict(rule["table"])
+        if (source.rows, source.series, source.values) != (table.rows, table.series, table.values):
+            raise InvalidEdit("invariance", "this answer has no program; every row, series and value must stay as in the source")
+        return str(rule["answer"])
+    raise ValueError(f"expected a label rule kind in ('cell', 'invariant', 'program'), got {kind!r}")
+
+
+# -- question templates -------------------------------------------------------------
+@dataclass(frozen=True)
+class Template:
+    """A question pattern with its program. ``rows``/``series`` say how many distinct row
+    and series labels it draws; ``min_series`` is the table's series count it needs."""
+
+    id: str
+    text: str
+    op: str
+    rows: int = 0
+    series: int = 1
+    min_series: int = 1
+
+
+TEMPLATES: tuple[Template, ...] = (
+    Template("lookup", "What is the value of {series} for {a}?", "lookup", rows=1),
+    Template("lookup_how_much", "How much is the {series} value of {a}?", "lookup", rows=1),
+    Template("max", "What is the highest value of {series}?", "max"),
+    Template("min", "What is the lowest value of {series}?", "min"),
+    Template("argmax", "Which {index} has the highest {series} value?", "argmax"),
+    Template("argmin", "Which {index} has the lowest {series} value?", "argmin"),
+    Template("sum", "What is the total {series} across all {index} values shown?", "sum"),
+    Template("mean", "What is the average {series} across the {index} values shown?", "mean"),
+    Template("median", "What is the median {series} value?", "median"),
+    Template("range", "What is the difference between the highest and the lowest {series} value?", "range"),
+    Template("absdiff", "What is the difference in {series} between {a} and {b}?", "absdiff", rows=2),
+    Template("ratio", "What is the ratio of the {series} value of {a} to that of {b}?", "ratio", rows=2),
+    Template("greater", "Is the {series} value of {a} greater than that of {b}?", "greater", rows=2),
+    Template("less", "Is the {series} value of {a} less than that of {b}?", "less", rows=2),
+    Template("count_above", "How many {index} values have a {series} value above {threshold}?", "count_above"),
+    Template("count_rows", "How many {index} values does the chart show?", "count_rows", series=0),
+    Template("row_argmax", "For {a}, which series has the largest value?", "row_argmax", rows=1, series=0, min_series=2),
+    Template("row_sum", "What is the sum of all series for {a}?", "row_sum", rows=1, series=0, min_series=2),
+    Template("series_greater", "For {a}, is the {s1} value greater than the {s2} value?", "series_greater", rows=1, series=2, min_series=2),
+)
+TEMPLATE_BY_ID = {t.id: t for t in TEMPLATES}
+
+
+def _threshold(table: Table, series: str, rng: np.random.Generator) -> float:
+    values = sorted(v for v in table.column(series) if v is not None)
+    if len(values) < 2:
+        return values[0] if values else 0.0
+    k = int(rng.integers(0, len(values) - 1))
+    midpoint = (values[k] + values[k + 1]) / 2.0
+    return float(format_number(midpoint))
+
+
+def instantiate(template: Template, table: Table, rng: np.random.Generator) -> tuple[str, dict[str, Any]]:
+    """Draw labels for ``template`` on ``table``: the question text and its program."""
+    if len(table.series) < template.min_series or len(table.rows) < max(template.rows, 1):
+        raise InvalidEdit("size", f"template {template.id!r} does not fit a table of this shape")
+    rows = [table.rows[i] for i in rng.choice(len(table.rows), size=template.rows, replace=False)]
+    series = [table.series[j] for j in rng.choice(len(table.series), size=template.series, replace=False)]
+    program: dict[str, Any] = {"op": template.op}
+    fills: dict[str, Any] = {"index": table.index_name.lower() or "category"}
+    for key, label in zip(ROW_ARGS.get(template.op, ()), rows):
+        program[key] = label
+    if template.op in ("lookup", "row_argmax", "row_sum", "series_greater"):
+        fills["a"] = rows[0] if rows else None
+    else:
+        fills.update(zip(("a", "b"), rows))
+    for key, label in zip(_arg_names(template.op)[1], series):
+        program[key] = label
+        fills[key] = label
+    if template.op == "count_above":
+        program["threshold"] = _threshold(table, series[0], rng)
+        fills["threshold"] = format_number(program["threshold"])
+    return template.text.format(**fills), program
+
+
+def generate_question(
+    table: Table, rng: np.random.Generator, templates: tuple[str, ...] | None = None, max_tries: int = 32
+) -> tuple[str, dict[str, Any], str]:
+    """A random template question with an unambiguous answer: (question, program, answer)."""
+    pool = [TEMPLATE_BY_ID[t] for t in templates] if templates else list(TEMPLATES)
+    last: Exception | None = None
+    for _ in range(max_tries):
+        template = pool[int(rng.integers(len(pool)))]
+        try:
+            question, program = instantiate(template, table, rng)
+            return question, program, answer_text(execute(table, program))
+        except InvalidEdit as exc:
+            last = exc
+    raise GenerationError(f"no unambiguous question in {max_tries} tries (last: {last})")

@@ -1,0 +1,87 @@
+"""Answer scorers shared by every arm: exact match, ChartQA relaxed accuracy, ANLS.
+
+Scorers are pure functions ``score(prediction, target) -> float`` in [0, 1].
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Callable
+
+Scorer = Callable[[str, str], float]
+
+_YES = {"yes", "true", "y"}
+_NO = {"no", "false", "n"}
+_NUMBER = re.compile(r"^[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$")
+
+
+def normalize_text(text: str) -> str:
+    """Lower case, NFKC, trimmed of surrounding punctuation and inner runs of spaces."""
+    text = unicodedata.normalize("NFKC", str(text)).strip().lower()
+    text = re.sub(r"\s+", " ", text)
+    return text.strip(" .,;:!?\"'`")
+
+
+def parse_number(text: str) -> float | None:
+    """A number written as in answers and tables: ``1,327.7``, ``80%``, ``$12``, ``-3.5``."""
+    t = normalize_text(text).replace(",", "").replace("%", "").replace("$", "").replace("\u2212", "-").strip()
+    if not _NUMBER.match(t):
+        return None
+    return float(t)
+
+
+def _yes_no(text: str) -> str | None:
+    t = normalize_text(text)
+    if t in _YES:
+        return "yes"
+    if t in _NO:
+        return "no"
+    return None
+
+
+def exact_match(prediction: str, target: str) -> float:
+    return float(normalize_text(prediction) == normalize_text(target))
+
+
+def relaxed_accuracy(prediction: str, target: str, tolerance: float = 0.05) -> float:
+    """ChartQA's relaxed accuracy: numbers match within ``tolerance`` relative error
+    (a zero target needs an exact zero), yes/no answers by polarity, other text after
+    normalisation. A percent sign is read as part of the number's unit, not as /100."""
+    target_number, predicted_number = parse_number(target), parse_number(prediction)
+    if target_number is not None and predicted_number is not None:
+        if target_number == 0:
+            return float(predicted_number == 0)
+        return float(abs(predicted_number - target_number) / abs(target_number) <= tolerance)
+    target_yn = _yes_no(target)
+    if target_yn is not None:
+        return float(_yes_no(prediction) == target_yn)
+    return exact_match(prediction, target)
+
+
+def _levenshtein(a: str, b: str) -> int:
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+        previous = current
+    return previous[-1]
+
+
+def anls(prediction: str, target: str, threshold: float = 0.5) -> float:
+    """Average normalised Levenshtein similarity for one pair (0 below ``threshold``)."""
+    p, t = normalize_text(prediction), normalize_text(target)
+    if not p and not t:
+        return 1.0
+    similarity = 1.0 - _levenshtein(p, t) / max(len(p), len(t))
+    return similarity if similarity >= threshold else 0.0
+
+
+SCORERS: dict[str, Scorer] = {"exact": exact_match, "relaxed": relaxed_accuracy, "anls": anls}
+
+
+def get_scorer(name: str) -> Scorer:
+    if name not in SCORERS:
+        raise ValueError(f"expected a scorer in {sorted(SCORERS)}, got {name!r}")
+    return SCORERS[name]

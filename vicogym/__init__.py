@@ -1,0 +1,19 @@
+"""vicogym: procedural, verifiable visual environments for RL post-training of VLMs.
+
+Importing the package registers its environments with Gymnasium::
+
+    import gymnasium, vicogym
+    env = gymnasium.make("vicogym/Chart-v0", k=8)
+"""
+
+__version__ = "0.1.0"
+
+from vicogym.registry import list_environments, make, register  # noqa: E402
+
+register(
+    "vicogym/Chart-v0",
+    "vicogym.envs.chart:ChartEnv",
+    "chart questions (matplotlib) from tables; edits of values, rows, series and style",
+)
+
+__all__ = ["__version__", "list_environments", "make", "register"]

@@ -1,0 +1,116 @@
+"""Plain-data types shared by every arm: edits, samples, provenance, step results."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from vicogym.errors import InvalidEdit
+
+LABEL_RULES = ("cell", "invariant", "program")
+
+
+@dataclass(frozen=True)
+class Edit:
+    """A rewriter's edit: a list of ops (each a JSON object with an ``"op"`` name), or a
+    whole replacement structure (``replace``), which the arm validates by diff.
+
+    Accepted spellings (:meth:`parse`): ``{"ops": [...]}``, ``{"replace": {...}}``, a bare
+    op ``{"op": ...}``, a bare list of ops, or any of those as a JSON string.
+    """
+
+    ops: tuple[Mapping[str, Any], ...] = ()
+    replace: Mapping[str, Any] | None = None
+
+    @property
+    def is_stop(self) -> bool:
+        return self.replace is None and len(self.ops) == 1 and self.ops[0].get("op") == "stop"
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.replace is not None:
+            return {"replace": self.replace}
+        return {"ops": [dict(op) for op in self.ops]}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True)
+
+    @classmethod
+    def parse(cls, edit: Any) -> "Edit":
+        if isinstance(edit, Edit):
+            return edit
+        if isinstance(edit, (str, bytes)):
+            try:
+                edit = json.loads(edit)
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                raise InvalidEdit("malformed", f"edit is not valid JSON ({exc.msg} at position {exc.pos})") from None
+        if isinstance(edit, list):
+            edit = {"ops": edit}
+        if isinstance(edit, Mapping) and "op" in edit:
+            edit = {"ops": [edit]}
+        if not isinstance(edit, Mapping):
+            raise InvalidEdit("malformed", f"expected a JSON object or list of ops, got {type(edit).__name__}")
+        keys = set(edit)
+        if keys == {"replace"}:
+            if not isinstance(edit["replace"], Mapping):
+                raise InvalidEdit("malformed", "expected 'replace' to be a structure object", field="replace")
+            return cls(replace=dict(edit["replace"]))
+        if keys != {"ops"}:
+            raise InvalidEdit("malformed", f"expected exactly one key, 'ops' or 'replace', got {sorted(keys)}")
+        ops = edit["ops"]
+        if not isinstance(ops, list) or not ops:
+            raise InvalidEdit("malformed", "expected 'ops' to be a non-empty list", field="ops")
+        for i, op in enumerate(ops):
+            if not isinstance(op, Mapping) or not isinstance(op.get("op"), str):
+                raise InvalidEdit("malformed", f"expected ops[{i}] to be an object with a string 'op'", field="op")
+        return cls(ops=tuple(dict(op) for op in ops))
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a sample came from, enough to regenerate it."""
+
+    source: str
+    source_id: str
+    index: int
+    seed: int
+    env_id: str
+    env_version: int
+    package_version: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One verifiable visual question: the structure that determines the label, the
+    question, its answer, the label rule that proves the answer, and the image."""
+
+    structure: Any
+    question: str
+    answer: str
+    label_rule: Mapping[str, Any]
+    image: np.ndarray | None = None
+    provenance: Provenance | None = None
+    render_facts: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def rule_kind(self) -> str:
+        return str(self.label_rule["kind"])
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What ``env.step`` returns, as one object (``astuple`` gives Gymnasium's 5-tuple)."""
+
+    observation: Mapping[str, Any]
+    reward: float
+    terminated: bool
+    truncated: bool
+    info: Mapping[str, Any]
+
+    def astuple(self) -> tuple:
+        return self.observation, self.reward, self.terminated, self.truncated, dict(self.info)

@@ -1,0 +1,145 @@
+"""Policy protocols and the built-in policies.
+
+- An :class:`Actor` answers a visual question ``k`` times. Real actors (a VLM behind an
+  OpenAI-compatible server, a local model) see only the image and the question.
+- A :class:`Rewriter` proposes an edit from an observation.
+
+Built in:
+
+- :class:`SimulatedActor` -- a *stand-in* for dry runs and tests, not a model. Its chance
+  of answering correctly is ``sigmoid(sharpness * (skill - difficulty))``, where
+  ``difficulty`` is computed by the environment from explicit visual features of the
+  rendered sample (documented per arm, e.g. :func:`vicogym.envs.chart.difficulty_features`)
+  and handed over in ``context``. Wrong answers are plausible strings (nearby values,
+  other labels, the other polarity), scored by the same scorer as any model's answers.
+  It is deterministic given the generator it is handed.
+- :class:`RandomRewriter` -- samples valid edits from the arm's edit space.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Protocol, runtime_checkable
+
+import numpy as np
+
+from vicogym.programs.scoring import parse_number
+from vicogym.structures import format_number
+
+
+@runtime_checkable
+class Actor(Protocol):
+    def answer(self, image: np.ndarray, question: str, k: int, *, rng: np.random.Generator,
+               context: Mapping[str, Any]) -> list[str]:
+        """``k`` answers to ``question`` about ``image``. ``context`` carries what the
+        environment knows (for stand-ins); a real model must ignore it."""
+        ...
+
+
+@runtime_checkable
+class Rewriter(Protocol):
+    def propose(self, observation: Mapping[str, Any], rng: np.random.Generator) -> Any:
+        """An edit (dict or JSON string) for the environment's ``step``."""
+        ...
+
+
+@dataclass(frozen=True)
+class SimulatedActor:
+    """A stand-in actor whose accuracy falls with the sample's visual difficulty.
+
+    Arguments:
+        skill: the difficulty at which the actor is right half of the time (default 2.0).
+        sharpness: slope of the logistic curve (default 1.5).
+    """
+
+    skill: float = 2.0
+    sharpness: float = 1.5
+
+    def __post_init__(self) -> None:
+        for name in ("skill", "sharpness"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise TypeError(f"expected {name} to be a finite number, got {v!r}")
+        if self.sharpness <= 0:
+            raise ValueError(f"expected sharpness > 0, got {self.sharpness}")
+
+    def p_correct(self, difficulty: float) -> float:
+        return 1.0 / (1.0 + math.exp(-self.sharpness * (self.skill - difficulty)))
+
+    def answer(self, image: np.ndarray, question: str, k: int, *, rng: np.random.Generator,
+               context: Mapping[str, Any]) -> list[str]:
+        if "answer" not in context or "difficulty" not in context:
+            raise ValueError("SimulatedActor needs context['answer'] and context['difficulty'] from the environment")
+        p = self.p_correct(float(context["difficulty"]))
+        truth = str(context["answer"])
+        distractors = [str(d) for d in context.get("distractors", ()) if str(d) != truth]
+        return [truth if rng.random() < p else plausible_wrong(truth, distractors, rng) for _ in range(k)]
+
+
+def plausible_wrong(truth: str, distractors: list[str], rng: np.random.Generator) -> str:
+    """A wrong answer of the right kind: the other polarity, another label, or a nearby
+    value off by 8-50% (outside the 5% relaxed tolerance)."""
+    lowered = truth.strip().lower()
+    if lowered in ("yes", "no"):
+        return "No" if lowered == "yes" else "Yes"
+    number = parse_number(truth)
+    if number is None:
+        return distractors[int(rng.integers(len(distractors)))] if distractors else f"not {truth}"
+    numeric = [d for d in distractors if parse_number(d) is not None and _far(parse_number(d), number)]
+    if numeric and rng.random() < 0.5:
+        return numeric[int(rng.integers(len(numeric)))]
+    if number == 0:
+        return format_number(float(rng.integers(1, 10)))
+    wrong = number * (1.0 + rng.choice([-1.0, 1.0]) * rng.uniform(0.08, 0.5))
+    if float(number).is_integer() and abs(number) >= 10:
+        wrong = round(wrong)
+    return format_number(wrong if _far(wrong, number) else number * 1.5)
+
+
+def _far(x: float, truth: float) -> bool:
+    return truth == 0 and x != 0 or truth != 0 and abs(x - truth) / abs(truth) > 0.06
+
+
+@dataclass
+class RandomRewriter:
+    """Proposes random edits drawn by ``sampler(observation, rng)``; see :meth:`for_env`.
+
+    With probability ``p_stop`` it proposes ``{"op": "stop"}`` instead.
+    """
+
+    sampler: Callable[[Mapping[str, Any], np.random.Generator], Any]
+    p_stop: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.p_stop <= 1.0:
+            raise ValueError(f"expected p_stop in [0, 1], got {self.p_stop}")
+
+    @classmethod
+    def for_env(cls, env: Any, p_stop: float = 0.0) -> "RandomRewriter":
+        """A rewriter over ``env``'s edit space (``env.unwrapped.sample_edit``)."""
+        return cls(sampler=env.unwrapped.sample_edit, p_stop=p_stop)
+
+    def propose(self, observation: Mapping[str, Any], rng: np.random.Generator) -> Any:
+        if self.p_stop and rng.random() < self.p_stop:
+            return {"ops": [{"op": "stop"}]}
+        return self.sampler(observation, rng)
+
+
+ACTORS: dict[str, Callable[..., Actor]] = {"simulated": SimulatedActor}
+
+
+def make_actor(spec: Any) -> Actor:
+    """An actor from a name (``"simulated"``), a JSON object (``{"name": ..., **kwargs}``)
+    or an object that already has ``answer``."""
+    if isinstance(spec, str):
+        spec = {"name": spec}
+    if isinstance(spec, Mapping):
+        kwargs = dict(spec)
+        name = kwargs.pop("name", None)
+        if name not in ACTORS:
+            raise ValueError(f"expected actor name in {sorted(ACTORS)}, got {name!r}")
+        return ACTORS[name](**kwargs)
+    if isinstance(spec, Actor):
+        return spec
+    raise TypeError(f"expected an actor name, a JSON object or an object with answer(), got {type(spec).__name__}")

@@ -1,0 +1,249 @@
+"""The chart arm's structure: a table plus a chart spec, as immutable plain data.
+
+A :class:`Table` has a category axis (row labels, the first CSV column) and one or
+more numeric series (the other columns). Values are floats or ``None`` (missing).
+Everything round-trips through JSON (``to_dict`` / ``from_dict``) and CSV text.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any, Iterable, Mapping
+
+Value = float | None
+
+CHART_TYPES = ("bar", "hbar", "grouped_bar", "stacked_bar", "line", "pie")
+PALETTES = ("tab10", "Set2", "Dark2", "Paired", "viridis", "Pastel1")
+LEGEND_POSITIONS = ("outside", "upper right", "upper left", "lower right", "lower left", "top", "none")
+
+MAX_ROWS = 50
+MAX_SERIES = 12
+MAX_LABEL_CHARS = 90
+MAX_TITLE_CHARS = 140
+
+
+def format_number(x: float) -> str:
+    """Canonical text of a number: integers without a decimal point, others with at most
+    4 significant decimals (``80``, ``0.67``, ``1327.7``, ``-3.5``)."""
+    if not math.isfinite(x):
+        raise ValueError(f"expected a finite number, got {x!r}")
+    if float(x).is_integer() and abs(x) < 1e15:
+        return str(int(x))
+    magnitude = abs(x)
+    decimals = 2 if magnitude >= 1 else max(2, 1 - int(math.floor(math.log10(magnitude))) + 2)
+    text = f"{x:.{min(decimals, 10)}f}".rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+@dataclass(frozen=True)
+class Table:
+    """A category axis named ``index_name`` with ``rows`` labels, and ``series`` columns.
+
+    ``values[i][j]`` is the value of row ``rows[i]`` in series ``series[j]``.
+    """
+
+    index_name: str
+    rows: tuple[str, ...]
+    series: tuple[str, ...]
+    values: tuple[tuple[Value, ...], ...]
+    unit: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.index_name, str):
+            raise TypeError(f"expected index_name to be a string, got {self.index_name!r}")
+        if len(self.values) != len(self.rows):
+            raise ValueError(f"expected {len(self.rows)} value rows, got {len(self.values)}")
+        for label, row in zip(self.rows, self.values):
+            if len(row) != len(self.series):
+                raise ValueError(f"expected {len(self.series)} values in row {label!r}, got {len(row)}")
+            for v in row:
+                if v is not None and not (_is_number(v) and math.isfinite(v)):
+                    raise ValueError(f"expected finite numbers or None in row {label!r}, got {v!r}")
+
+    # -- access -------------------------------------------------------------------
+    def row_index(self, row: str) -> int:
+        return self.rows.index(row)
+
+    def series_index(self, series: str) -> int:
+        return self.series.index(series)
+
+    def cell(self, row: str, series: str) -> Value:
+        return self.values[self.rows.index(row)][self.series.index(series)]
+
+    def column(self, series: str) -> tuple[Value, ...]:
+        j = self.series.index(series)
+        return tuple(r[j] for r in self.values)
+
+    def all_values(self) -> Iterable[Value]:
+        for row in self.values:
+            yield from row
+
+    def has_negative(self) -> bool:
+        return any(v is not None and v < 0 for v in self.all_values())
+
+    def has_missing(self) -> bool:
+        return any(v is None for v in self.all_values())
+
+    # -- serialisation ------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index_name": self.index_name,
+            "rows": list(self.rows),
+            "series": list(self.series),
+            "values": [list(r) for r in self.values],
+            "unit": self.unit,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Table":
+        if not isinstance(data, Mapping):
+            raise TypeError(f"expected a table object, got {type(data).__name__}")
+        missing = {"rows", "series", "values"} - set(data)
+        if missing:
+            raise ValueError(f"expected table keys rows, series, values; missing {sorted(missing)}")
+        rows, series, values = data["rows"], data["series"], data["values"]
+        for name, seq in (("rows", rows), ("series", series), ("values", values)):
+            if not isinstance(seq, (list, tuple)):
+                raise TypeError(f"expected {name} to be a list, got {type(seq).__name__}")
+        if not all(isinstance(r, str) for r in rows) or not all(isinstance(s, str) for s in series):
+            raise TypeError("expected rows and series to be lists of strings")
+        if not all(isinstance(r, (list, tuple)) for r in values):
+            raise TypeError("expected values to be a list of lists")
+        return cls(
+            index_name=str(data.get("index_name", "")),
+            rows=tuple(rows),
+            series=tuple(series),
+            values=tuple(tuple(None if v is None else float(v) if _is_number(v) else v for v in r) for r in values),
+            unit=str(data.get("unit", "")),
+        )
+
+    def to_csv(self) -> str:
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow([self.index_name, *self.series])
+        for label, row in zip(self.rows, self.values):
+            writer.writerow([label, *("" if v is None else format_number(v) for v in row)])
+        return buf.getvalue()
+
+
+@dataclass(frozen=True)
+class ChartSpec:
+    """How a table is drawn. Every field is a style or layout choice: none changes a value."""
+
+    chart_type: str = "bar"
+    title: str = ""
+    x_label: str = ""
+    y_label: str = ""
+    palette: str = "tab10"
+    legend: str = "outside"
+    data_labels: bool = False
+    gridlines: bool = True
+    font_size: float = 10.0
+    figure_size: tuple[float, float] = (6.4, 4.8)
+
+    def __post_init__(self) -> None:
+        if self.chart_type not in CHART_TYPES:
+            raise ValueError(f"expected chart_type in {CHART_TYPES}, got {self.chart_type!r}")
+        if self.palette not in PALETTES:
+            raise ValueError(f"expected palette in {PALETTES}, got {self.palette!r}")
+        if self.legend not in LEGEND_POSITIONS:
+            raise ValueError(f"expected legend in {LEGEND_POSITIONS}, got {self.legend!r}")
+        for name in ("title", "x_label", "y_label"):
+            value = getattr(self, name)
+            if not isinstance(value, str):
+                raise TypeError(f"expected {name} to be a string, got {value!r}")
+            if len(value) > MAX_TITLE_CHARS:
+                raise ValueError(f"expected {name} of at most {MAX_TITLE_CHARS} characters, got {len(value)}")
+        for name in ("data_labels", "gridlines"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"expected {name} to be true or false, got {getattr(self, name)!r}")
+        if not _is_number(self.font_size) or not 6.0 <= self.font_size <= 20.0:
+            raise ValueError(f"expected font_size between 6 and 20, got {self.font_size!r}")
+        size = self.figure_size
+        if (
+            not isinstance(size, (tuple, list))
+            or len(size) != 2
+            or not all(_is_number(v) for v in size)
+            or not (3.0 <= size[0] <= 8.0 and 2.5 <= size[1] <= 6.0)
+        ):
+            raise ValueError(f"expected figure_size [width, height] in inches within [3, 8] x [2.5, 6], got {size!r}")
+        object.__setattr__(self, "figure_size", (float(size[0]), float(size[1])))
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["figure_size"] = list(self.figure_size)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "ChartSpec":
+        if not isinstance(data, Mapping):
+            raise TypeError(f"expected a chart spec object, got {type(data).__name__}")
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"expected chart spec fields among {sorted(known)}, got unknown {sorted(unknown)}")
+        kwargs = dict(data)
+        if "figure_size" in kwargs and isinstance(kwargs["figure_size"], list):
+            kwargs["figure_size"] = tuple(kwargs["figure_size"])
+        return cls(**kwargs)
+
+    @staticmethod
+    def style_fields() -> tuple[str, ...]:
+        return tuple(f.name for f in fields(ChartSpec))
+
+
+@dataclass(frozen=True)
+class ChartStructure:
+    """The whole edited object of the chart arm: what is drawn and how."""
+
+    table: Table
+    spec: ChartSpec = field(default_factory=ChartSpec)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"table": self.table.to_dict(), "spec": self.spec.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "ChartStructure":
+        if not isinstance(data, Mapping) or "table" not in data:
+            raise ValueError("expected a structure object with a 'table' (and optional 'spec')")
+        return cls(Table.from_dict(data["table"]), ChartSpec.from_dict(data.get("spec", {})))
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> "ChartStructure":
+        return cls.from_dict(json.loads(text))
+
+    def with_table(self, table: Table) -> "ChartStructure":
+        return replace(self, table=table)
+
+    def with_spec(self, **changes: Any) -> "ChartStructure":
+        return replace(self, spec=replace(self.spec, **changes))
+
+
+def chart_type_fits(table: Table, chart_type: str) -> str | None:
+    """Why ``chart_type`` cannot draw ``table``, or ``None`` when it fits."""
+    n_series = len(table.series)
+    if chart_type in ("bar", "pie") and n_series != 1:
+        return f"{chart_type} draws exactly one series, the table has {n_series}"
+    if chart_type in ("grouped_bar", "stacked_bar") and n_series < 2:
+        return f"{chart_type} needs at least two series, the table has {n_series}"
+    if chart_type in ("stacked_bar", "pie") and table.has_negative():
+        return f"{chart_type} cannot draw negative values"
+    if chart_type == "pie":
+        if table.has_missing():
+            return "pie cannot draw missing values"
+        if sum(v for v in table.all_values() if v is not None) <= 0:
+            return "pie needs a positive total"
+    if chart_type == "line" and len(table.rows) < 2:
+        return "line needs at least two rows"
+    return None
