@@ -3,11 +3,12 @@
 Uses matplotlib's object-oriented API on the Agg canvas (no pyplot state). Speed comes
 from splitting a chart into a *frame* and *marks*:
 
-- the frame is everything that does not depend on the values once the value axis is
-  fixed (axes, ticks, category labels, legend, title). Value-axis limits are "nice"
-  numbers derived from the values, so most value edits keep the same limits;
-- the marks (bars, line points, wedges, data labels) are animated artists redrawn with
-  ``draw_artist`` over the frame's cached pixels.
+- the frame is everything that does not depend on the values (axes box, category
+  labels, legend, title), keyed by the structure without its values plus the order of
+  magnitude of the value axis (which fixes the room its tick labels need);
+- the value axis (ticks, tick labels, gridlines) and the marks (bars, line points,
+  wedges, data labels) are animated artists redrawn with ``draw_artist`` over the
+  frame's cached pixels.
 
 Frames are cached (LRU) by everything except the values. A fresh frame is drawn once and
 then takes exactly the same mark-drawing path, so a cached render and a fresh render of
@@ -56,6 +57,18 @@ def value_limits(table: Table, chart_type: str) -> tuple[float, float]:
     if top == bottom:
         top = 1.0
     return bottom, top
+
+
+def axis_magnitude(limits: tuple[float, float]) -> tuple[int, int]:
+    """Decimal orders of magnitude of the limits (the frame reserves tick-label room by it)."""
+    return tuple(int(math.floor(math.log10(abs(v)))) if v else -99 for v in limits)  # type: ignore[return-value]
+
+
+def placeholder_limits(magnitude: tuple[int, int]) -> tuple[float, float]:
+    """Limits that a frame is laid out with: determined by the magnitude alone, so a frame
+    never depends on which values happened to build it."""
+    lo, hi = (0.0 if m == -99 else 9.0 * 10.0**m for m in magnitude)
+    return (-lo, hi if hi else 1.0)
 
 
 def _axis_number(x: float, _pos: Any = None) -> str:
@@ -121,10 +134,11 @@ class ChartRenderer:
     def render(self, structure: ChartStructure) -> ChartRender:
         table, spec = structure.table, structure.spec
         limits = value_limits(table, spec.chart_type)
-        key = (table.index_name, table.unit, table.rows, table.series, spec, limits)
+        magnitude = axis_magnitude(limits)
+        key = (table.index_name, table.unit, table.rows, table.series, spec, magnitude)
         frame = self._frames.get(key)
         if frame is None:
-            frame = self._build_frame(structure, limits)
+            frame = self._build_frame(structure, placeholder_limits(magnitude))
             self._frames[key] = frame
             self.frames_built += 1
             if len(self._frames) > self.cache_size:
@@ -147,7 +161,7 @@ class ChartRenderer:
 
         t, spec = s.table, s.spec
         fs = spec.font_size
-        fig = Figure(figsize=spec.figure_size, dpi=self.dpi, layout="constrained")
+        fig = Figure(figsize=spec.figure_size, dpi=self.dpi)
         canvas = FigureCanvasAgg(fig)
         ax = fig.add_subplot()
         n_rows, n_series = len(t.rows), len(t.series)
@@ -157,7 +171,7 @@ class ChartRenderer:
         legend_handles: list[Any] = []
         ax.tick_params(labelsize=fs * 0.9)
         if spec.title:
-            ax.set_title(spec.title, fontsize=fs * 1.15)
+            ax.set_title(spec.title, fontsize=fs * 1.15, y=1.0, pad=6.0)  # fixed y: no tight-bbox pass
         long_labels = sum(len(r) for r in t.rows) > 60 or max(len(r) for r in t.rows) > 14
 
         if spec.chart_type in BAR_TYPES:
@@ -187,6 +201,7 @@ class ChartRenderer:
                         label.set_rotation(35)
                         label.set_horizontalalignment("right")
             val_axis.set_major_formatter(FuncFormatter(_axis_number))
+            val_axis.set_animated(True)
             if spec.gridlines:
                 ax.grid(True, axis="x" if horizontal else "y", alpha=0.4)
                 ax.set_axisbelow(True)
@@ -207,6 +222,7 @@ class ChartRenderer:
             ax.set_xlim(-0.5, n_rows - 0.5)
             ax.set_ylim(*limits)
             ax.yaxis.set_major_formatter(FuncFormatter(_axis_number))
+            ax.yaxis.set_animated(True)
             if spec.gridlines:
                 ax.grid(True, alpha=0.4)
             ax.set_xlabel(spec.x_label, fontsize=fs)
@@ -241,6 +257,7 @@ class ChartRenderer:
                 text = ax.text(0.0, 0.0, "", fontsize=fs * 0.8, animated=True, clip_on=False)
                 data_labels.append(text)
 
+        _fit_margins(fig, canvas, s, limits, long_labels, show_legend)
         canvas.draw()
         background = canvas.copy_from_bbox(fig.bbox)
         height = int(fig.bbox.height)
@@ -248,7 +265,6 @@ class ChartRenderer:
         static_labels = []
         texts = [("title", ax.title)] if spec.title else []
         texts += [("category", lab) for lab in (ax.get_yticklabels() if spec.chart_type == "hbar" else ax.get_xticklabels())]
-        texts += [("value_tick", lab) for lab in (ax.get_xticklabels() if spec.chart_type == "hbar" else ax.get_yticklabels())]
         if spec.chart_type == "pie":
             texts = [("title", ax.title)] if spec.title else []
         legend = ax.get_legend()
@@ -268,6 +284,15 @@ class ChartRenderer:
         renderer = canvas.get_renderer()
         values = np.array([[np.nan if v is None else v for v in row] for row in t.values], dtype=float)
         n_rows = len(t.rows)
+        drawn_labels = list(frame.static_labels)
+        if spec.chart_type != "pie":
+            val_axis = ax.xaxis if spec.chart_type == "hbar" else ax.yaxis
+            (ax.set_xlim if spec.chart_type == "hbar" else ax.set_ylim)(*limits)
+            fig.draw_artist(val_axis)
+            for lab in val_axis.get_ticklabels():
+                if lab.get_visible() and lab.get_text():
+                    drawn_labels.append({"kind": "value_tick", "text": lab.get_text(),
+                                         "box": _box(lab.get_window_extent(renderer), frame.height)})
         label_anchor: list[tuple[float, float, str, str]] = []
         boxes: list[list[float] | None] = []
         if spec.chart_type in BAR_TYPES:
@@ -329,7 +354,6 @@ class ChartRenderer:
                 label_anchor.append((0.7 * math.cos(mid), 0.7 * math.sin(mid), "center", "center"))
 
         mark_facts = []
-        drawn_labels = list(frame.static_labels)
         for k, (row, name, _artist) in enumerate(frame.marks):
             i, j = t.rows.index(row), t.series.index(name)
             v = t.values[i][j]
@@ -344,10 +368,57 @@ class ChartRenderer:
                 fig.draw_artist(text)
                 drawn_labels.append({"kind": "data_label", "text": text.get_text(), "row": row, "series": name,
                                      "box": _box(text.get_window_extent(renderer), frame.height)})
-        rgba = np.asarray(canvas.buffer_rgba())
-        image = np.ascontiguousarray(rgba[..., :3])
+        import cv2
+
+        image = cv2.cvtColor(np.asarray(canvas.buffer_rgba()), cv2.COLOR_RGBA2RGB)
         facts = {"frame_cached": True, "image_size": [image.shape[1], image.shape[0]]}
         return ChartRender(image=image, marks=mark_facts, labels=drawn_labels, value_limits=limits, facts=facts)
+
+
+def _text_size(canvas: Any, text: str, size: float) -> tuple[float, float]:
+    from matplotlib.font_manager import FontProperties
+
+    if not text:
+        return 0.0, 0.0
+    w, h, _d = canvas.get_renderer().get_text_width_height_descent(text, FontProperties(size=size), ismath=False)
+    return float(w), float(h)
+
+
+def _fit_margins(fig: Any, canvas: Any, s: ChartStructure, limits: tuple[float, float], rotated: bool,
+                 legend_outside: bool) -> None:
+    """Margins from measured text sizes (one pass; far cheaper than a layout engine).
+    Depends only on the frame key, never on the values being drawn."""
+    t, spec = s.table, s.spec
+    fs, pt = spec.font_size, fig.dpi / 72.0
+    width, height = fig.bbox.width, fig.bbox.height
+    tick = fs * 0.9
+    pad = 6.0 * pt
+    value_text = max((_axis_number(v) for v in (limits[0], limits[1], limits[1] / 3.0)), key=len)
+    value_w, value_h = _text_size(canvas, value_text + "0", tick)
+    cat_sizes = [_text_size(canvas, r, tick) for r in t.rows]
+    cat_w = max(w for w, _ in cat_sizes)
+    cat_h = max(h for _, h in cat_sizes)
+    if rotated:
+        angle = math.radians(35)
+        cat_h = cat_w * math.sin(angle) + cat_h * math.cos(angle)
+    _, label_h = _text_size(canvas, "Ag", fs)
+    _, title_h = _text_size(canvas, spec.title, fs * 1.15)
+    if spec.chart_type == "pie":
+        left, bottom = pad, pad
+    elif spec.chart_type == "hbar":
+        left = cat_w + pad + (label_h + pad if spec.x_label else 0.0)
+        bottom = value_h + pad + (label_h + pad if spec.y_label else 0.0)
+    else:
+        left = value_w + pad + (label_h + pad if spec.y_label else 0.0)
+        bottom = cat_h + pad + (label_h + pad if spec.x_label else 0.0)
+    top = (title_h + 2 * pad) if spec.title else pad
+    right = pad * 2
+    if legend_outside:
+        names = t.rows if spec.chart_type == "pie" else t.series
+        right += max(_text_size(canvas, str(n), fs * 0.85)[0] for n in names) + 3.5 * fs * pt
+    left, right = min(left + pad, width * 0.55), min(right, width * 0.45)
+    bottom, top = min(bottom + pad, height * 0.5), min(top, height * 0.3)
+    fig.subplots_adjust(left=left / width, right=1 - right / width, bottom=bottom / height, top=1 - top / height)
 
 
 def _box(bbox: Any, height: int) -> list[float]:
@@ -359,7 +430,7 @@ def encode_png(image: np.ndarray, compression: int = 3) -> bytes:
     """PNG bytes of an RGB ``uint8`` array (OpenCV's encoder; deterministic)."""
     import cv2
 
-    ok, buf = cv2.imencode(".png", np.ascontiguousarray(image[..., ::-1]), [cv2.IMWRITE_PNG_COMPRESSION, compression])
+    ok, buf = cv2.imencode(".png", cv2.cvtColor(image, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_PNG_COMPRESSION, compression])
     if not ok:
         raise RuntimeError("OpenCV could not encode the image as PNG")
     return buf.tobytes()
@@ -371,4 +442,4 @@ def decode_png(data: bytes) -> np.ndarray:
     image = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), cv2.IMREAD_COLOR)
     if image is None:
         raise ValueError("expected PNG bytes, could not decode")
-    return np.ascontiguousarray(image[..., ::-1])
+    return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)

@@ -12,6 +12,7 @@ from rich.table import Table
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Verifiable visual environments for VLM RL.")
 console = Console()
+errors = Console(stderr=True, soft_wrap=True)
 
 
 @app.command()
@@ -49,7 +50,7 @@ def generate(
                                 source=source, max_turns=max_turns, episodes_per_shard=episodes_per_shard)
         manifest = run(config, progress=progress)
     except (ValueError, UnknownEnvironment, FileNotFoundError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        errors.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
         raise typer.Exit(2)
     counts = manifest["counts"]
     console.print(f"wrote {counts['samples']} samples from {counts['episodes']} episodes to {out} "
@@ -67,10 +68,10 @@ def verify(out: Path = typer.Argument(..., help="a folder written by `vicogym ge
     try:
         n, bad = run(out)
     except FileNotFoundError as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        errors.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
         raise typer.Exit(2)
     for row_id, reason in bad:
-        console.print(f"[red]MISMATCH[/red] {row_id}: {reason}")
+        errors.print(f"[red]MISMATCH[/red] {row_id}: {reason}", highlight=False)
     if bad:
         console.print(f"{len(bad)} of {n} rows failed verification")
         raise typer.Exit(1)

@@ -24,7 +24,7 @@ from typing import Any, Callable, Mapping, Protocol, runtime_checkable
 
 import numpy as np
 
-from vicogym.programs.scoring import parse_number
+from vicogym.programs.scoring import normalize_text, parse_number
 from vicogym.structures import format_number
 
 
@@ -85,7 +85,8 @@ def plausible_wrong(truth: str, distractors: list[str], rng: np.random.Generator
         return "No" if lowered == "yes" else "Yes"
     number = parse_number(truth)
     if number is None:
-        return distractors[int(rng.integers(len(distractors)))] if distractors else f"not {truth}"
+        labels = [d for d in distractors if parse_number(d) is None and normalize_text(d) != normalize_text(truth)]
+        return labels[int(rng.integers(len(labels)))] if labels else f"not {truth}"
     numeric = [d for d in distractors if parse_number(d) is not None and _far(parse_number(d), number)]
     if numeric and rng.random() < 0.5:
         return numeric[int(rng.integers(len(numeric)))]

@@ -1,0 +1,96 @@
+import json
+import math
+
+import pytest
+
+from vicogym.core import Edit
+from vicogym.errors import EDIT_ERROR_CODES, InvalidEdit
+from vicogym.rewards import RewardConfig, difficulty_reward, in_sweet_zone, rwr_copies, weight
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"ops": [{"op": "set_cell", "row": "A", "series": "S", "value": 1}]},
+        [{"op": "set_cell", "row": "A", "series": "S", "value": 1}],
+        {"op": "set_cell", "row": "A", "series": "S", "value": 1},
+        json.dumps({"ops": [{"op": "set_cell", "row": "A", "series": "S", "value": 1}]}),
+    ],
+)
+def test_edit_parse_accepts_every_spelling(raw):
+    edit = Edit.parse(raw)
+    assert edit.ops == ({"op": "set_cell", "row": "A", "series": "S", "value": 1},)
+    assert Edit.parse(edit.to_json()) == edit
+
+
+def test_edit_parse_replace_and_stop():
+    assert Edit.parse({"replace": {"table": {}}}).replace == {"table": {}}
+    assert Edit.parse({"op": "stop"}).is_stop
+    assert not Edit.parse([{"op": "stop"}, {"op": "stop"}]).is_stop
+
+
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        ("{not json", "[malformed] edit is not valid JSON (Expecting property name enclosed in double quotes at position 1)"),
+        (42, "[malformed] expected a JSON object or list of ops, got int"),
+        ({"ops": []}, "[malformed] expected 'ops' to be a non-empty list"),
+        ({"ops": [1]}, "[malformed] expected ops[0] to be an object with a string 'op'"),
+        ({"ops": [], "replace": {}}, "[malformed] expected exactly one key, 'ops' or 'replace', got ['ops', 'replace']"),
+        ({"replace": 3}, "[malformed] expected 'replace' to be a structure object"),
+    ],
+)
+def test_edit_parse_errors_are_exact(raw, message):
+    with pytest.raises(InvalidEdit) as info:
+        Edit.parse(raw)
+    assert str(info.value) == message
+    assert info.value.code == "malformed"
+
+
+def test_invalid_edit_codes_are_closed_and_located():
+    with pytest.raises(ValueError, match="expected an edit error code"):
+        InvalidEdit("nope", "x")
+    error = InvalidEdit("not_found", "row 'X' is not in the table", field="row").at("ops[1] set_cell")
+    assert error.to_dict() == {"code": "not_found", "message": "row 'X' is not in the table", "op": "ops[1] set_cell", "field": "row"}
+    assert str(error) == "[not_found] ops[1] set_cell: row 'X' is not in the table"
+    assert isinstance(error, ValueError)
+    assert set(EDIT_ERROR_CODES) >= {"malformed", "invariance", "anchor", "ambiguous", "render_failed"}
+
+
+def test_band_reward_is_one_inside_the_sweet_zone_only():
+    config = RewardConfig()
+    assert [difficulty_reward(p) for p in (0.0, 0.34, 0.35, 0.5, 0.65, 0.66, 1.0)] == [0, 0, 1, 1, 1, 0, 0]
+    assert in_sweet_zone(0.5, config) and not in_sweet_zone(0.9, config)
+
+
+def test_triangle_and_gaussian_peak_at_the_centre():
+    tri, gauss = RewardConfig("triangle"), RewardConfig("gaussian", sigma=0.1)
+    assert weight(0.5, tri) == 1.0 and weight(0.0, tri) == 0.0 and weight(1.0, tri) == 0.0
+    assert weight(0.25, tri) == pytest.approx(0.5)
+    assert weight(0.5, gauss) == 1.0
+    assert weight(0.6, gauss) == pytest.approx(math.exp(-0.5))
+    assert weight(0.3, gauss) < weight(0.4, gauss) < weight(0.5, gauss)
+
+
+def test_rwr_copies_follow_floor_five_w():
+    assert rwr_copies(0.5) == 5 and rwr_copies(0.9) == 0
+    assert rwr_copies(0.25, RewardConfig("triangle")) == 2
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"shape": "square"}, "expected shape in ('band', 'triangle', 'gaussian'), got 'square'"),
+        ({"low": 0.7, "high": 0.6}, "expected 0 <= low < high <= 1, got low=0.7, high=0.6"),
+        ({"sigma": 0.0}, "expected sigma > 0, got 0.0"),
+    ],
+)
+def test_reward_config_validation(kwargs, message):
+    with pytest.raises(ValueError) as info:
+        RewardConfig(**kwargs)
+    assert str(info.value) == message
+
+
+def test_weight_rejects_pass_rates_outside_unit_interval():
+    with pytest.raises(ValueError, match=r"expected a pass rate in \[0, 1\], got 1.5"):
+        weight(1.5)

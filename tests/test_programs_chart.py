@@ -1,0 +1,206 @@
+import statistics
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from strategies import tables
+from vicogym.errors import GenerationError, InvalidEdit
+from vicogym.programs.chart import (
+    HANDLERS,
+    TEMPLATES,
+    anchors,
+    answer_text,
+    cell_rule,
+    execute,
+    generate_question,
+    instantiate,
+    invariant_rule,
+    program_rule,
+    relabel,
+)
+from vicogym.programs.scoring import anls, exact_match, parse_number, relaxed_accuracy
+from vicogym.structures import Table, format_number
+
+T = Table("Country", ("France", "Spain", "Italy"), ("2020", "2021"), ((10.0, 12.0), (30.0, 8.0), (20.0, 8.0)))
+
+
+def test_at_least_fifteen_templates_over_every_handler():
+    assert len(TEMPLATES) >= 15
+    assert {t.op for t in TEMPLATES} == set(HANDLERS)
+
+
+@pytest.mark.parametrize(
+    "program, expected",
+    [
+        ({"op": "lookup", "row": "Spain", "series": "2020"}, "30"),
+        ({"op": "max", "series": "2020"}, "30"),
+        ({"op": "min", "series": "2021"}, "8"),
+        ({"op": "argmax", "series": "2020"}, "Spain"),
+        ({"op": "argmin", "series": "2020"}, "France"),
+        ({"op": "sum", "series": "2020"}, "60"),
+        ({"op": "mean", "series": "2021"}, "9.33"),
+        ({"op": "median", "series": "2020"}, "20"),
+        ({"op": "range", "series": "2020"}, "20"),
+        ({"op": "absdiff", "a": "France", "b": "Spain", "series": "2020"}, "20"),
+        ({"op": "ratio", "a": "Spain", "b": "France", "series": "2020"}, "3"),
+        ({"op": "greater", "a": "Spain", "b": "Italy", "series": "2020"}, "Yes"),
+        ({"op": "less", "a": "Spain", "b": "Italy", "series": "2020"}, "No"),
+        ({"op": "count_above", "series": "2020", "threshold": 15}, "2"),
+        ({"op": "count_rows"}, "3"),
+        ({"op": "row_argmax", "row": "France"}, "2021"),
+        ({"op": "row_sum", "row": "Italy"}, "28"),
+        ({"op": "series_greater", "row": "Spain", "s1": "2020", "s2": "2021"}, "Yes"),
+    ],
+)
+def test_every_op_on_a_known_table(program, expected):
+    assert answer_text(execute(T, program)) == expected
+
+
+@pytest.mark.parametrize(
+    "program, message",
+    [
+        ({"op": "argmin", "series": "2021"}, "[ambiguous] 2 labels tie at 8: ['Spain', 'Italy']"),
+        ({"op": "greater", "a": "Spain", "b": "Italy", "series": "2021"}, "[ambiguous] the compared values are equal (8)"),
+        ({"op": "lookup", "row": "Peru", "series": "2020"}, "[not_found] row 'Peru' is not in the table"),
+    ],
+)
+def test_ambiguity_is_rejected_not_guessed(program, message):
+    with pytest.raises(InvalidEdit) as info:
+        execute(T, program)
+    assert str(info.value) == message
+
+
+def test_missing_values_and_division_by_zero_are_ambiguous():
+    t = Table("X", ("a", "b"), ("s",), ((None,), (0.0,)))
+    with pytest.raises(InvalidEdit, match="the value of 'a' in 's' is missing"):
+        execute(t, {"op": "sum", "series": "s"})
+    t2 = Table("X", ("a", "b"), ("s",), ((3.0,), (0.0,)))
+    with pytest.raises(InvalidEdit, match="divides by zero"):
+        execute(t2, {"op": "ratio", "a": "a", "b": "b", "series": "s"})
+
+
+def test_label_rules_relabel_and_anchor():
+    assert relabel(T, cell_rule("Italy", "2021")) == "8"
+    rule = program_rule({"op": "absdiff", "a": "France", "b": "Spain", "series": "2020"})
+    assert anchors(rule) == (frozenset({"France", "Spain"}), frozenset({"2020"}))
+    inv = invariant_rule(T, "Spain")
+    assert relabel(T, inv) == "Spain"
+    changed = Table("Country", T.rows, T.series, ((10.0, 12.0), (31.0, 8.0), (20.0, 8.0)))
+    with pytest.raises(InvalidEdit) as info:
+        relabel(changed, inv)
+    assert info.value.code == "invariance"
+
+
+def _reference(table: Table, program: dict):
+    """An independent re-implementation with numpy, for the property test."""
+    op = program["op"]
+    col = lambda s: np.array(table.column(s), dtype=float)  # noqa: E731
+    cell = lambda r, s: table.cell(r, s)  # noqa: E731
+    if op == "lookup":
+        return cell(program["row"], program["series"])
+    if op in ("max", "min", "sum", "mean", "median", "range"):
+        c = col(program["series"])
+        return {"max": c.max(), "min": c.min(), "sum": c.sum(), "mean": c.mean(),
+                "median": statistics.median(c.tolist()), "range": c.max() - c.min()}[op]
+    if op in ("argmax", "argmin"):
+        c = col(program["series"])
+        target = c.max() if op == "argmax" else c.min()
+        hits = [r for r, v in zip(table.rows, c) if v == target]
+        return hits[0] if len(hits) == 1 else None
+    if op in ("absdiff", "ratio", "greater", "less"):
+        a, b = cell(program["a"], program["series"]), cell(program["b"], program["series"])
+        if op == "absdiff":
+            return abs(a - b)
+        if op == "ratio":
+            return None if b == 0 else a / b
+        if a == b:
+            return None
+        return "Yes" if (a > b) == (op == "greater") else "No"
+    if op == "count_above":
+        return float((col(program["series"]) > program["threshold"]).sum())
+    if op == "count_rows":
+        return float(len(table.rows))
+    row = np.array(table.values[table.rows.index(program["row"])], dtype=float)
+    if op == "row_sum":
+        return row.sum()
+    if op == "row_argmax":
+        hits = [s for s, v in zip(table.series, row) if v == row.max()]
+        return hits[0] if len(hits) == 1 else None
+    a, b = cell(program["row"], program["s1"]), cell(program["row"], program["s2"])
+    return None if a == b else ("Yes" if a > b else "No")
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tables(), st.integers(0, len(TEMPLATES) - 1), st.integers(0, 2**32 - 1))
+def test_programs_agree_with_an_independent_reference(table, template_index, seed):
+    template = TEMPLATES[template_index]
+    rng = np.random.default_rng(seed)
+    try:
+        _question, program = instantiate(template, table, rng)
+    except InvalidEdit as exc:
+        assert exc.code == "size"
+        return
+    expected = _reference(table, program)
+    try:
+        got = execute(table, program)
+    except InvalidEdit as exc:
+        assert exc.code == "ambiguous"
+        assert expected is None
+        return
+    assert expected is not None
+    if isinstance(got, str):
+        assert got == expected
+    else:
+        assert got == pytest.approx(float(expected), rel=1e-9, abs=1e-9)
+
+
+@settings(max_examples=300, deadline=None)
+@given(tables(), st.integers(0, 2**32 - 1), st.randoms(use_true_random=False))
+def test_programs_are_entity_anchored(table, seed, shuffler):
+    try:
+        _q, program, answer = generate_question(table, np.random.default_rng(seed))
+    except GenerationError:
+        return
+    order = list(range(len(table.rows)))
+    shuffler.shuffle(order)
+    permuted = Table(table.index_name, tuple(table.rows[i] for i in order), table.series,
+                     tuple(table.values[i] for i in order))
+    assert answer_text(execute(permuted, program)) == answer
+
+
+def test_question_generation_is_deterministic_and_bounded():
+    a = generate_question(T, np.random.default_rng(5))
+    b = generate_question(T, np.random.default_rng(5))
+    assert a == b
+    tied = Table("X", ("a", "b"), ("s",), ((1.0,), (1.0,)))
+    with pytest.raises(GenerationError, match="no unambiguous question in 4 tries"):
+        generate_question(tied, np.random.default_rng(0), templates=("argmax", "greater"), max_tries=4)
+
+
+@pytest.mark.parametrize(
+    "prediction, target, score",
+    [
+        ("80", "80", 1.0), ("83", "80", 1.0), ("85", "80", 0.0), ("80%", "80", 1.0), ("1,327.7", "1327.7", 1.0),
+        ("0", "0", 1.0), ("0.1", "0", 0.0), ("yes", "Yes", 1.0), ("Yes.", "Yes", 1.0), ("No", "Yes", 0.0),
+        ("italy", "Italy", 1.0), ("Spain", "Italy", 0.0), ("$12", "12", 1.0),
+    ],
+)
+def test_relaxed_accuracy(prediction, target, score):
+    assert relaxed_accuracy(prediction, target) == score
+
+
+def test_other_scorers():
+    assert exact_match(" Italy. ", "italy") == 1.0
+    assert anls("Itly", "Italy") == pytest.approx(0.8)
+    assert anls("xyz", "Italy") == 0.0
+    assert parse_number("−3.5") == -3.5 and parse_number("abc") is None
+
+
+@given(st.floats(-1e9, 1e9, allow_nan=False))
+def test_format_number_round_trips_within_relaxed_tolerance(x):
+    text = format_number(x)
+    assert relaxed_accuracy(text, format_number(x)) == 1.0
+    if abs(x) >= 0.01:
+        assert float(text) == pytest.approx(x, rel=0.01, abs=0.006)

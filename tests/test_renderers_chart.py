@@ -1,0 +1,81 @@
+import numpy as np
+import pytest
+
+from vicogym.renderers.chart import ChartRenderer, decode_png, encode_png, nice_ceiling, value_limits
+from vicogym.structures import ChartSpec, ChartStructure, Table
+
+MULTI = Table("Country", ("France", "Germany", "Italy", "Spain"), ("2019", "2020"),
+              ((1.0, 2.0), (3.5, 4.0), (2.0, None), (5.0, 1.5)), "%")
+SINGLE = Table("Product", ("A", "B", "C"), ("Sales",), ((10.0,), (20.0,), (30.0,)))
+CASES = [(MULTI, t) for t in ("hbar", "grouped_bar", "stacked_bar", "line")] + [(SINGLE, t) for t in ("bar", "hbar", "line", "pie")]
+
+
+@pytest.fixture(scope="module")
+def renderer():
+    r = ChartRenderer(dpi=60)
+    yield r
+    r.close()
+
+
+@pytest.mark.parametrize("table, chart_type", CASES)
+def test_every_chart_type_renders_with_mark_boxes(renderer, table, chart_type):
+    s = ChartStructure(table, ChartSpec(chart_type=chart_type, title="T", data_labels=True))
+    out = renderer.render(s)
+    h, w, _ = out.image.shape
+    assert (h, w) == (288, 384) and out.image.dtype == np.uint8
+    assert len(out.marks) == len(table.rows) * len(table.series)
+    for mark in out.marks:
+        if mark["value"] is None:
+            assert mark["box"] is None
+            continue
+        x0, y0, x1, y1 = mark["box"]
+        assert -1 <= x0 <= x1 <= w + 1 and -1 <= y0 <= y1 <= h + 1
+    assert sum(1 for lab in out.labels if lab["kind"] == "data_label") == sum(v is not None for v in table.all_values())
+    assert out.image.std() > 10  # something was drawn
+
+
+def test_bar_heights_follow_values(renderer):
+    out = renderer.render(ChartStructure(SINGLE, ChartSpec(chart_type="bar")))
+    heights = [m["box"][3] - m["box"][1] for m in out.marks]
+    assert heights[0] < heights[1] < heights[2]
+    assert heights[2] / heights[0] == pytest.approx(3.0, rel=0.03)
+
+
+def test_cached_frames_give_the_same_bytes_as_fresh_ones():
+    warm = ChartRenderer(dpi=60)
+    other = Table("Country", MULTI.rows, MULTI.series, ((1.1, 2.0), (3.0, 4.2), (2.0, None), (4.9, 1.5)), "%")
+    spec = ChartSpec(chart_type="grouped_bar", data_labels=True)
+    warm.render(ChartStructure(other, spec))  # builds the frame with other values
+    cached = warm.render(ChartStructure(MULTI, spec))
+    assert warm.frames_built == 1
+    fresh = ChartRenderer(dpi=60).render(ChartStructure(MULTI, spec))
+    assert np.array_equal(cached.image, fresh.image)
+    assert cached.marks == fresh.marks and cached.labels == fresh.labels
+    assert not np.array_equal(cached.image, warm.render(ChartStructure(other, spec)).image)
+
+
+def test_style_changes_change_pixels(renderer):
+    a = renderer.render(ChartStructure(SINGLE, ChartSpec(chart_type="bar", palette="tab10"))).image
+    b = renderer.render(ChartStructure(SINGLE, ChartSpec(chart_type="bar", palette="Dark2"))).image
+    assert not np.array_equal(a, b)
+
+
+def test_png_round_trip_is_lossless_and_deterministic(renderer):
+    image = renderer.render(ChartStructure(SINGLE, ChartSpec())).image
+    data = encode_png(image)
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert np.array_equal(decode_png(data), image)
+    assert encode_png(image) == data
+
+
+def test_value_limits_are_nice_and_cover_the_data():
+    assert nice_ceiling(0.93) == 1.0 and nice_ceiling(101) == 120 and nice_ceiling(7) == 8
+    assert value_limits(SINGLE, "bar") == (0.0, 40.0)
+    neg = Table("X", ("a", "b"), ("s",), ((-12.0,), (30.0,)))
+    lo, hi = value_limits(neg, "bar")
+    assert lo <= -12 and hi >= 30
+
+
+def test_bad_renderer_settings_are_refused():
+    with pytest.raises(ValueError, match="expected dpi as an integer in \\[30, 300\\], got 5"):
+        ChartRenderer(dpi=5)
