@@ -8,6 +8,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Verifiable visual environments for VLM RL.")
@@ -50,7 +51,7 @@ def generate(
                                 source=source, max_turns=max_turns, episodes_per_shard=episodes_per_shard)
         manifest = run(config, progress=progress)
     except (ValueError, UnknownEnvironment, FileNotFoundError) as exc:
-        errors.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        errors.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2)
     counts = manifest["counts"]
     console.print(f"wrote {counts['samples']} samples from {counts['episodes']} episodes to {out} "
@@ -68,10 +69,10 @@ def verify(out: Path = typer.Argument(..., help="a folder written by `vicogym ge
     try:
         n, bad = run(out)
     except FileNotFoundError as exc:
-        errors.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        errors.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2)
     for row_id, reason in bad:
-        errors.print(f"[red]MISMATCH[/red] {row_id}: {reason}", highlight=False)
+        errors.print(f"[red]MISMATCH[/red] {escape(row_id)}: {escape(reason)}", highlight=False)
     if bad:
         console.print(f"{len(bad)} of {n} rows failed verification")
         raise typer.Exit(1)
