@@ -3,12 +3,15 @@
 Uses matplotlib's object-oriented API on the Agg canvas (no pyplot state). Speed comes
 from splitting a chart into a *frame* and *marks*:
 
-- the frame is everything that does not depend on the values (axes box, category
-  labels, legend, title), keyed by the structure without its values plus the order of
-  magnitude of the value axis (which fixes the room its tick labels need);
-- the value axis (ticks, tick labels, gridlines) and the marks (bars, line points,
-  wedges, data labels) are animated artists redrawn with ``draw_artist`` over the
-  frame's cached pixels.
+- the frame is what depends on neither the values nor the rows (axes box, axis titles,
+  legend, title), keyed by the spec, the series, and the room the tick labels need
+  (the value axis' order of magnitude, the category labels' extent rounded up);
+- both axes (ticks, tick labels, gridlines) and the marks (bars, line points, wedges,
+  data labels) are animated artists, drawn with ``draw_artist`` over the frame's cached
+  pixels from pools that grow on demand.
+
+So value edits and row edits (add, remove, rename, reorder) reuse a frame; style and
+series edits build a new one.
 
 Frames are cached (LRU) by everything except the values. A fresh frame is drawn once and
 then takes exactly the same mark-drawing path, so a cached render and a fresh render of
@@ -24,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from vicogym.structures import ChartStructure, Table, format_number
+from vicogym.structures import ChartSpec, ChartStructure, Table, format_number
 
 BAR_TYPES = ("bar", "hbar", "grouped_bar", "stacked_bar")
 _NICE = (1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0)
@@ -90,17 +93,35 @@ class ChartRender:
     facts: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class FrameKey:
+    """Everything a frame is drawn from. Category labels are not in it (they are drawn per
+    render) except for pies, whose legend lists them; only the room they need is."""
+
+    spec: ChartSpec
+    series: tuple[str, ...]
+    unit: str
+    magnitude: tuple[int, int]
+    rotated: bool
+    category_room: int
+    pie_rows: tuple[str, ...] = ()
+
+
 @dataclass
 class _Frame:
+    key: FrameKey
     fig: Any
     canvas: Any
     ax: Any
     background: Any
     height: int
-    marks: list[tuple[str, str, Any]]  # (row, series, artist)
-    data_labels: list[Any]
-    lines: dict[str, Any]
-    static_labels: list[dict[str, Any]]
+    colors: list[Any]
+    bars: dict[str, list[Any]] = field(default_factory=dict)
+    lines: dict[str, Any] = field(default_factory=dict)
+    wedges: list[Any] = field(default_factory=list)
+    texts: list[Any] = field(default_factory=list)
+    static_labels: list[dict[str, Any]] = field(default_factory=list)
+    layers: OrderedDict = field(default_factory=OrderedDict)
 
 
 def _palette(name: str, n: int) -> list[tuple[float, float, float, float]]:
@@ -113,6 +134,11 @@ def _palette(name: str, n: int) -> list[tuple[float, float, float, float]]:
     return [tuple(cmap(x)) for x in np.linspace(0.1, 0.9, max(n, 1))]
 
 
+ROTATION = 35.0
+LAYERS_PER_FRAME = 8
+ROOM_STEP = 24.0  # px: category label room is rounded up to this, so most row edits keep a frame
+
+
 class ChartRenderer:
     """Renders :class:`ChartStructure` objects; holds an LRU cache of frames."""
 
@@ -123,7 +149,9 @@ class ChartRenderer:
             raise ValueError(f"expected cache_size as a positive integer, got {cache_size!r}")
         self.dpi = dpi
         self.cache_size = cache_size
-        self._frames: OrderedDict[tuple, _Frame] = OrderedDict()
+        self._frames: OrderedDict[FrameKey, _Frame] = OrderedDict()
+        self._measure: Any = None
+        self._sizes: dict[tuple[str, float], tuple[float, float]] = {}
         self.frames_built = 0
 
     def max_image_shape(self) -> tuple[int, int, int]:
@@ -134,216 +162,259 @@ class ChartRenderer:
     def render(self, structure: ChartStructure) -> ChartRender:
         table, spec = structure.table, structure.spec
         limits = value_limits(table, spec.chart_type)
-        magnitude = axis_magnitude(limits)
-        key = (table.index_name, table.unit, table.rows, table.series, spec, magnitude)
+        key = self.frame_key(structure, limits)
         frame = self._frames.get(key)
         if frame is None:
-            frame = self._build_frame(structure, placeholder_limits(magnitude))
+            frame = self._build_frame(key)
             self._frames[key] = frame
             self.frames_built += 1
             if len(self._frames) > self.cache_size:
-                old_key, old = self._frames.popitem(last=False)
+                _old_key, old = self._frames.popitem(last=False)
                 old.fig.clear()
         else:
             self._frames.move_to_end(key)
-        return self._draw_marks(frame, structure, limits)
+        return self._draw(frame, structure, limits)
 
     def close(self) -> None:
         for frame in self._frames.values():
             frame.fig.clear()
         self._frames.clear()
 
+    def frame_key(self, s: ChartStructure, limits: tuple[float, float]) -> FrameKey:
+        t, spec = s.table, s.spec
+        if spec.chart_type == "pie":
+            return FrameKey(spec, t.series, t.unit, (0, 0), False, 0, t.rows)
+        horizontal = spec.chart_type == "hbar"
+        rotated = not horizontal and (sum(len(r) for r in t.rows) > 60 or max(len(r) for r in t.rows) > 14)
+        sizes = [self._text_size(r, spec.font_size * 0.9) for r in t.rows]
+        if horizontal:
+            room = max(w for w, _ in sizes)
+        elif rotated:
+            angle = math.radians(ROTATION)
+            room = max(w * math.sin(angle) + h * math.cos(angle) for w, h in sizes)
+        else:
+            room = max(h for _, h in sizes)
+        return FrameKey(spec, t.series, t.unit, axis_magnitude(limits), rotated,
+                        int(math.ceil(room / ROOM_STEP) * ROOM_STEP))
+
+    def _text_size(self, text: str, size: float) -> tuple[float, float]:
+        cached = self._sizes.get((text, size))
+        if cached is not None:
+            return cached
+        if len(self._sizes) > 20000:
+            self._sizes.clear()
+        if self._measure is None:
+            from matplotlib.backends.backend_agg import FigureCanvasAgg
+            from matplotlib.figure import Figure
+
+            self._measure = FigureCanvasAgg(Figure(dpi=self.dpi))
+        self._sizes[(text, size)] = _text_size(self._measure, text, size)
+        return self._sizes[(text, size)]
+
     # -- frame -----------------------------------------------------------------------
-    def _build_frame(self, s: ChartStructure, limits: tuple[float, float]) -> _Frame:
+    def _build_frame(self, key: FrameKey) -> _Frame:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
+        from matplotlib.lines import Line2D
+        from matplotlib.patches import Patch
         from matplotlib.ticker import FuncFormatter
 
-        t, spec = s.table, s.spec
+        spec = key.spec
         fs = spec.font_size
         fig = Figure(figsize=spec.figure_size, dpi=self.dpi)
         canvas = FigureCanvasAgg(fig)
         ax = fig.add_subplot()
-        n_rows, n_series = len(t.rows), len(t.series)
-        marks: list[tuple[str, str, Any]] = []
-        lines: dict[str, Any] = {}
-        colors = _palette(spec.palette, n_rows if spec.chart_type == "pie" else n_series)
-        legend_handles: list[Any] = []
+        ax.set_autoscale_on(False)
+        pie = spec.chart_type == "pie"
+        names = key.pie_rows if pie else key.series
+        colors = _palette(spec.palette, len(names))
         ax.tick_params(labelsize=fs * 0.9)
         if spec.title:
             ax.set_title(spec.title, fontsize=fs * 1.15, y=1.0, pad=6.0)  # fixed y: no tight-bbox pass
-        long_labels = sum(len(r) for r in t.rows) > 60 or max(len(r) for r in t.rows) > 14
-
-        if spec.chart_type in BAR_TYPES:
+        if pie:
+            ax.set_xlim(-1.25, 1.25)
+            ax.set_ylim(-1.25, 1.25)
+            ax.set_aspect("equal")
+            ax.axis("off")
+            handles = [Patch(facecolor=c, edgecolor="white", label=r) for r, c in zip(names, colors)]
+        else:
             horizontal = spec.chart_type == "hbar"
-            grouped = spec.chart_type in ("grouped_bar", "hbar") and n_series > 1
-            width = 0.8 / n_series if grouped else 0.7
-            positions = np.arange(n_rows, dtype=float)
-            for j, name in enumerate(t.series):
-                offset = (j - (n_series - 1) / 2.0) * width if grouped else 0.0
-                ones = np.ones(n_rows)
-                if horizontal:
-                    bars = ax.barh(positions + offset, ones, height=width, color=colors[j], label=name, animated=True)
-                else:
-                    bars = ax.bar(positions + offset, ones, width=width, color=colors[j], label=name, animated=True)
-                legend_handles.append(bars)
-                marks.extend((row, name, patch) for row, patch in zip(t.rows, bars.patches))
             cat_axis, val_axis = (ax.yaxis, ax.xaxis) if horizontal else (ax.xaxis, ax.yaxis)
-            cat_axis.set_ticks(positions, labels=list(t.rows))
+            val_axis.set_major_formatter(FuncFormatter(_axis_number))
+            (ax.set_xlim if horizontal else ax.set_ylim)(*placeholder_limits(key.magnitude))
+            cat_axis.set_animated(True)
+            val_axis.set_animated(True)
+            if key.rotated:
+                ax.tick_params(axis="x", labelrotation=ROTATION)
+            if spec.gridlines:
+                ax.grid(True, axis="x" if horizontal else "y", alpha=0.4)
+            # axis titles are static text of the frame, not part of the animated axes
+            bottom_title, left_title = (spec.y_label, spec.x_label) if horizontal else (spec.x_label, spec.y_label)
+            if spec.chart_type == "line":
+                handles = [Line2D([], [], color=c, marker="o", markersize=4, label=n) for n, c in zip(names, colors)]
+            else:
+                handles = [Patch(facecolor=c, label=n) for n, c in zip(names, colors)]
+        show_legend = spec.legend != "none" and (pie or len(key.series) > 1)
+        if show_legend:
+            # "best" placement would depend on the marks, which the frame does not hold
+            if spec.legend == "outside":
+                ax.legend(handles=handles, loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=fs * 0.85, frameon=False)
+            else:
+                loc = "upper center" if spec.legend == "top" else spec.legend
+                ax.legend(handles=handles, loc=loc, fontsize=fs * 0.85, framealpha=0.85)
+        _fit_margins(fig, canvas, key, show_legend and spec.legend == "outside")
+        if not pie:
+            box = ax.get_position()
+            pad = 4.0 / fig.bbox.height
+            if bottom_title:
+                fig.text((box.x0 + box.x1) / 2.0, pad, bottom_title, fontsize=fs, ha="center", va="bottom")
+            if left_title:
+                fig.text(4.0 / fig.bbox.width, (box.y0 + box.y1) / 2.0, left_title, fontsize=fs, ha="left",
+                         va="center", rotation=90)
+        canvas.draw()
+        frame = _Frame(key, fig, canvas, ax, canvas.copy_from_bbox(fig.bbox), int(fig.bbox.height), colors)
+        renderer = canvas.get_renderer()
+        texts = [("title", ax.title)] if spec.title else []
+        legend = ax.get_legend()
+        texts += [("legend", lab) for lab in legend.get_texts()] if legend is not None else []
+        for kind, artist in texts:
+            if artist.get_visible() and artist.get_text():
+                frame.static_labels.append({"kind": kind, "text": artist.get_text(),
+                                            "box": _box(artist.get_window_extent(renderer), frame.height)})
+        if spec.chart_type == "line":
+            for name, color in zip(key.series, colors):
+                (frame.lines[name],) = ax.plot([], [], marker="o", markersize=4, color=color, animated=True)
+        if pie:
+            from matplotlib.patches import Wedge
+
+            for color in colors:
+                wedge = Wedge((0.0, 0.0), 1.0, 0.0, 1.0, facecolor=color, edgecolor="white", linewidth=1.0, animated=True)
+                ax.add_patch(wedge)
+                frame.wedges.append(wedge)
+        return frame
+
+    # -- per render ------------------------------------------------------------------
+    def _bar(self, frame: _Frame, series_index: int, i: int) -> Any:
+        from matplotlib.patches import Rectangle
+
+        pool = frame.bars.setdefault(frame.key.series[series_index], [])
+        while len(pool) <= i:  # pools grow on demand; unused bars are simply not drawn
+            patch = Rectangle((0.0, 0.0), 0.0, 0.0, facecolor=frame.colors[series_index], animated=True)
+            frame.ax.add_patch(patch)
+            pool.append(patch)
+        return pool[i]
+
+    def _text(self, frame: _Frame, k: int) -> Any:
+        while len(frame.texts) <= k:
+            frame.texts.append(frame.ax.text(0.0, 0.0, "", fontsize=frame.key.spec.font_size * 0.8,
+                                             animated=True, clip_on=False))
+        return frame.texts[k]
+
+    def _axes_layer(self, frame: _Frame, rows: tuple[str, ...], limits: tuple[float, float]) -> list[dict[str, Any]]:
+        """Put the frame plus both axes (ticks, labels, gridlines) on the canvas; return the
+        tick labels' facts. The pixels are a function of (frame, rows, limits) alone, so
+        they are cached per frame and restored when a value edit keeps rows and limits."""
+        key = (rows, limits)
+        layer = frame.layers.get(key)
+        if layer is not None:
+            frame.layers.move_to_end(key)
+            frame.canvas.restore_region(layer[0])
+            return layer[1]
+        ax, renderer = frame.ax, frame.canvas.get_renderer()
+        frame.canvas.restore_region(frame.background)
+        horizontal = frame.key.spec.chart_type == "hbar"
+        cat_axis, val_axis = (ax.yaxis, ax.xaxis) if horizontal else (ax.xaxis, ax.yaxis)
+        cat_axis.set_ticks(np.arange(len(rows), dtype=float), labels=list(rows))
+        if frame.key.rotated:
+            for tick in cat_axis.get_major_ticks(len(rows)):
+                tick.label1.set_horizontalalignment("right")
+        facts = []
+        for kind, axis in (("value_tick", val_axis), ("category", cat_axis)):
+            # Axis.draw would also place the axis title from every tick label's box, which
+            # these frames draw statically: draw the ticks alone
+            for tick in axis._update_ticks():
+                tick.draw(renderer)
+                if tick.label1.get_visible() and tick.label1.get_text():
+                    facts.append({"kind": kind, "text": tick.label1.get_text(),
+                                  "box": _box(tick.label1.get_window_extent(renderer), frame.height)})
+        frame.layers[key] = (frame.canvas.copy_from_bbox(frame.fig.bbox), facts)
+        if len(frame.layers) > LAYERS_PER_FRAME:
+            frame.layers.popitem(last=False)
+        return facts
+
+    def _draw(self, frame: _Frame, s: ChartStructure, limits: tuple[float, float]) -> ChartRender:
+        t, spec = s.table, s.spec
+        fig, ax, canvas = frame.fig, frame.ax, frame.canvas
+        renderer = canvas.get_renderer()
+        values = np.array([[np.nan if v is None else v for v in row] for row in t.values], dtype=float)
+        n_rows, n_series = values.shape
+        labels = list(frame.static_labels)
+        boxes: list[list[float] | None] = []
+        anchors: list[tuple[float, float, str, str]] = []
+        if spec.chart_type != "pie":
+            horizontal = spec.chart_type == "hbar"
+            positions = np.arange(n_rows, dtype=float)
             if horizontal:
                 ax.set_ylim(n_rows - 0.5, -0.5)
                 ax.set_xlim(*limits)
             else:
                 ax.set_xlim(-0.5, n_rows - 0.5)
                 ax.set_ylim(*limits)
-                if long_labels:
-                    for label in ax.get_xticklabels():
-                        label.set_rotation(35)
-                        label.set_horizontalalignment("right")
-            val_axis.set_major_formatter(FuncFormatter(_axis_number))
-            val_axis.set_animated(True)
-            if spec.gridlines:
-                ax.grid(True, axis="x" if horizontal else "y", alpha=0.4)
-                ax.set_axisbelow(True)
-            ax.set_xlabel(spec.y_label if horizontal else spec.x_label, fontsize=fs)
-            ax.set_ylabel(spec.x_label if horizontal else spec.y_label, fontsize=fs)
-        elif spec.chart_type == "line":
-            positions = np.arange(n_rows, dtype=float)
-            for j, name in enumerate(t.series):
-                (line,) = ax.plot(positions, np.zeros(n_rows), marker="o", markersize=4, color=colors[j], label=name, animated=True)
-                lines[name] = line
-                legend_handles.append(line)
-                marks.extend((row, name, line) for row in t.rows)
-            ax.set_xticks(positions, labels=list(t.rows))
-            if long_labels:
-                for label in ax.get_xticklabels():
-                    label.set_rotation(35)
-                    label.set_horizontalalignment("right")
-            ax.set_xlim(-0.5, n_rows - 0.5)
-            ax.set_ylim(*limits)
-            ax.yaxis.set_major_formatter(FuncFormatter(_axis_number))
-            ax.yaxis.set_animated(True)
-            if spec.gridlines:
-                ax.grid(True, alpha=0.4)
-            ax.set_xlabel(spec.x_label, fontsize=fs)
-            ax.set_ylabel(spec.y_label, fontsize=fs)
-        else:  # pie
-            from matplotlib.patches import Wedge
-
-            ax.set_xlim(-1.25, 1.25)
-            ax.set_ylim(-1.25, 1.25)
-            ax.set_aspect("equal")
-            ax.axis("off")
-            for i, row in enumerate(t.rows):
-                wedge = Wedge((0.0, 0.0), 1.0, 0.0, 1.0, facecolor=colors[i], edgecolor="white", linewidth=1.0,
-                              label=row, animated=True)
-                ax.add_patch(wedge)
-                legend_handles.append(wedge)
-                marks.append((row, t.series[0], wedge))
-
-        show_legend = spec.legend != "none" and (spec.chart_type == "pie" or n_series > 1)
-        if show_legend:
-            # "best" placement would depend on the frame's placeholder marks, so it is not offered
-            if spec.legend == "outside":
-                ax.legend(handles=legend_handles, loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=fs * 0.85,
-                          frameon=False)
-            else:
-                loc = "upper center" if spec.legend == "top" else spec.legend
-                ax.legend(handles=legend_handles, loc=loc, fontsize=fs * 0.85, framealpha=0.85)
-
-        data_labels = []
-        if spec.data_labels:
-            for _ in marks:
-                text = ax.text(0.0, 0.0, "", fontsize=fs * 0.8, animated=True, clip_on=False)
-                data_labels.append(text)
-
-        _fit_margins(fig, canvas, s, limits, long_labels, show_legend)
-        canvas.draw()
-        background = canvas.copy_from_bbox(fig.bbox)
-        height = int(fig.bbox.height)
-        renderer = canvas.get_renderer()
-        static_labels = []
-        texts = [("title", ax.title)] if spec.title else []
-        texts += [("category", lab) for lab in (ax.get_yticklabels() if spec.chart_type == "hbar" else ax.get_xticklabels())]
-        if spec.chart_type == "pie":
-            texts = [("title", ax.title)] if spec.title else []
-        legend = ax.get_legend()
-        if legend is not None:
-            texts += [("legend", lab) for lab in legend.get_texts()]
-        for kind, artist in texts:
-            if artist.get_visible() and artist.get_text():
-                static_labels.append({"kind": kind, "text": artist.get_text(),
-                                      "box": _box(artist.get_window_extent(renderer), height)})
-        return _Frame(fig, canvas, ax, background, height, marks, data_labels, lines, static_labels)
-
-    # -- marks -----------------------------------------------------------------------
-    def _draw_marks(self, frame: _Frame, s: ChartStructure, limits: tuple[float, float]) -> ChartRender:
-        t, spec = s.table, s.spec
-        fig, ax, canvas = frame.fig, frame.ax, frame.canvas
-        canvas.restore_region(frame.background)
-        renderer = canvas.get_renderer()
-        values = np.array([[np.nan if v is None else v for v in row] for row in t.values], dtype=float)
-        n_rows = len(t.rows)
-        drawn_labels = list(frame.static_labels)
-        if spec.chart_type != "pie":
-            val_axis = ax.xaxis if spec.chart_type == "hbar" else ax.yaxis
-            (ax.set_xlim if spec.chart_type == "hbar" else ax.set_ylim)(*limits)
-            fig.draw_artist(val_axis)
-            for lab in val_axis.get_ticklabels():
-                if lab.get_visible() and lab.get_text():
-                    drawn_labels.append({"kind": "value_tick", "text": lab.get_text(),
-                                         "box": _box(lab.get_window_extent(renderer), frame.height)})
-        label_anchor: list[tuple[float, float, str, str]] = []
-        boxes: list[list[float] | None] = []
+            labels += self._axes_layer(frame, t.rows, limits)
+        else:
+            canvas.restore_region(frame.background)
         if spec.chart_type in BAR_TYPES:
-            horizontal = spec.chart_type == "hbar"
+            grouped = spec.chart_type in ("grouped_bar", "hbar") and n_series > 1
+            width = 0.8 / n_series if grouped else 0.7
             bottoms = np.zeros(n_rows)
-            for k, (row, name, patch) in enumerate(frame.marks):
-                i, j = t.rows.index(row), t.series.index(name)
-                v = values[i, j]
-                present = not np.isnan(v)
-                v = v if present else 0.0
-                base = bottoms[i] if spec.chart_type == "stacked_bar" else 0.0
-                if horizontal:
-                    patch.set_x(base)
-                    patch.set_width(v)
-                else:
-                    patch.set_y(base)
-                    patch.set_height(v)
-                patch.set_visible(present)
-                if spec.chart_type == "stacked_bar":
-                    bottoms[i] += v
-                fig.draw_artist(patch)
-                box = _box(patch.get_window_extent(renderer), frame.height) if present else None
-                boxes.append(box)
-                cx, cy = patch.get_x() + patch.get_width() / 2.0, patch.get_y() + patch.get_height() / 2.0
-                if spec.chart_type == "stacked_bar":
-                    label_anchor.append((cx, cy, "center", "center"))
-                elif horizontal:
-                    label_anchor.append((patch.get_x() + patch.get_width(), cy, "left" if v >= 0 else "right", "center"))
-                else:
-                    label_anchor.append((cx, patch.get_y() + patch.get_height(), "center", "bottom" if v >= 0 else "top"))
+            for i in range(n_rows):
+                for j in range(n_series):
+                    v = values[i, j]
+                    offset = (j - (n_series - 1) / 2.0) * width if grouped else 0.0
+                    base = bottoms[i] if spec.chart_type == "stacked_bar" else 0.0
+                    length = 0.0 if np.isnan(v) else v
+                    patch = self._bar(frame, j, i)
+                    if horizontal:
+                        patch.set_bounds(base, i + offset - width / 2.0, length, width)
+                    else:
+                        patch.set_bounds(i + offset - width / 2.0, base, width, length)
+                    if spec.chart_type == "stacked_bar":
+                        bottoms[i] += length
+                    if np.isnan(v):
+                        boxes.append(None)
+                        anchors.append((0.0, 0.0, "center", "center"))
+                        continue
+                    fig.draw_artist(patch)
+                    boxes.append(_data_box(ax, patch.get_x(), patch.get_y(), patch.get_width(), patch.get_height(),
+                                           frame.height))
+                    mid = i + offset
+                    if spec.chart_type == "stacked_bar":
+                        anchors.append((mid, base + length / 2.0, "center", "center"))
+                    elif horizontal:
+                        anchors.append((base + length, mid, "left" if v >= 0 else "right", "center"))
+                    else:
+                        anchors.append((mid, base + length, "center", "bottom" if v >= 0 else "top"))
         elif spec.chart_type == "line":
-            xs = np.arange(n_rows, dtype=float)
-            for j, name in enumerate(t.series):
-                frame.lines[name].set_ydata(values[:, j])
-                fig.draw_artist(frame.lines[name])
             half = 4.0 * self.dpi / 72.0
-            for row, name, _line in frame.marks:
-                i, j = t.rows.index(row), t.series.index(name)
-                v = values[i, j]
-                if np.isnan(v):
-                    boxes.append(None)
-                    label_anchor.append((xs[i], 0.0, "center", "bottom"))
-                    continue
-                px, py = ax.transData.transform((xs[i], v))
-                boxes.append([px - half, frame.height - py - half, px + half, frame.height - py + half])
-                label_anchor.append((xs[i], v, "center", "bottom"))
+            for j, name in enumerate(t.series):
+                frame.lines[name].set_data(positions, values[:, j])
+                fig.draw_artist(frame.lines[name])
+            for i in range(n_rows):
+                for j in range(n_series):
+                    v = values[i, j]
+                    if np.isnan(v):
+                        boxes.append(None)
+                        anchors.append((0.0, 0.0, "center", "center"))
+                        continue
+                    px, py = ax.transData.transform((positions[i], v))
+                    boxes.append([round(px - half, 1), round(frame.height - py - half, 1),
+                                  round(px + half, 1), round(frame.height - py + half, 1)])
+                    anchors.append((positions[i], v, "center", "bottom"))
         else:
             column = values[:, 0]
             total = float(column.sum())
             angle = 90.0
-            for k, (row, _name, wedge) in enumerate(frame.marks):
+            for k, wedge in enumerate(frame.wedges):
                 sweep = 360.0 * column[k] / total
                 wedge.set_theta1(angle - sweep)
                 wedge.set_theta2(angle)
@@ -351,28 +422,30 @@ class ChartRenderer:
                 angle -= sweep
                 fig.draw_artist(wedge)
                 boxes.append(_box(wedge.get_window_extent(renderer), frame.height) if column[k] > 0 else None)
-                label_anchor.append((0.7 * math.cos(mid), 0.7 * math.sin(mid), "center", "center"))
+                anchors.append((0.7 * math.cos(mid), 0.7 * math.sin(mid), "center", "center"))
 
-        mark_facts = []
-        for k, (row, name, _artist) in enumerate(frame.marks):
-            i, j = t.rows.index(row), t.series.index(name)
+        marks = []
+        k_text = 0
+        for k in range(n_rows * n_series):
+            i, j = divmod(k, n_series)
             v = t.values[i][j]
-            mark_facts.append({"row": row, "series": name, "value": v, "box": boxes[k]})
-            if frame.data_labels and v is not None:
-                text = frame.data_labels[k]
-                x, y, ha, va = label_anchor[k]
+            marks.append({"row": t.rows[i], "series": t.series[j], "value": v, "box": boxes[k]})
+            if spec.data_labels and v is not None:
+                text = self._text(frame, k_text)
+                k_text += 1
+                x, y, ha, va = anchors[k]
                 text.set_position((x, y))
                 text.set_text(format_number(v) + (t.unit if t.unit == "%" else ""))
                 text.set_horizontalalignment(ha)
                 text.set_verticalalignment(va)
                 fig.draw_artist(text)
-                drawn_labels.append({"kind": "data_label", "text": text.get_text(), "row": row, "series": name,
-                                     "box": _box(text.get_window_extent(renderer), frame.height)})
+                labels.append({"kind": "data_label", "text": text.get_text(), "row": t.rows[i], "series": t.series[j],
+                               "box": _box(text.get_window_extent(renderer), frame.height)})
         import cv2
 
         image = cv2.cvtColor(np.asarray(canvas.buffer_rgba()), cv2.COLOR_RGBA2RGB)
-        facts = {"frame_cached": True, "image_size": [image.shape[1], image.shape[0]]}
-        return ChartRender(image=image, marks=mark_facts, labels=drawn_labels, value_limits=limits, facts=facts)
+        return ChartRender(image=image, marks=marks, labels=labels, value_limits=limits,
+                           facts={"image_size": [image.shape[1], image.shape[0]]})
 
 
 def _text_size(canvas: Any, text: str, size: float) -> tuple[float, float]:
@@ -384,41 +457,42 @@ def _text_size(canvas: Any, text: str, size: float) -> tuple[float, float]:
     return float(w), float(h)
 
 
-def _fit_margins(fig: Any, canvas: Any, s: ChartStructure, limits: tuple[float, float], rotated: bool,
-                 legend_outside: bool) -> None:
+def _fit_margins(fig: Any, canvas: Any, key: FrameKey, legend_outside: bool) -> None:
     """Margins from measured text sizes (one pass; far cheaper than a layout engine).
-    Depends only on the frame key, never on the values being drawn."""
-    t, spec = s.table, s.spec
+    Depends only on the frame key, never on the values or labels being drawn."""
+    spec = key.spec
     fs, pt = spec.font_size, fig.dpi / 72.0
     width, height = fig.bbox.width, fig.bbox.height
-    tick = fs * 0.9
     pad = 6.0 * pt
+    limits = placeholder_limits(key.magnitude)
     value_text = max((_axis_number(v) for v in (limits[0], limits[1], limits[1] / 3.0)), key=len)
-    value_w, value_h = _text_size(canvas, value_text + "0", tick)
-    cat_sizes = [_text_size(canvas, r, tick) for r in t.rows]
-    cat_w = max(w for w, _ in cat_sizes)
-    cat_h = max(h for _, h in cat_sizes)
-    if rotated:
-        angle = math.radians(35)
-        cat_h = cat_w * math.sin(angle) + cat_h * math.cos(angle)
+    value_w, value_h = _text_size(canvas, value_text + "0", fs * 0.9)
     _, label_h = _text_size(canvas, "Ag", fs)
     _, title_h = _text_size(canvas, spec.title, fs * 1.15)
+    room = float(key.category_room)
     if spec.chart_type == "pie":
         left, bottom = pad, pad
     elif spec.chart_type == "hbar":
-        left = cat_w + pad + (label_h + pad if spec.x_label else 0.0)
+        left = room + pad + (label_h + pad if spec.x_label else 0.0)
         bottom = value_h + pad + (label_h + pad if spec.y_label else 0.0)
     else:
         left = value_w + pad + (label_h + pad if spec.y_label else 0.0)
-        bottom = cat_h + pad + (label_h + pad if spec.x_label else 0.0)
+        bottom = room + pad + (label_h + pad if spec.x_label else 0.0)
     top = (title_h + 2 * pad) if spec.title else pad
     right = pad * 2
     if legend_outside:
-        names = t.rows if spec.chart_type == "pie" else t.series
+        names = key.pie_rows or key.series
         right += max(_text_size(canvas, str(n), fs * 0.85)[0] for n in names) + 3.5 * fs * pt
     left, right = min(left + pad, width * 0.55), min(right, width * 0.45)
     bottom, top = min(bottom + pad, height * 0.5), min(top, height * 0.3)
     fig.subplots_adjust(left=left / width, right=1 - right / width, bottom=bottom / height, top=1 - top / height)
+
+
+def _data_box(ax: Any, x: float, y: float, w: float, h: float, height: int) -> list[float]:
+    """The pixel box of a data-space rectangle (cheaper than an artist's window extent)."""
+    (x0, y0), (x1, y1) = ax.transData.transform([(x, y), (x + w, y + h)])
+    return [round(float(min(x0, x1)), 1), round(float(height - max(y0, y1)), 1),
+            round(float(max(x0, x1)), 1), round(float(height - min(y0, y1)), 1)]
 
 
 def _box(bbox: Any, height: int) -> list[float]:
