@@ -20,7 +20,7 @@ import numpy as np
 from gymnasium import spaces
 
 import vicogym
-from vicogym.core import Edit, Provenance, Sample
+from vicogym.core import Edit, Provenance, Sample, StepResult
 from vicogym.errors import InvalidEdit
 from vicogym.policies import Actor, make_actor
 from vicogym.rewards import RewardConfig, difficulty_reward
@@ -148,7 +148,7 @@ class VicoEnv(gym.Env, abc.ABC):
         image, facts = self._render(structure)
         provenance = Provenance(source, source_id, int(options.get("index", 0)), -1 if seed is None else int(seed),
                                 self.env_id, self.version, vicogym.__version__)
-        self.sample = Sample(structure, question, answer, rule, image, provenance, {})
+        self.sample = Sample(structure, question, answer, rule, image, provenance)
         self._facts = facts
         self.pass_rate, answers = self._probe(self.sample, facts)
         self.pass_rate_before = self.pass_rate
@@ -159,11 +159,16 @@ class VicoEnv(gym.Env, abc.ABC):
         return self._observation(), info
 
     def step(self, action: Any):
+        return self.step_result(action).astuple()
+
+    def step_result(self, action: Any) -> StepResult:
+        """``step`` as one :class:`StepResult` object."""
         t0 = time.perf_counter()
         timings: dict[str, float] = {}
         if self._done or self.sample is None:
             error = InvalidEdit("episode_over", "the episode has ended; call reset() before step()")
-            return self._observation(), float(self.config.invalid_penalty), True, False, self._info(False, error, timings)
+            return StepResult(self._observation(), float(self.config.invalid_penalty), True, False,
+                              self._info(False, error, timings))
         self._turn += 1
         truncated = self._turn >= self.config.max_turns
         try:
@@ -172,7 +177,7 @@ class VicoEnv(gym.Env, abc.ABC):
             return self._rejected(error, timings, truncated)
         if edit.is_stop:
             self._done = True
-            return self._observation(), 0.0, True, False, self._info(True, None, timings, stopped=True)
+            return StepResult(self._observation(), 0.0, True, False, self._info(True, None, timings, stopped=True))
         sample = self.sample
         try:
             t = time.perf_counter()
@@ -202,7 +207,8 @@ class VicoEnv(gym.Env, abc.ABC):
         self.trace.append({"turn": self._turn, "edit": edit.to_dict(), "answer": answer, "pass_rate": pass_rate})
         self._done = truncated
         timings["total"] = time.perf_counter() - t0
-        return self._observation(), float(reward), False, truncated, self._info(True, None, timings, answers=answers)
+        return StepResult(self._observation(), float(reward), False, truncated,
+                          self._info(True, None, timings, answers=answers))
 
     def render(self):
         if self.render_mode == "rgb_array":
@@ -210,10 +216,10 @@ class VicoEnv(gym.Env, abc.ABC):
         return None
 
     # -- helpers -----------------------------------------------------------------------
-    def _rejected(self, error: InvalidEdit, timings: dict, truncated: bool):
+    def _rejected(self, error: InvalidEdit, timings: dict, truncated: bool) -> StepResult:
         self._done = truncated
-        info = self._info(False, error, timings)
-        return self._observation(), float(self.config.invalid_penalty), False, truncated, info
+        return StepResult(self._observation(), float(self.config.invalid_penalty), False, truncated,
+                          self._info(False, error, timings))
 
     def _probe(self, sample: Sample, facts: Any) -> tuple[float, list[str]]:
         context = self._actor_context(sample.structure, facts, sample.question, sample.answer, sample.label_rule)

@@ -138,7 +138,7 @@ def _check_label(structure: ChartStructure, rule: dict, expected_program_answer=
         assert relabel(t, rule) == answer_text(execute(t, rule["program"]))
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(structures(), st.integers(0, 2**32 - 1), st.lists(st.one_of(OP_STRATEGY, st.none()), min_size=1, max_size=12))
 def test_random_edit_sequences_keep_labels_valid(structure, seed, raw_ops):
     """Thousands of edits: sampled ones and raw random ones, under every rule kind."""

@@ -88,6 +88,9 @@ def test_spec_and_config_round_trip_through_json(env_id):
     env = gym.make(env_id, **FAST)
     spec = gym.spec(env_id)
     assert gym.envs.registration.EnvSpec.from_json(spec.to_json()) == spec
+    assert gym.envs.registration.EnvSpec.from_json(env.spec.to_json()).kwargs == env.spec.kwargs == FAST
+    remade = gym.make(env.spec)
+    assert remade.unwrapped.config == env.unwrapped.config
     config = env.unwrapped.config.to_dict()
     again = type(env.unwrapped.config)(**json.loads(json.dumps(config)))
     assert again == env.unwrapped.config

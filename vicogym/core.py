@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
@@ -95,7 +95,6 @@ class Sample:
     label_rule: Mapping[str, Any]
     image: np.ndarray | None = None
     provenance: Provenance | None = None
-    render_facts: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def rule_kind(self) -> str:
