@@ -128,6 +128,9 @@ class VicoEnv(gym.Env, abc.ABC):
     def _render(self, structure: Any) -> tuple[np.ndarray, Any]:
         """Arm hook."""
 
+    def _validate(self, structure: Any, facts: Any, rule: Mapping[str, Any]) -> None:
+        """Checks on the rendered sample (visibility, protection); raise ``InvalidEdit``."""
+
     @abc.abstractmethod
     def _actor_context(self, structure: Any, facts: Any, question: str, answer: str, rule: Mapping[str, Any]) -> dict:
         """Arm hook."""
@@ -194,6 +197,7 @@ class VicoEnv(gym.Env, abc.ABC):
             except Exception as exc:  # any renderer failure rejects the edit, state kept
                 raise InvalidEdit("render_failed", f"{type(exc).__name__}: {exc}") from None
             timings["render"] = time.perf_counter() - t
+            self._validate(structure, facts, sample.label_rule)
         except InvalidEdit as error:
             return self._rejected(error, timings, truncated)
         new_sample = replace(sample, structure=structure, answer=answer, image=image)

@@ -119,6 +119,34 @@ def difficulty_features(structure: ChartStructure, render: ChartRender, rule: Ma
     }
 
 
+def _value_end(box: list[float], value: float, chart_type: str) -> tuple[float, float]:
+    """Where a mark shows its value: a bar's far end, a point's centre, a wedge's centre."""
+    x0, y0, x1, y1 = box
+    if chart_type == "hbar":
+        return (x1 if value >= 0 else x0, (y0 + y1) / 2.0)
+    if chart_type in ("bar", "grouped_bar", "stacked_bar"):
+        return ((x0 + x1) / 2.0, y0 if value >= 0 else y1)
+    return ((x0 + x1) / 2.0, (y0 + y1) / 2.0)
+
+
+def occluded_marks(render: ChartRender, chart_type: str, max_share: float = 0.25) -> list[tuple[str, str]]:
+    """Marks the legend hides: it covers the mark's value end, or over ``max_share`` of its area."""
+    legend = render.facts.get("legend_box")
+    if legend is None:
+        return []
+    lx0, ly0, lx1, ly1 = legend
+    hidden = []
+    for m in render.marks:
+        if m["box"] is None:
+            continue
+        x0, y0, x1, y1 = m["box"]
+        ex, ey = _value_end(m["box"], m["value"], chart_type)
+        overlap = max(0.0, min(x1, lx1) - max(x0, lx0)) * max(0.0, min(y1, ly1) - max(y0, ly0))
+        if lx0 <= ex <= lx1 and ly0 <= ey <= ly1 or overlap > max_share * max((x1 - x0) * (y1 - y0), 1.0):
+            hidden.append((m["row"], m["series"]))
+    return hidden
+
+
 def difficulty(features: Mapping[str, Any]) -> float:
     """One number from :func:`difficulty_features` (0 is trivial; the default simulated
     actor is right half of the time at 2.0)."""
@@ -213,6 +241,13 @@ class ChartEnv(VicoEnv):
     def _render(self, structure: ChartStructure) -> tuple[np.ndarray, ChartRender]:
         render = self.renderer.render(structure)
         return render.image, render
+
+    def _validate(self, structure: ChartStructure, facts: ChartRender, rule: Mapping[str, Any]) -> None:
+        hidden = occluded_marks(facts, structure.spec.chart_type)
+        if hidden:
+            row, series = hidden[0]
+            raise InvalidEdit("occluded", f"the legend covers the mark of {row!r} in {series!r} ({len(hidden)} marks in "
+                              f"all); use set_style legend 'outside', 'top' or 'none'", field="legend")
 
     def _actor_context(self, structure: ChartStructure, facts: ChartRender, question: str, answer: str,
                        rule: Mapping[str, Any]) -> dict[str, Any]:

@@ -122,6 +122,7 @@ class _Frame:
     texts: list[Any] = field(default_factory=list)
     static_labels: list[dict[str, Any]] = field(default_factory=list)
     layers: OrderedDict = field(default_factory=OrderedDict)
+    legend_box: list[float] | None = None
 
 
 def _palette(name: str, n: int) -> list[tuple[float, float, float, float]]:
@@ -277,6 +278,8 @@ class ChartRenderer:
         texts = [("title", ax.title)] if spec.title else []
         legend = ax.get_legend()
         texts += [("legend", lab) for lab in legend.get_texts()] if legend is not None else []
+        if legend is not None:
+            frame.legend_box = _box(legend.get_window_extent(renderer), frame.height)
         for kind, artist in texts:
             if artist.get_visible() and artist.get_text():
                 frame.static_labels.append({"kind": kind, "text": artist.get_text(),
@@ -445,7 +448,7 @@ class ChartRenderer:
 
         image = cv2.cvtColor(np.asarray(canvas.buffer_rgba()), cv2.COLOR_RGBA2RGB)
         return ChartRender(image=image, marks=marks, labels=labels, value_limits=limits,
-                           facts={"image_size": [image.shape[1], image.shape[0]]})
+                           facts={"image_size": [image.shape[1], image.shape[0]], "legend_box": frame.legend_box})
 
 
 def _text_size(canvas: Any, text: str, size: float) -> tuple[float, float]:

@@ -156,3 +156,25 @@ def test_a_custom_actor_object_plugs_in():
     env = gym.make("vicogym/Chart-v0", actor=Oracle(), k=3)
     _, info = env.reset(seed=0)
     assert info["pass_rate"] == 1.0
+
+
+def test_an_edit_whose_legend_hides_marks_is_rejected():
+    from dataclasses import replace
+
+    from vicogym.envs.chart import occluded_marks
+    from vicogym.programs.chart import program_rule
+    from vicogym.structures import ChartSpec, ChartStructure, Table
+
+    table = Table("Year", ("2019", "2020", "2021"), ("North", "South"), ((10.0, 12.0), (20.0, 22.0), (45.0, 46.0)))
+    env = gym.make("vicogym/Chart-v0", **FAST).unwrapped
+    env.reset(seed=0)
+    structure = ChartStructure(table, ChartSpec(chart_type="grouped_bar"))
+    image, facts = env._render(structure)
+    assert occluded_marks(facts, "grouped_bar") == []
+    env.sample = replace(env.sample, structure=structure, label_rule=program_rule({"op": "count_rows"}), answer="3", image=image)
+    _, reward, _, _, info = env.step({"op": "set_style", "legend": "upper left"})
+    assert info["valid"]
+    _, reward, _, _, info = env.step({"op": "set_style", "legend": "upper right"})
+    assert reward == -1.0 and info["error"]["code"] == "occluded" and info["error"]["field"] == "legend"
+    assert info["error"]["message"].startswith("the legend covers the mark of '2021' in ")
+    assert env.sample.structure.spec.legend == "upper left"

@@ -22,6 +22,7 @@ EDIT_ERROR_CODES: dict[str, str] = {
     "size": "the table would become too small or too large to chart",
     "ambiguous": "the question has no unique answer after the edit (a tie, a division by zero)",
     "render_failed": "the structure could not be rendered",
+    "occluded": "the rendered image hides data the question may need (a legend over the marks)",
     "episode_over": "the episode has ended; call reset()",
 }
 
