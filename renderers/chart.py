@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -183,6 +183,8 @@ class ChartRenderer:
 
     def frame_key(self, s: ChartStructure, limits: tuple[float, float]) -> FrameKey:
         t, spec = s.table, s.spec
+        # data labels and gridlines are drawn per render (gridlines with the axes layer)
+        spec = replace(spec, data_labels=False, gridlines=False)
         if spec.chart_type == "pie":
             return FrameKey(spec, t.series, t.unit, (0, 0), False, 0, t.rows)
         horizontal = spec.chart_type == "hbar"
@@ -247,8 +249,6 @@ class ChartRenderer:
             val_axis.set_animated(True)
             if key.rotated:
                 ax.tick_params(axis="x", labelrotation=ROTATION)
-            if spec.gridlines:
-                ax.grid(True, axis="x" if horizontal else "y", alpha=0.4)
             # axis titles are static text of the frame, not part of the animated axes
             bottom_title, left_title = (spec.y_label, spec.x_label) if horizontal else (spec.x_label, spec.y_label)
             if spec.chart_type == "line":
@@ -313,11 +313,12 @@ class ChartRenderer:
                                              animated=True, clip_on=False))
         return frame.texts[k]
 
-    def _axes_layer(self, frame: _Frame, rows: tuple[str, ...], limits: tuple[float, float]) -> list[dict[str, Any]]:
+    def _axes_layer(self, frame: _Frame, rows: tuple[str, ...], limits: tuple[float, float],
+                    gridlines: bool) -> list[dict[str, Any]]:
         """Put the frame plus both axes (ticks, labels, gridlines) on the canvas; return the
-        tick labels' facts. The pixels are a function of (frame, rows, limits) alone, so
-        they are cached per frame and restored when a value edit keeps rows and limits."""
-        key = (rows, limits)
+        tick labels' facts. The pixels are a function of (frame, rows, limits, gridlines)
+        alone, so they are cached per frame and restored when an edit keeps those."""
+        key = (rows, limits, gridlines)
         layer = frame.layers.get(key)
         if layer is not None:
             frame.layers.move_to_end(key)
@@ -328,6 +329,9 @@ class ChartRenderer:
         horizontal = frame.key.spec.chart_type == "hbar"
         cat_axis, val_axis = (ax.yaxis, ax.xaxis) if horizontal else (ax.xaxis, ax.yaxis)
         cat_axis.set_ticks(np.arange(len(rows), dtype=float), labels=list(rows))
+        ax.grid(False)
+        if gridlines:
+            ax.grid(True, axis="x" if horizontal else "y", alpha=0.4)
         if frame.key.rotated:
             for tick in cat_axis.get_major_ticks(len(rows)):
                 tick.label1.set_horizontalalignment("right")
@@ -363,7 +367,7 @@ class ChartRenderer:
             else:
                 ax.set_xlim(-0.5, n_rows - 0.5)
                 ax.set_ylim(*limits)
-            labels += self._axes_layer(frame, t.rows, limits)
+            labels += self._axes_layer(frame, t.rows, limits, spec.gridlines)
         else:
             canvas.restore_region(frame.background)
         if spec.chart_type in BAR_TYPES:
