@@ -136,14 +136,14 @@ def _palette(name: str, n: int) -> list[tuple[float, float, float, float]]:
 
 
 ROTATION = 35.0
-LAYERS_PER_FRAME = 8
+LAYERS_PER_FRAME = 4
 ROOM_STEP = 24.0  # px: category label room is rounded up to this, so most row edits keep a frame
 
 
 class ChartRenderer:
     """Renders :class:`ChartStructure` objects; holds an LRU cache of frames."""
 
-    def __init__(self, dpi: int = 80, cache_size: int = 16):
+    def __init__(self, dpi: int = 80, cache_size: int = 8):
         if not isinstance(dpi, int) or not 30 <= dpi <= 300:
             raise ValueError(f"expected dpi as an integer in [30, 300], got {dpi!r}")
         if not isinstance(cache_size, int) or cache_size < 1:

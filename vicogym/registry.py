@@ -19,7 +19,7 @@ def register(env_id: str, entry_point: str, description: str) -> None:
         return
     ENVIRONMENTS[env_id] = (entry_point, description)
     if env_id not in gym.registry:
-        gym.register(id=env_id, entry_point=entry_point, disable_env_checker=True)
+        gym.register(id=env_id, entry_point=entry_point)
 
 
 def check_id(env_id: str) -> str:
