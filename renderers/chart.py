@@ -1,21 +1,21 @@
 """Chart renderer: structure -> RGB pixels plus the pixel boxes of marks and labels.
 
 Uses matplotlib's object-oriented API on the Agg canvas (no pyplot state). Speed comes
-from splitting a chart into a *frame* and *marks*:
+from drawing a chart in three layers, each cached by exactly what it depends on:
 
-- the frame is what depends on neither the values nor the rows (axes box, axis titles,
-  legend, title), keyed by the spec, the series, and the room the tick labels need
-  (the value axis' order of magnitude, the category labels' extent rounded up);
-- both axes (ticks, tick labels, gridlines) and the marks (bars, line points, wedges,
-  data labels) are animated artists, drawn with ``draw_artist`` over the frame's cached
-  pixels from pools that grow on demand.
+1. the *frame*: axes box, title, axis titles, legend. Keyed (:class:`FrameKey`) by the
+   spec, the series, and the room the tick labels need (the value axis' order of
+   magnitude, the category labels' extent rounded up), not by rows or values;
+2. the *axes layer*: both axes' ticks, tick labels and gridlines drawn over the frame,
+   keyed by (rows, value limits, gridlines); value limits are "nice" numbers, so most
+   value edits keep them;
+3. the *marks*: bars, line points, wedges and data labels, drawn every time from pools
+   of animated artists with ``draw_artist`` over the restored axes layer.
 
-So value edits and row edits (add, remove, rename, reorder) reuse a frame; style and
-series edits build a new one.
-
-Frames are cached (LRU) by everything except the values. A fresh frame is drawn once and
-then takes exactly the same mark-drawing path, so a cached render and a fresh render of
-the same structure give identical bytes, whatever was rendered before.
+So a value edit usually costs only the marks, a row edit (add, remove, rename,
+reorder) an axes layer, and a style or series edit a new frame. Every cached layer's
+pixels are a function of its key alone, and a fresh render takes the same drawing steps
+as a cached one, so the bytes of a render never depend on what was rendered before.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def nice_ceiling(x: float) -> float:
 
 
 def value_limits(table: Table, chart_type: str) -> tuple[float, float]:
-    """Value-axis limits with 8% headroom, snapped to nice numbers (part of the frame key)."""
+    """Value-axis limits with 8% headroom, snapped to nice numbers (part of the axes-layer key)."""
     if chart_type == "pie":
         return (0.0, 1.0)
     if chart_type == "stacked_bar":

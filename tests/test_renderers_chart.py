@@ -79,3 +79,19 @@ def test_value_limits_are_nice_and_cover_the_data():
 def test_bad_renderer_settings_are_refused():
     with pytest.raises(ValueError, match="expected dpi as an integer in \\[30, 300\\], got 5"):
         ChartRenderer(dpi=5)
+
+
+def test_row_edits_reuse_the_frame_and_match_a_fresh_render():
+    spec = ChartSpec(chart_type="grouped_bar", gridlines=True, data_labels=True)
+    warm = ChartRenderer(dpi=60)
+    warm.render(ChartStructure(MULTI, spec))
+    renamed = Table("Country", ("France", "Austria", "Italy"), MULTI.series, MULTI.values[:3], "%")
+    toggled = ChartSpec(chart_type="grouped_bar", gridlines=False, data_labels=False)
+    for structure in (ChartStructure(renamed, spec), ChartStructure(MULTI, toggled), ChartStructure(MULTI, spec)):
+        cached = warm.render(structure)
+        fresh = ChartRenderer(dpi=60).render(structure)
+        assert np.array_equal(cached.image, fresh.image)
+        assert cached.labels == fresh.labels
+    assert warm.frames_built == 1
+    categories = [lab["text"] for lab in warm.render(ChartStructure(renamed, spec)).labels if lab["kind"] == "category"]
+    assert categories == ["France", "Austria", "Italy"]
