@@ -32,7 +32,7 @@ import numpy as np
 
 from vicogym.core import Edit
 from vicogym.errors import InvalidEdit
-from vicogym.programs.chart import anchors, values_fixed
+from vicogym.programs.chart import anchors, single_series_required, values_fixed
 from vicogym.structures import (
     CHART_TYPES,
     LEGEND_POSITIONS,
@@ -235,6 +235,9 @@ def _check_rule_for_op(op: Mapping[str, Any], rule: Mapping[str, Any]) -> None:
             f"{name} changes the table, but this answer has no program: only set_style edits are allowed",
             field="op",
         )
+    if name == "add_series" and single_series_required(rule):
+        raise InvalidEdit("anchor", "the question names no series, so the chart must keep its single series",
+                          field="series")
     anchor_rows, anchor_series = anchors(rule)
     if name in ("remove_row", "rename_row") and op.get("row") in anchor_rows:
         raise InvalidEdit("anchor", f"row {op['row']!r} anchors the answer and must stay", field="row")
@@ -290,6 +293,11 @@ def _apply_replace(s: ChartStructure, data: Mapping[str, Any], rule: Mapping[str
         if v is not None:
             _number(v, "values")
     d = diff(s, new)
+    if d["index_renamed"]:
+        raise InvalidEdit("bad_value", "index_name and unit are named by the question and cannot change", op="replace",
+                          field="table")
+    if d["series_added"] and single_series_required(rule):
+        raise InvalidEdit("anchor", "the question names no series, so the chart must keep its single series", op="replace")
     table_changed = any(d[k] for k in ("rows_added", "rows_removed", "series_added", "series_removed", "cells_changed", "reordered", "index_renamed"))
     if values_fixed(rule) and table_changed:
         raise InvalidEdit("invariance", "this answer has no program: a replacement may change style fields only", op="replace")

@@ -151,8 +151,28 @@ def answer_text(value: Answer) -> str:
 
 
 # -- label rules --------------------------------------------------------------------
-def cell_rule(row: str, series: str) -> dict[str, Any]:
-    return {"kind": "cell", "row": row, "series": series}
+def cell_rule(row: str, series: str, series_named: bool = True) -> dict[str, Any]:
+    """Tier 1. ``series_named=False`` when the question names only the row: the chart must
+    then keep a single series, or the question would not say which one it means."""
+    return {"kind": "cell", "row": row, "series": series, "series_named": series_named}
+
+
+def single_series_required(rule: Mapping[str, Any]) -> bool:
+    return rule["kind"] == "cell" and not rule.get("series_named", True)
+
+
+def question_matches(question: str, rule: Mapping[str, Any], table: Table) -> str | None:
+    """Why ``question`` is not the one ``rule`` was made for, or ``None``: a program's
+    template must give the question back; a cell's row must stay named in it."""
+    if rule["kind"] == "program" and "template" in rule["program"]:
+        template = TEMPLATE_BY_ID.get(rule["program"]["template"])
+        if template is None:
+            return f"unknown template {rule['program']['template']!r}"
+        expected = question_text(template, rule["program"], table.index_name)
+        return None if expected == question else f"the program asks {expected!r}"
+    if single_series_required(rule) and len(table.series) != 1:
+        return f"the question names no series but the chart has {len(table.series)}"
+    return None
 
 
 def program_rule(program: Mapping[str, Any]) -> dict[str, Any]:
@@ -243,40 +263,43 @@ def _threshold(table: Table, series: str, rng: np.random.Generator) -> float:
     return float(format_number(midpoint))
 
 
+def question_text(template: Template, program: Mapping[str, Any], index_name: str) -> str:
+    """The question ``template`` asks for ``program`` (also used to verify stored rows)."""
+    row_args, series_args = _arg_names(template.op)
+    fills: dict[str, Any] = {"index": index_name.lower() or "category"}
+    fills.update(zip(("a", "b"), (program[k] for k in row_args)))
+    fills.update((k, program[k]) for k in series_args)
+    if template.op == "count_above":
+        fills["threshold"] = format_number(program["threshold"])
+    return template.text.format(**fills)
+
+
 def instantiate(template: Template, table: Table, rng: np.random.Generator) -> tuple[str, dict[str, Any]]:
     """Draw labels for ``template`` on ``table``: the question text and its program."""
     if len(table.series) < template.min_series or len(table.rows) < max(template.rows, 1):
         raise InvalidEdit("size", f"template {template.id!r} does not fit a table of this shape")
     rows = [table.rows[i] for i in rng.choice(len(table.rows), size=template.rows, replace=False)]
     series = [table.series[j] for j in rng.choice(len(table.series), size=template.series, replace=False)]
-    program: dict[str, Any] = {"op": template.op}
-    fills: dict[str, Any] = {"index": table.index_name.lower() or "category"}
-    for key, label in zip(ROW_ARGS.get(template.op, ()), rows):
-        program[key] = label
-    if template.op in ("lookup", "row_argmax", "row_sum", "series_greater"):
-        fills["a"] = rows[0] if rows else None
-    else:
-        fills.update(zip(("a", "b"), rows))
-    for key, label in zip(_arg_names(template.op)[1], series):
-        program[key] = label
-        fills[key] = label
+    row_args, series_args = _arg_names(template.op)
+    program: dict[str, Any] = {"op": template.op, **dict(zip(row_args, rows)), **dict(zip(series_args, series))}
     if template.op == "count_above":
         program["threshold"] = _threshold(table, series[0], rng)
-        fills["threshold"] = format_number(program["threshold"])
-    return template.text.format(**fills), program
+    return question_text(template, program, table.index_name), program
 
 
 def generate_question(
     table: Table, rng: np.random.Generator, templates: tuple[str, ...] | None = None, max_tries: int = 32
 ) -> tuple[str, dict[str, Any], str]:
-    """A random template question with an unambiguous answer: (question, program, answer)."""
+    """A random template question with an unambiguous answer: (question, program, answer).
+    The program carries its template's id under ``"template"`` (ignored when executing)."""
     pool = [TEMPLATE_BY_ID[t] for t in templates] if templates else list(TEMPLATES)
     last: Exception | None = None
     for _ in range(max_tries):
         template = pool[int(rng.integers(len(pool)))]
         try:
             question, program = instantiate(template, table, rng)
-            return question, program, answer_text(execute(table, program))
+            answer = answer_text(execute(table, program))
+            return question, {**program, "template": template.id}, answer
         except InvalidEdit as exc:
             last = exc
     raise GenerationError(f"no unambiguous question in {max_tries} tries (last: {last})")

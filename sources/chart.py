@@ -207,8 +207,9 @@ def classify_record(table: Table, query: str, label: str) -> dict[str, Any]:
         ]
         if len(matches) == 1:
             row, series = matches[0]
-            if _mentions(query, row) and (len(table.series) == 1 or _mentions(query, series)):
-                return cell_rule(row, series)
+            series_named = _mentions(query, series)
+            if _mentions(query, row) and (len(table.series) == 1 or series_named):
+                return cell_rule(row, series, series_named)
     return invariant_rule(table, label)
 
 

@@ -89,6 +89,24 @@ def test_rejections_name_op_field_and_reason(op, rule, message):
     assert S.to_dict() == before
 
 
+def test_a_question_that_names_no_series_keeps_one_series():
+    single = ChartStructure(Table("Entity", ("Support", "Oppose"), ("Value",), ((80.0,), (17.0,))), ChartSpec())
+    rule = cell_rule("Oppose", "Value", series_named=False)
+    with pytest.raises(InvalidEdit) as info:
+        apply(single, {"op": "add_series", "series": "2020", "values": [1, 2]}, rule)
+    assert str(info.value) == ("[anchor] ops[0] add_series: the question names no series, "
+                               "so the chart must keep its single series")
+    two = ChartStructure(Table("Entity", ("Support", "Oppose"), ("Value", "2020"), ((80.0, 1.0), (17.0, 2.0))),
+                         ChartSpec(chart_type="grouped_bar"))
+    with pytest.raises(InvalidEdit) as info:
+        apply(single, {"replace": two.to_dict()}, rule)
+    assert info.value.code == "anchor"
+    renamed = ChartStructure(Table("Region", single.table.rows, single.table.series, single.table.values), ChartSpec())
+    with pytest.raises(InvalidEdit) as info:
+        apply(single, {"replace": renamed.to_dict()}, rule)
+    assert str(info.value) == "[bad_value] replace: index_name and unit are named by the question and cannot change"
+
+
 def test_size_limits_and_stop():
     with pytest.raises(InvalidEdit) as info:
         apply(S, [{"op": "remove_row", "row": "France"}, {"op": "remove_row", "row": "Italy"}], CELL)

@@ -61,9 +61,11 @@ def test_verify_passes_and_catches_tampering(small_run, tmp_path):
     rows[1]["reward_model"]["ground_truth"] = "definitely wrong"
     import pyarrow as pa
 
+    rows[2]["question"] = rows[2]["question"] + " Round to one decimal."
     pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), path)
     n, problems = verify(bad)
-    assert n == 10 and [p[0] for p in problems] == [rows[1]["id"]]
+    assert n == 10 and [p[0] for p in problems] == [rows[1]["id"], rows[2]["id"]]
+    assert "does not fit its label rule: the program asks" in problems[1][1]
     result = runner.invoke(app, ["verify", str(bad)])
     assert result.exit_code == 1 and rows[1]["id"] in result.output
 

@@ -18,6 +18,7 @@ from vicogym.programs.chart import (
     instantiate,
     invariant_rule,
     program_rule,
+    question_matches,
     relabel,
 )
 from vicogym.programs.scoring import anls, exact_match, parse_number, relaxed_accuracy
@@ -168,6 +169,18 @@ def test_programs_are_entity_anchored(table, seed, shuffler):
     permuted = Table(table.index_name, tuple(table.rows[i] for i in order), table.series,
                      tuple(table.values[i] for i in order))
     assert answer_text(execute(permuted, program)) == answer
+
+
+@settings(max_examples=300, deadline=None)
+@given(tables(), st.integers(0, 2**32 - 1))
+def test_generated_questions_are_given_back_by_their_program(table, seed):
+    try:
+        question, program, _answer = generate_question(table, np.random.default_rng(seed))
+    except GenerationError:
+        return
+    rule = program_rule(program)
+    assert question_matches(question, rule, table) is None
+    assert question_matches(question + " Explain.", rule, table).startswith("the program asks ")
 
 
 def test_question_generation_is_deterministic_and_bounded():

@@ -294,7 +294,7 @@ def iter_rows(out: str | Path, columns: list[str] | None = None) -> Iterator[dic
 def verify_row(row: dict[str, Any]) -> str | None:
     """Why a stored row's label does not follow from what it stores, or ``None``."""
     from vicogym.errors import InvalidEdit
-    from vicogym.programs.chart import relabel
+    from vicogym.programs.chart import question_matches, relabel
     from vicogym.structures import ChartStructure
 
     try:
@@ -305,6 +305,9 @@ def verify_row(row: dict[str, Any]) -> str | None:
         return f"label cannot be re-derived: {exc}"
     if answer != row["answer"]:
         return f"stored answer {row['answer']!r} but the label rule gives {answer!r}"
+    mismatch = question_matches(row["question"], rule, structure.table)
+    if mismatch:
+        return f"question {row['question']!r} does not fit its label rule: {mismatch}"
     if row["reward_model"]["ground_truth"] != row["answer"]:
         return "reward_model.ground_truth differs from answer"
     return None
@@ -314,7 +317,7 @@ def verify(out: str | Path) -> tuple[int, list[tuple[str, str]]]:
     """Re-derive every label in ``out``: (rows checked, [(id, reason), ...])."""
     bad = []
     n = 0
-    columns = ["id", "structure", "label", "answer", "reward_model"]
+    columns = ["id", "structure", "label", "question", "answer", "reward_model"]
     for row in iter_rows(out, columns):
         n += 1
         problem = verify_row(row)
