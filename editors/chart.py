@@ -204,8 +204,6 @@ def _op_remove_series(s: ChartStructure, op: Mapping[str, Any]) -> ChartStructur
 
 def _op_set_style(s: ChartStructure, op: Mapping[str, Any]) -> ChartStructure:
     changes = {k: v for k, v in op.items() if k != "op"}
-    if "figure_size" in changes and isinstance(changes["figure_size"], list):
-        changes["figure_size"] = tuple(changes["figure_size"])
     try:
         return s.with_spec(**changes)
     except (TypeError, ValueError) as exc:
@@ -262,9 +260,8 @@ def diff(old: ChartStructure, new: ChartStructure) -> dict[str, Any]:
     o, n = old.table, new.table
     common_rows = [r for r in n.rows if r in o.rows]
     common_series = [c for c in n.series if c in o.series]
-    changed = [
-        [r, c] for r in common_rows for c in common_series if o.cell(r, c) != n.cell(r, c)
-    ]
+    changed = [[r, c] for r in common_rows for c in common_series if o.cell(r, c) != n.cell(r, c)]
+    old_spec, new_spec = old.spec.to_dict(), new.spec.to_dict()
     return {
         "rows_added": [r for r in n.rows if r not in o.rows],
         "rows_removed": [r for r in o.rows if r not in n.rows],
@@ -272,7 +269,7 @@ def diff(old: ChartStructure, new: ChartStructure) -> dict[str, Any]:
         "series_removed": [c for c in o.series if c not in n.series],
         "cells_changed": changed,
         "reordered": [r for r in o.rows if r in n.rows] != [r for r in n.rows if r in o.rows],
-        "style_changed": sorted(k for k, v in new.spec.to_dict().items() if old.spec.to_dict()[k] != v),
+        "style_changed": sorted(k for k, v in new_spec.items() if old_spec[k] != v),
         "index_renamed": o.index_name != n.index_name or o.unit != n.unit,
     }
 

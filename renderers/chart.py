@@ -67,7 +67,7 @@ def axis_magnitude(limits: tuple[float, float]) -> tuple[int, int]:
     return tuple(int(math.floor(math.log10(abs(v)))) if v else -99 for v in limits)  # type: ignore[return-value]
 
 
-def placeholder_limits(magnitude: tuple[int, int]) -> tuple[float, float]:
+def layout_limits(magnitude: tuple[int, int]) -> tuple[float, float]:
     """Limits that a frame is laid out with: determined by the magnitude alone, so a frame
     never depends on which values happened to build it."""
     lo, hi = (0.0 if m == -99 else 9.0 * 10.0**m for m in magnitude)
@@ -242,9 +242,9 @@ class ChartRenderer:
             handles = [Patch(facecolor=c, edgecolor="white", label=r) for r, c in zip(names, colors)]
         else:
             horizontal = spec.chart_type == "hbar"
-            cat_axis, val_axis = (ax.yaxis, ax.xaxis) if horizontal else (ax.xaxis, ax.yaxis)
+            cat_axis, val_axis = _category_and_value_axes(ax, spec.chart_type)
             val_axis.set_major_formatter(FuncFormatter(_axis_number))
-            (ax.set_xlim if horizontal else ax.set_ylim)(*placeholder_limits(key.magnitude))
+            (ax.set_xlim if horizontal else ax.set_ylim)(*layout_limits(key.magnitude))
             cat_axis.set_animated(True)
             val_axis.set_animated(True)
             if key.rotated:
@@ -326,12 +326,11 @@ class ChartRenderer:
             return layer[1]
         ax, renderer = frame.ax, frame.canvas.get_renderer()
         frame.canvas.restore_region(frame.background)
-        horizontal = frame.key.spec.chart_type == "hbar"
-        cat_axis, val_axis = (ax.yaxis, ax.xaxis) if horizontal else (ax.xaxis, ax.yaxis)
+        cat_axis, val_axis = _category_and_value_axes(ax, frame.key.spec.chart_type)
         cat_axis.set_ticks(np.arange(len(rows), dtype=float), labels=list(rows))
         ax.grid(False)
         if gridlines:
-            ax.grid(True, axis="x" if horizontal else "y", alpha=0.4)
+            val_axis.grid(True, alpha=0.4)
         if frame.key.rotated:
             for tick in cat_axis.get_major_ticks(len(rows)):
                 tick.label1.set_horizontalalignment("right")
@@ -452,7 +451,11 @@ class ChartRenderer:
 
         image = cv2.cvtColor(np.asarray(canvas.buffer_rgba()), cv2.COLOR_RGBA2RGB)
         return ChartRender(image=image, marks=marks, labels=labels, value_limits=limits,
-                           facts={"image_size": [image.shape[1], image.shape[0]], "legend_box": frame.legend_box})
+                           facts={"legend_box": frame.legend_box})
+
+
+def _category_and_value_axes(ax: Any, chart_type: str) -> tuple[Any, Any]:
+    return (ax.yaxis, ax.xaxis) if chart_type == "hbar" else (ax.xaxis, ax.yaxis)
 
 
 def _text_size(canvas: Any, text: str, size: float) -> tuple[float, float]:
@@ -471,7 +474,7 @@ def _fit_margins(fig: Any, canvas: Any, key: FrameKey, legend_outside: bool) -> 
     fs, pt = spec.font_size, fig.dpi / 72.0
     width, height = fig.bbox.width, fig.bbox.height
     pad = 6.0 * pt
-    limits = placeholder_limits(key.magnitude)
+    limits = layout_limits(key.magnitude)
     value_text = max((_axis_number(v) for v in (limits[0], limits[1], limits[1] / 3.0)), key=len)
     value_w, value_h = _text_size(canvas, value_text + "0", fs * 0.9)
     _, label_h = _text_size(canvas, "Ag", fs)

@@ -22,9 +22,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from vicogym.errors import GenerationError, InvalidEdit
+from vicogym.errors import GenerationError
 from vicogym.programs.chart import (
-    answer_text,
     cell_rule,
     generate_question,
     invariant_rule,
@@ -295,4 +294,4 @@ def make_source(source: str) -> ProceduralSource | ChartQASource:
 
 
 __all__ = ["ChartSeed", "ChartQASource", "ProceduralSource", "classify_record", "load_chartqa_table",
-           "make_source", "parse_cell", "procedural_seed", "all_category_labels", "answer_text", "InvalidEdit"]
+           "make_source", "parse_cell", "procedural_seed", "all_category_labels"]

@@ -153,19 +153,18 @@ def run_episode(config: GenerateConfig, episode: int) -> tuple[list[dict[str, An
             "extra_info": {"id": row_id, "index": episode, "split": "train", "question": sample.question,
                            "answer": sample.answer, "label_rule": sample.rule_kind},
         })
-    stats["pass_rates"] = [r["pass_rate"] for r in rows]
     return rows, stats
 
 
 def run_block(config: GenerateConfig, block: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     first = block * config.episodes_per_shard
     rows: list[dict[str, Any]] = []
-    total: dict[str, Any] = {"episodes": 0, "steps": 0, "valid": 0, "rejections": Counter(), "pass_rates": []}
+    total: dict[str, Any] = {"episodes": 0, "steps": 0, "valid": 0, "rejections": Counter()}
     for e in range(first, min(first + config.episodes_per_shard, config.episode_budget)):
         episode_rows, stats = run_episode(config, e)
         rows.extend(episode_rows)
         total["episodes"] += 1
-        for key in ("steps", "valid", "rejections", "pass_rates"):
+        for key in ("steps", "valid", "rejections"):
             total[key] += stats[key]
     total["rejections"] = dict(total["rejections"])
     return rows, total

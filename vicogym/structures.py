@@ -190,10 +190,7 @@ class ChartSpec:
         unknown = set(data) - known
         if unknown:
             raise ValueError(f"expected chart spec fields among {sorted(known)}, got unknown {sorted(unknown)}")
-        kwargs = dict(data)
-        if "figure_size" in kwargs and isinstance(kwargs["figure_size"], list):
-            kwargs["figure_size"] = tuple(kwargs["figure_size"])
-        return cls(**kwargs)
+        return cls(**data)  # __post_init__ turns a JSON list figure_size into a tuple
 
     @staticmethod
     def style_fields() -> tuple[str, ...]:
