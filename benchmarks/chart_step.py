@@ -80,7 +80,7 @@ def main() -> None:
     import vicogym  # noqa: F401
     from vicogym.editors.chart import apply
     from vicogym.programs.chart import relabel
-    from vicogym.renderers.chart import encode_png
+    from vicogym.images import encode_png
 
     env = gym.make("vicogym/Chart-v0", k=8, max_turns=10**6).unwrapped
 
@@ -125,10 +125,10 @@ def main() -> None:
     for name, label in (("values", "value edits (set_cell, scale_series)"), ("mix", "random rewriter's edit mix")):
         episodes = chains(name)
         run_env(episodes[:1]), run_naive(episodes[:1])  # warm up fonts, caches and imports for both
-        env.renderer.close()
-        built = env.renderer.frames_built
+        env.arm.renderer.close()
+        built = env.arm.renderer.frames_built
         env_s, naive_s = run_env(episodes), run_naive(episodes)
-        print(f"{label}: {steps} steps over {args.seeds} seed samples, {env.renderer.frames_built - built} frames built")
+        print(f"{label}: {steps} steps over {args.seeds} seed samples, {env.arm.renderer.frames_built - built} frames built")
         print(f"  env:   {steps / env_s:7.1f} edit-steps/s (edit, relabel, render, PNG; k={env.config.k} simulated actor)")
         print(f"  naive: {steps / naive_s:7.1f} edit-steps/s (same edits; pyplot rebuild + savefig PNG)")
         print(f"  ratio: {naive_s / env_s:.2f}x")

@@ -33,7 +33,7 @@ import numpy as np
 from vicogym.core import Edit
 from vicogym.errors import InvalidEdit
 from vicogym.programs.chart import anchors, single_series_required, values_fixed
-from vicogym.structures import (
+from vicogym.structures.chart import (
     CHART_TYPES,
     LEGEND_POSITIONS,
     MAX_LABEL_CHARS,
@@ -68,19 +68,29 @@ VALUE_OPS = frozenset(OP_FIELDS) - {"set_style", "stop"}
 # -- field checks -------------------------------------------------------------------
 def _number(value: Any, field: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InvalidEdit("bad_value", f"{field} must be a number, got {value!r}", field=field)
-    if not math.isfinite(value) or abs(value) > MAX_ABS_VALUE:
-        raise InvalidEdit("bad_value", f"{field} must be finite with magnitude <= {MAX_ABS_VALUE:g}, got {value!r}", field=field)
+        raise InvalidEdit("bad_value", f"{field} must be a number, got {_short(value)}", field=field)
+    # compare before converting: an int too large for a float would overflow
+    if isinstance(value, float) and not math.isfinite(value) or abs(value) > MAX_ABS_VALUE:
+        raise InvalidEdit("bad_value", f"{field} must be finite with magnitude <= {MAX_ABS_VALUE:g}, got {_short(value)}",
+                          field=field)
     return float(value)
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    """``repr`` of a value, cut to ``limit`` characters (error messages stay readable)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
+        return f"an integer of about {int(value.bit_length() * 0.30103)} digits"
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _label(value: Any, field: str) -> str:
     if not isinstance(value, str):
-        raise InvalidEdit("bad_field", f"{field} must be a string, got {value!r}", field=field)
+        raise InvalidEdit("bad_field", f"{field} must be a string, got {_short(value)}", field=field)
     if not value.strip() or value != value.strip() or "\n" in value or len(value) > MAX_LABEL_CHARS:
         raise InvalidEdit(
             "bad_value",
-            f"{field} must be 1-{MAX_LABEL_CHARS} characters on one line without surrounding spaces, got {value!r}",
+            f"{field} must be 1-{MAX_LABEL_CHARS} characters on one line without surrounding spaces, got {_short(value)}",
             field=field,
         )
     return value
@@ -90,7 +100,7 @@ def _existing(table_labels: tuple[str, ...], value: Any, field: str, what: str) 
     label = _label(value, field) if not isinstance(value, str) else value
     if label not in table_labels:
         shown = list(table_labels)[:12]
-        raise InvalidEdit("not_found", f"{what} {label!r} is not in the table; it has {shown}", field=field)
+        raise InvalidEdit("not_found", f"{what} {_short(label)} is not in the table; it has {shown}", field=field)
     return table_labels.index(label)
 
 
@@ -103,14 +113,14 @@ def _new_label(table_labels: tuple[str, ...], value: Any, field: str, what: str)
 
 def _values(value: Any, n: int, field: str) -> tuple[float, ...]:
     if not isinstance(value, list) or len(value) != n:
-        raise InvalidEdit("bad_field", f"{field} must be a list of {n} numbers, got {value!r}", field=field)
+        raise InvalidEdit("bad_field", f"{field} must be a list of {n} numbers, got {_short(value)}", field=field)
     return tuple(_number(v, f"{field}[{i}]") for i, v in enumerate(value))
 
 
 def _check_fields(op: Mapping[str, Any]) -> None:
     name = op["op"]
     if name not in OP_FIELDS:
-        raise InvalidEdit("unknown_op", f"unknown op {name!r}; expected one of {sorted(OP_FIELDS)}", field="op")
+        raise InvalidEdit("unknown_op", f"unknown op {_short(name)}; expected one of {sorted(OP_FIELDS)}", field="op")
     required, optional = OP_FIELDS[name]
     given = set(op) - {"op"}
     missing = [f for f in required if f not in given]
@@ -119,7 +129,7 @@ def _check_fields(op: Mapping[str, Any]) -> None:
     unknown = sorted(given - set(required) - set(optional))
     if unknown:
         allowed = list(required) + list(optional)
-        raise InvalidEdit("bad_field", f"unknown field {unknown[0]!r}; {name} takes {allowed}", field=unknown[0])
+        raise InvalidEdit("bad_field", f"unknown field {_short(unknown[0])}; {name} takes {allowed}", field=unknown[0])
     if name == "set_style" and not given:
         raise InvalidEdit("bad_field", f"set_style needs at least one of {list(optional)}", field="op")
 
@@ -143,7 +153,7 @@ def _op_scale_series(s: ChartStructure, op: Mapping[str, Any]) -> ChartStructure
     j = _existing(t.series, op["series"], "series", "series")
     factor = _number(op["factor"], "factor")
     if not 0 < factor <= 100:
-        raise InvalidEdit("bad_value", f"factor must be in (0, 100], got {factor!r}", field="factor")
+        raise InvalidEdit("bad_value", f"factor must be in (0, 100], got {_short(factor)}", field="factor")
     values = [list(r) for r in t.values]
     for r in values:
         if r[j] is not None:
@@ -157,7 +167,7 @@ def _op_add_row(s: ChartStructure, op: Mapping[str, Any]) -> ChartStructure:
     new = _values(op["values"], len(t.series), "values")
     position = op.get("position", len(t.rows))
     if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position <= len(t.rows):
-        raise InvalidEdit("bad_value", f"position must be an integer in [0, {len(t.rows)}], got {position!r}", field="position")
+        raise InvalidEdit("bad_value", f"position must be an integer in [0, {len(t.rows)}], got {_short(position)}", field="position")
     rows = list(t.rows)
     values = list(t.values)
     rows.insert(position, label)
@@ -181,7 +191,8 @@ def _op_rename_row(s: ChartStructure, op: Mapping[str, Any]) -> ChartStructure:
 def _op_reorder_rows(s: ChartStructure, op: Mapping[str, Any]) -> ChartStructure:
     t = s.table
     order = op["order"]
-    if not isinstance(order, list) or sorted(map(str, order)) != sorted(t.rows) or len(order) != len(t.rows):
+    if (not isinstance(order, list) or not all(isinstance(label, str) for label in order)
+            or sorted(order) != sorted(t.rows)):
         raise InvalidEdit("bad_value", f"order must list every row label exactly once: {list(t.rows)}", field="order")
     index = [t.rows.index(label) for label in order]
     return s.with_table(replace(t, rows=tuple(order), values=tuple(t.values[i] for i in index)))
@@ -237,9 +248,10 @@ def _check_rule_for_op(op: Mapping[str, Any], rule: Mapping[str, Any]) -> None:
         raise InvalidEdit("anchor", "the question names no series, so the chart must keep its single series",
                           field="series")
     anchor_rows, anchor_series = anchors(rule)
-    if name in ("remove_row", "rename_row") and op.get("row") in anchor_rows:
+    row, series = op.get("row"), op.get("series")
+    if name in ("remove_row", "rename_row") and isinstance(row, str) and row in anchor_rows:
         raise InvalidEdit("anchor", f"row {op['row']!r} anchors the answer and must stay", field="row")
-    if name == "remove_series" and op.get("series") in anchor_series:
+    if name == "remove_series" and isinstance(series, str) and series in anchor_series:
         raise InvalidEdit("anchor", f"series {op['series']!r} anchors the answer and must stay", field="series")
 
 

@@ -1,41 +1,36 @@
 """The base environment: reset/step plumbing shared by every arm.
 
-An arm subclasses :class:`VicoEnv` and provides the hooks ``_draw_seed``, ``_apply``,
-``_relabel``, ``_render``, ``_actor_context``, ``_score`` and ``_structure_text``. The base
-owns the episode state, the actor probing, the reward and the info dictionary, and it
-commits a new state only after every stage of an edit succeeded, so an invalid edit
-leaves the sample state exactly as it was.
+:class:`VicoEnv` composes an :class:`~vicogym.arm.Arm` (Minigrid-style: the base owns
+``reset``, ``step``, actor probing, the reward and the info dictionary; the arm supplies
+structures, edits, labels and pixels). An arm's environment is a subclass that names its
+``arm_class`` and ``config_class`` and carries the Gymnasium-style docstring.
+
+A new state is committed only after every stage of an edit succeeded, so an invalid
+edit (or any error the arm raises on it) leaves the sample, the pass rates, the trace
+and the random generator exactly as they were.
 """
 
 from __future__ import annotations
 
-import abc
-import string
+import copy
+import hashlib
 import time
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
 import vicogym
-from vicogym.core import Edit, Provenance, Sample, StepResult
+from vicogym.arm import Arm, require_extras
+from vicogym.core import Edit, Provenance, Render, Sample, StepResult
 from vicogym.errors import InvalidEdit
 from vicogym.policies import Actor, make_actor
-from vicogym.rewards import RewardConfig, difficulty_reward
+from vicogym.rewards import RewardConfig, difficulty_reward, in_sweet_zone
+from vicogym.spaces import TextSpace, to_charset
 
-#: Characters the text spaces accept: printable ASCII, tabs and newlines, and the Unicode
-#: blocks from Latin-1 through Miscellaneous Symbols (so real chart text fits).
-TEXT_CHARSET = "".join(
-    sorted(set(string.printable) | {chr(c) for c in range(0xA0, 0x2700)} | {"\ufffd"})
-)
-_CHARSET_SET = frozenset(TEXT_CHARSET)
-
-
-def to_charset(text: str) -> str:
-    """``text`` with characters outside :data:`TEXT_CHARSET` replaced by U+FFFD."""
-    return "".join(c if c in _CHARSET_SET else "\ufffd" for c in text)
+MAX_SEED = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -75,91 +70,79 @@ class EnvConfig:
         return d
 
 
-class VicoEnv(gym.Env, abc.ABC):
+def render_seed(text: str, payloads: Mapping[str, bytes]) -> np.random.SeedSequence:
+    """The render seed of a structure: a function of its canonical text and payloads."""
+    digest = hashlib.sha256(text.encode("utf-8"))
+    for name in sorted(payloads):
+        digest.update(name.encode("utf-8") + b"\0" + hashlib.sha256(payloads[name]).digest())
+    return np.random.SeedSequence(int.from_bytes(digest.digest()[:16], "little"))
+
+
+class VicoEnv(gym.Env):
     """Base class; see an arm's class (e.g. :class:`vicogym.envs.chart.ChartEnv`) for the
     Gymnasium-style documentation."""
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 1}
-    env_id = "vicogym/Base-v0"
-    version = 0
-    config_class: type[EnvConfig] = EnvConfig
+    env_id: ClassVar[str] = "vicogym/Base-v0"
+    version: ClassVar[int] = 0
+    config_class: ClassVar[type[EnvConfig]] = EnvConfig
+    arm_class: ClassVar[type[Arm]]
 
     def __init__(self, render_mode: str | None = None, config: EnvConfig | None = None, **kwargs: Any):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"expected render_mode in {self.metadata['render_modes']} or None, got {render_mode!r}")
+        require_extras(self.arm_class, self.env_id)
         self.render_mode = render_mode
         self.config = replace(config, **kwargs) if config is not None else self.config_class(**kwargs)
+        self.arm: Arm = self.arm_class(self.config)
+        self.arm.open()
         self.actor: Actor = make_actor(self.config.actor)
         self._reward = self.config.reward_config()
-        self._setup()
-        h, w, c = self.image_shape
+        self.image_policy = self.arm.image_policy
         self.observation_space = spaces.Dict({
-            "image": spaces.Box(0, 255, shape=(h, w, c), dtype=np.uint8),
-            "question": spaces.Text(self.config.max_question_chars, min_length=0, charset=TEXT_CHARSET),
-            "structure": spaces.Text(self.config.max_structure_chars, min_length=0, charset=TEXT_CHARSET),
+            "image": spaces.Box(0, 255, shape=self.image_policy.shape, dtype=np.uint8),
+            "question": TextSpace(self.config.max_question_chars),
+            "structure": TextSpace(self.config.max_structure_chars),
         })
-        self.action_space = spaces.Text(self.config.max_structure_chars, min_length=1, charset=TEXT_CHARSET)
+        self.action_space = TextSpace(self.config.max_structure_chars, min_length=1)
         self.sample: Sample | None = None
         self.pass_rate: float | None = None
         self.pass_rate_before: float | None = None
         self.trace: list[dict[str, Any]] = []
         self._turn = 0
         self._done = True
-        self._facts: Any = None
+        self._render_out: Render | None = None
+        self._text = ""
 
-    # -- hooks -----------------------------------------------------------------------
-    image_shape: tuple[int, int, int] = (1, 1, 3)
-
-    def _setup(self) -> None: ...
-
-    @abc.abstractmethod
-    def _draw_seed(self, rng: np.random.Generator, options: Mapping[str, Any]) -> tuple[Any, str, str, dict, str, str]:
-        """Arm hook."""
-
-    @abc.abstractmethod
-    def _apply(self, structure: Any, edit: Edit, rule: Mapping[str, Any]) -> Any:
-        """Arm hook."""
-
-    @abc.abstractmethod
-    def _relabel(self, structure: Any, rule: Mapping[str, Any]) -> str:
-        """Arm hook."""
-
-    @abc.abstractmethod
-    def _render(self, structure: Any) -> tuple[np.ndarray, Any]:
-        """Arm hook."""
-
-    def _validate(self, structure: Any, facts: Any, rule: Mapping[str, Any]) -> None:
-        """Checks on the rendered sample (visibility, protection); raise ``InvalidEdit``."""
-
-    @abc.abstractmethod
-    def _actor_context(self, structure: Any, facts: Any, question: str, answer: str, rule: Mapping[str, Any]) -> dict:
-        """Arm hook."""
-
-    @abc.abstractmethod
-    def _score(self, prediction: str, target: str) -> float:
-        """Arm hook."""
-
-    @abc.abstractmethod
-    def _structure_text(self, structure: Any) -> str:
-        """Arm hook."""
+    @property
+    def id(self) -> str:
+        """The id this environment was made with (a registered variant's own id)."""
+        return self.spec.id if self.spec is not None else self.env_id
 
     # -- Gymnasium API -----------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
+        if seed is None:
+            # an unseeded episode still gets a seed of its own, so provenance can regenerate it
+            seed = int(self.np_random.integers(MAX_SEED))
+            super().reset(seed=seed)
         options = dict(options or {})
-        structure, question, answer, rule, source, source_id = self._draw_seed(self.np_random, options)
-        image, facts = self._render(structure)
-        provenance = Provenance(source, source_id, int(options.get("index", 0)), -1 if seed is None else int(seed),
-                                self.env_id, self.version, vicogym.__version__)
-        self.sample = Sample(structure, question, answer, rule, image, provenance)
-        self._facts = facts
-        self.pass_rate, answers = self._probe(self.sample, facts)
+        index = options.get("index", 0)
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or index < 0:
+            raise ValueError(f"expected options['index'] to be a non-negative integer, got {index!r}")
+        drawn = self.arm.draw_seed(self.np_random, options)
+        structure_text, render = self._render(drawn.structure)
+        provenance = Provenance(drawn.source, drawn.source_id, int(index), int(seed), self.id, self.version,
+                                vicogym.__version__)
+        self.sample = Sample(drawn.structure, drawn.question, drawn.answer, dict(drawn.label_rule), render.image,
+                             provenance)
+        self._render_out, self._text = render, structure_text
+        self.pass_rate, answers = self._probe(self.sample, render)
         self.pass_rate_before = self.pass_rate
         self.trace = []
         self._turn = 0
         self._done = False
-        info = self._info(valid=True, error=None, timings={}, answers=answers)
-        return self._observation(), info
+        return self._observation(), self._info(valid=True, error=None, timings={}, answers=answers)
 
     def step(self, action: Any):
         return self.step_result(action).astuple()
@@ -181,33 +164,18 @@ class VicoEnv(gym.Env, abc.ABC):
         if edit.is_stop:
             self._done = True
             return StepResult(self._observation(), 0.0, True, False, self._info(True, None, timings, stopped=True))
-        sample = self.sample
         try:
-            t = time.perf_counter()
-            structure = self._apply(sample.structure, edit, sample.label_rule)
-            timings["edit"] = time.perf_counter() - t
-            t = time.perf_counter()
-            answer = self._relabel(structure, sample.label_rule)
-            timings["relabel"] = time.perf_counter() - t
-            t = time.perf_counter()
-            try:
-                image, facts = self._render(structure)
-            except InvalidEdit:
-                raise
-            except Exception as exc:  # any renderer failure rejects the edit, state kept
-                raise InvalidEdit("render_failed", f"{type(exc).__name__}: {exc}") from None
-            timings["render"] = time.perf_counter() - t
-            self._validate(structure, facts, sample.label_rule)
+            structure, answer, text, render = self._edit(self.sample, edit, timings)
         except InvalidEdit as error:
             return self._rejected(error, timings, truncated)
-        new_sample = replace(sample, structure=structure, answer=answer, image=image)
+        new_sample = replace(self.sample, structure=structure, answer=answer, image=render.image)
         t = time.perf_counter()
-        pass_rate, answers = self._probe(new_sample, facts)
+        pass_rate, answers = self._probe(new_sample, render)
         timings["actor"] = time.perf_counter() - t
         reward = difficulty_reward(pass_rate, self._reward)
         # commit: every stage succeeded
         self.pass_rate_before, self.pass_rate = self.pass_rate, pass_rate
-        self.sample, self._facts = new_sample, facts
+        self.sample, self._render_out, self._text = new_sample, render, text
         self.trace.append({"turn": self._turn, "edit": edit.to_dict(), "answer": answer, "pass_rate": pass_rate})
         self._done = truncated
         timings["total"] = time.perf_counter() - t0
@@ -216,34 +184,79 @@ class VicoEnv(gym.Env, abc.ABC):
 
     def render(self):
         if self.render_mode == "rgb_array":
-            return None if self.sample is None else self.sample.image.copy()
+            return None if self.sample is None else self.image_policy.apply(self.sample.image)
         return None
 
+    def close(self) -> None:
+        self.arm.close()
+        super().close()
+
+    # -- for rewriters -------------------------------------------------------------------
+    def sample_edit(self, observation: Mapping[str, Any] | None = None,
+                    rng: np.random.Generator | None = None) -> dict[str, Any]:
+        """A random edit of the current sample that the arm's editors and label rule
+        accept (rendering checks not run); ``GenerationError`` when none is found."""
+        if self.sample is None:
+            raise RuntimeError("call reset() before sample_edit()")
+        return self.arm.sample_edit(self.sample.structure, self.sample.label_rule,
+                                    rng if rng is not None else self.np_random)
+
     # -- helpers -----------------------------------------------------------------------
+    def _render(self, structure: Any) -> tuple[str, Render]:
+        text, payloads = self.arm.encode(structure)
+        render = self.arm.render(structure, np.random.default_rng(render_seed(text, payloads)))
+        image = np.array(render.image, dtype=np.uint8, copy=True)
+        image.setflags(write=False)  # samples are handed out in info: nobody may change their pixels
+        return text, replace(render, image=image)
+
+    def _edit(self, sample: Sample, edit: Edit, timings: dict[str, float]) -> tuple[Any, str, str, Render]:
+        """Every stage of an edit, without committing anything; ``InvalidEdit`` on failure."""
+        rule = sample.label_rule
+        stage = "edit"
+        try:
+            t = time.perf_counter()
+            structure = self.arm.apply(sample.structure, edit, rule)
+            timings["edit"] = time.perf_counter() - t
+            stage, t = "relabel", time.perf_counter()
+            answer = self.arm.relabel(structure, rule)
+            timings["relabel"] = time.perf_counter() - t
+            stage, t = "render", time.perf_counter()
+            try:
+                text, render = self._render(structure)
+            except InvalidEdit:
+                raise
+            except Exception as exc:  # any renderer failure rejects the edit, state kept
+                raise InvalidEdit("render_failed", f"{type(exc).__name__}: {exc}") from None
+            timings["render"] = time.perf_counter() - t
+            stage = "validate"
+            self.arm.validate(structure, render, rule)
+        except InvalidEdit:
+            raise
+        except Exception as exc:  # an arm bug must not take the caller's episode down
+            raise InvalidEdit("unhandled", f"{type(exc).__name__} in the {stage} stage: {exc}") from None
+        return structure, answer, text, render
+
     def _rejected(self, error: InvalidEdit, timings: dict, truncated: bool) -> StepResult:
         self._done = truncated
         return StepResult(self._observation(), float(self.config.invalid_penalty), False, truncated,
                           self._info(False, error, timings))
 
-    def _probe(self, sample: Sample, facts: Any) -> tuple[float, list[str]]:
-        context = self._actor_context(sample.structure, facts, sample.question, sample.answer, sample.label_rule)
+    def _probe(self, sample: Sample, render: Render) -> tuple[float, list[str]]:
+        context = self.arm.actor_context(sample, render)
         answers = self.actor.answer(sample.image, sample.question, self.config.k, rng=self.np_random, context=context)
         if len(answers) != self.config.k:
             raise RuntimeError(f"expected {self.config.k} answers from the actor, got {len(answers)}")
-        scores = [self._score(str(a), sample.answer) for a in answers]
+        scores = [self.arm.score(str(a), sample.answer) for a in answers]
         return float(np.mean(scores)), [str(a) for a in answers]
 
     def _observation(self) -> dict[str, Any]:
-        h, w, c = self.image_shape
-        canvas = np.full((h, w, c), 255, dtype=np.uint8)
         if self.sample is None:
-            return {"image": canvas, "question": "", "structure": ""}
-        img = self.sample.image
-        canvas[: img.shape[0], : img.shape[1]] = img[:h, :w]
+            return {"image": np.full(self.image_policy.shape, self.image_policy.fill, dtype=np.uint8),
+                    "question": "", "structure": ""}
         return {
-            "image": canvas,
+            "image": self.image_policy.apply(self.sample.image),
             "question": to_charset(self.sample.question)[: self.config.max_question_chars],
-            "structure": to_charset(self._structure_text(self.sample.structure))[: self.config.max_structure_chars],
+            "structure": to_charset(self._text)[: self.config.max_structure_chars],
         }
 
     def _info(self, valid: bool, error: InvalidEdit | None, timings: dict, answers: list[str] | None = None,
@@ -254,10 +267,14 @@ class VicoEnv(gym.Env, abc.ABC):
             "error": None if error is None else error.to_dict(),
             "answer": None if s is None else s.answer,
             "label_rule": None if s is None else s.rule_kind,
+            "label": None if s is None else copy.deepcopy(dict(s.label_rule)),
             "pass_rate": self.pass_rate,
             "pass_rate_before": self.pass_rate_before,
+            "sweet": self.pass_rate is not None and in_sweet_zone(self.pass_rate, self._reward),
             "actor_answers": answers or [],
             "turn": self._turn,
             "stopped": stopped,
+            "edit_trace": copy.deepcopy(self.trace),
+            "sample": s,
             "timings": dict(timings),
         }

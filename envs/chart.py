@@ -1,22 +1,27 @@
-"""``vicogym/Chart-v0``: edit a chart's table and style, keep the label provably right."""
+"""``vicogym/Chart-v0``: edit a chart's table and style, keep the label provably right.
+
+:class:`ChartArm` composes the chart layers (structures, programs, editors, renderer,
+sources) behind the arm interface; :class:`ChartEnv` is the Gymnasium environment.
+"""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
 
-from vicogym.core import Edit
+from vicogym.answers import format_number, get_scorer
+from vicogym.arm import Arm
+from vicogym.core import Edit, ExportHints, Render, Sample, Seed
 from vicogym.editors import chart as chart_editor
 from vicogym.envs.base import EnvConfig, VicoEnv
-from vicogym.errors import InvalidEdit
+from vicogym.errors import GenerationError, InvalidEdit
+from vicogym.images import ImagePolicy
 from vicogym.programs import chart as chart_programs
-from vicogym.programs.scoring import get_scorer
 from vicogym.renderers.chart import ChartRender, ChartRenderer
 from vicogym.sources.chart import all_category_labels, make_source
-from vicogym.structures import ChartStructure, format_number
+from vicogym.structures.chart import ChartStructure
 
 #: difficulty added by the kind of reasoning a question needs
 OP_COST = {
@@ -42,13 +47,28 @@ class ChartEnvConfig(EnvConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         get_scorer(self.scorer)
+        if not isinstance(self.source, str):
+            raise TypeError(f"expected source to be 'procedural' or a folder path, got {self.source!r}")
         if self.templates is not None:
+            if isinstance(self.templates, str) or not isinstance(self.templates, (list, tuple)) or not self.templates:
+                raise TypeError(f"expected templates as a non-empty list of template ids, got {self.templates!r}")
             unknown = [t for t in self.templates if t not in chart_programs.TEMPLATE_BY_ID]
             if unknown:
                 raise ValueError(f"expected template ids in {sorted(chart_programs.TEMPLATE_BY_ID)}, got {unknown}")
+            if self.source != "procedural":
+                raise ValueError("templates choose the procedural source's questions; a ChartQA source brings its own "
+                                 "questions, so leave templates unset")
             object.__setattr__(self, "templates", tuple(self.templates))
-        if not isinstance(self.source, str):
-            raise TypeError(f"expected source to be 'procedural' or a folder path, got {self.source!r}")
+        for name in ("dpi", "max_tries", "rewriter_max_ops"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"expected {name} to be a positive integer, got {v!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = super().to_dict()
+        if self.templates is not None:
+            d["templates"] = list(self.templates)
+        return d
 
 
 def _target_cells(rule: Mapping[str, Any]) -> list[tuple[str | None, str | None]]:
@@ -160,6 +180,90 @@ def difficulty(features: Mapping[str, Any]) -> float:
     return max(d, 0.0)
 
 
+class ChartArm(Arm):
+    """The chart arm behind the arm interface (see :class:`vicogym.arm.Arm`)."""
+
+    name = "chart"
+    export = ExportHints(ability="chart_reasoning", prompt_suffix="\nAnswer with a single word or number.")
+    error_codes = chart_programs.ERROR_CODES
+
+    def __init__(self, config: ChartEnvConfig):
+        super().__init__(config)
+        self.renderer = ChartRenderer(dpi=config.dpi)
+        self.source: Any = None
+        self._scorer = get_scorer(config.scorer)
+        self._new_labels = all_category_labels()
+
+    def open(self) -> None:
+        if self.source is None:
+            self.source = make_source(self.config.source, self.config.templates, self.config.max_tries)
+
+    @property
+    def image_policy(self) -> ImagePolicy:
+        h, w, _ = self.renderer.max_image_shape()
+        return ImagePolicy("pad", h, w, fill=255)
+
+    def decode(self, text: str, payloads: Mapping[str, bytes] | None = None) -> ChartStructure:
+        return ChartStructure.from_json(text)
+
+    def draw_seed(self, rng: np.random.Generator, options: Mapping[str, Any]) -> Seed:
+        self.open()
+        if "index" in options:
+            if not hasattr(self.source, "seed"):
+                raise ValueError("options['index'] picks a record of a ChartQA source; the procedural source has none")
+            return self.source.seed(int(options["index"]))
+        return self.source.sample(rng)
+
+    def apply(self, structure: ChartStructure, edit: Edit, rule: Mapping[str, Any]) -> ChartStructure:
+        return chart_editor.apply(structure, edit, rule)
+
+    def relabel(self, structure: ChartStructure, rule: Mapping[str, Any]) -> str:
+        return chart_programs.relabel(structure.table, rule)
+
+    def check_question(self, question: str, rule: Mapping[str, Any], structure: ChartStructure) -> str | None:
+        return chart_programs.question_matches(question, rule, structure.table)
+
+    def render(self, structure: ChartStructure, rng: np.random.Generator) -> Render:
+        out = self.renderer.render(structure)  # matplotlib draws deterministically: no randomness needed
+        return Render(out.image, out)
+
+    def validate(self, structure: ChartStructure, render: Render, rule: Mapping[str, Any]) -> None:
+        hidden = occluded_marks(render.facts, structure.spec.chart_type)
+        if hidden:
+            row, series = hidden[0]
+            raise InvalidEdit("occluded", f"the legend covers the mark of {row!r} in {series!r} ({len(hidden)} marks in "
+                              f"all); use set_style legend 'outside', 'top' or 'none'", field="legend")
+
+    def actor_context(self, sample: Sample, render: Render) -> dict[str, Any]:
+        structure, rule = sample.structure, sample.label_rule
+        features = difficulty_features(structure, render.facts, rule)
+        t = structure.table
+        distractors = list(t.rows) + list(t.series) + [format_number(v) for v in t.all_values() if v is not None]
+        return {"answer": sample.answer, "features": features, "difficulty": difficulty(features),
+                "distractors": distractors}
+
+    def score(self, prediction: str, target: str) -> float:
+        return self._scorer(prediction, target)
+
+    def sample_edit(self, structure: ChartStructure, rule: Mapping[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+        last: InvalidEdit | None = None
+        for _ in range(self.config.max_tries):
+            if chart_programs.values_fixed(rule):
+                edit = {"ops": [chart_editor.sample_style_op(structure, rng)]}
+            else:
+                edit = chart_editor.sample_edit(structure, rng, self._new_labels, self.config.rewriter_max_ops)
+            try:
+                chart_programs.relabel(chart_editor.apply(structure, edit, rule).table, rule)
+            except InvalidEdit as exc:
+                last = exc
+                continue
+            return edit
+        raise GenerationError(f"no valid chart edit in {self.config.max_tries} tries (last rejection: {last})")
+
+    def close(self) -> None:
+        self.renderer.close()
+
+
 class ChartEnv(VicoEnv):
     """
     ## Description
@@ -178,9 +282,12 @@ class ChartEnv(VicoEnv):
 
     ## Observation Space
 
-    ``Dict(image=Box(0, 255, (H, W, 3), uint8), question=Text, structure=Text)``. The image
-    is drawn at the top-left of a white canvas of the largest figure size; ``structure``
-    is the table and spec as JSON.
+    ``Dict(image=Box(0, 255, (H, W, 3), uint8), question=Text, structure=Text)``. Image
+    policy ``pad``: the chart, drawn at its own figure size, is centred without scaling
+    on a white canvas of the largest figure size (8 x 6 inches at ``dpi``; 480 x 640 at
+    the default 80 dpi); ``render()`` returns the same canvas. The sample's own image
+    (what the actor sees and what generation exports) is the chart at its native size.
+    ``structure`` is the table and spec as canonical JSON.
 
     ## Rewards
 
@@ -203,7 +310,10 @@ class ChartEnv(VicoEnv):
 
     ``gymnasium.make("vicogym/Chart-v0", k=8, max_turns=4, source="procedural",
     actor="simulated", invalid_penalty=-1.0, reward_shape="band", sweet_zone=(0.35, 0.65),
-    dpi=80, scorer="relaxed", templates=None)``; ``actor`` may also be an object with
+    dpi=80, scorer="relaxed", templates=None, max_tries=16, rewriter_max_ops=2)``;
+    ``templates`` restricts procedural questions to the given template ids;
+    ``max_tries`` bounds the procedural tables drawn per seed and the edits tried by
+    ``sample_edit``; ``actor`` may also be an object with
     ``answer(image, question, k, rng=..., context=...)``.
 
     ## Version History
@@ -214,74 +324,4 @@ class ChartEnv(VicoEnv):
     env_id = "vicogym/Chart-v0"
     version = 0
     config_class = ChartEnvConfig
-
-    def _setup(self) -> None:
-        self.renderer = ChartRenderer(dpi=self.config.dpi)
-        self.image_shape = self.renderer.max_image_shape()
-        self.source = make_source(self.config.source)
-        self._scorer = get_scorer(self.config.scorer)
-        self._new_labels = all_category_labels()
-
-    def _draw_seed(self, rng: np.random.Generator, options: Mapping[str, Any]):
-        if "index" in options:
-            if not hasattr(self.source, "seed"):
-                raise ValueError("options['index'] picks a record of a ChartQA source; the procedural source has none")
-            seed = self.source.seed(int(options["index"]))
-        else:
-            seed = self.source.sample(rng)
-        return seed.structure, seed.question, seed.answer, dict(seed.label_rule), seed.source, seed.source_id
-
-    def _apply(self, structure: ChartStructure, edit: Edit, rule: Mapping[str, Any]) -> ChartStructure:
-        return chart_editor.apply(structure, edit, rule)
-
-    def _relabel(self, structure: ChartStructure, rule: Mapping[str, Any]) -> str:
-        return chart_programs.relabel(structure.table, rule)
-
-    def _render(self, structure: ChartStructure) -> tuple[np.ndarray, ChartRender]:
-        render = self.renderer.render(structure)
-        return render.image, render
-
-    def _validate(self, structure: ChartStructure, facts: ChartRender, rule: Mapping[str, Any]) -> None:
-        hidden = occluded_marks(facts, structure.spec.chart_type)
-        if hidden:
-            row, series = hidden[0]
-            raise InvalidEdit("occluded", f"the legend covers the mark of {row!r} in {series!r} ({len(hidden)} marks in "
-                              f"all); use set_style legend 'outside', 'top' or 'none'", field="legend")
-
-    def _actor_context(self, structure: ChartStructure, facts: ChartRender, question: str, answer: str,
-                       rule: Mapping[str, Any]) -> dict[str, Any]:
-        features = difficulty_features(structure, facts, rule)
-        t = structure.table
-        distractors = list(t.rows) + list(t.series) + [format_number(v) for v in t.all_values() if v is not None]
-        return {"answer": answer, "features": features, "difficulty": difficulty(features), "distractors": distractors}
-
-    def _score(self, prediction: str, target: str) -> float:
-        return self._scorer(prediction, target)
-
-    def _structure_text(self, structure: ChartStructure) -> str:
-        return json.dumps(structure.to_dict(), ensure_ascii=False, separators=(",", ":"))
-
-    # -- for rewriters ------------------------------------------------------------------
-    def sample_edit(self, observation: Mapping[str, Any] | None = None, rng: np.random.Generator | None = None,
-                    max_tries: int = 16) -> dict[str, Any]:
-        """A random edit that passes the editors and the label rule on the current sample
-        (rendering not checked); ``{"ops": [{"op": "stop"}]}`` if none is found."""
-        if self.sample is None:
-            raise RuntimeError("call reset() before sample_edit()")
-        rng = rng if rng is not None else self.np_random
-        structure, rule = self.sample.structure, self.sample.label_rule
-        for _ in range(max_tries):
-            if chart_programs.values_fixed(rule):
-                edit = {"ops": [chart_editor.sample_style_op(structure, rng)]}
-            else:
-                edit = chart_editor.sample_edit(structure, rng, self._new_labels, self.config.rewriter_max_ops)
-            try:
-                chart_programs.relabel(chart_editor.apply(structure, edit, rule).table, rule)
-            except InvalidEdit:
-                continue
-            return edit
-        return {"ops": [{"op": "stop"}]}
-
-    def close(self) -> None:
-        self.renderer.close()
-        super().close()
+    arm_class = ChartArm

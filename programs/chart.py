@@ -22,8 +22,20 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from vicogym.errors import GenerationError, InvalidEdit
-from vicogym.structures import Table, format_number
+from vicogym.answers import format_number
+from vicogym.errors import GenerationError, InvalidEdit, register_error_codes
+from vicogym.structures.chart import Table
+
+#: edit error codes the chart arm adds to the core's
+ERROR_CODES = {
+    "duplicate_label": "a row or series label that the table already has",
+    "anchor": "the edit removes or renames a row or series that the answer is anchored to",
+    "invariance": "the label rule requires values that the edit would change",
+    "chart_type": "the chart type does not fit the table (series count, negative or missing values)",
+    "size": "the table would become too small or too large to chart",
+    "occluded": "the rendered image hides data the question may need (a legend over the marks)",
+}
+register_error_codes("chart", ERROR_CODES)
 
 Answer = float | str
 Handler = Callable[[Table, Mapping[str, Any]], Answer]

@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from vicogym.structures import ChartSpec, ChartStructure, Table, format_number
+from vicogym.answers import format_number
+from vicogym.structures.chart import ChartSpec, ChartStructure, Table
 
 BAR_TYPES = ("bar", "hbar", "grouped_bar", "stacked_bar")
 _NICE = (1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0)
@@ -508,22 +509,3 @@ def _data_box(ax: Any, x: float, y: float, w: float, h: float, height: int) -> l
 def _box(bbox: Any, height: int) -> list[float]:
     return [round(float(bbox.x0), 1), round(float(height - bbox.y1), 1),
             round(float(bbox.x1), 1), round(float(height - bbox.y0), 1)]
-
-
-def encode_png(image: np.ndarray, compression: int = 3) -> bytes:
-    """PNG bytes of an RGB ``uint8`` array (OpenCV's encoder; deterministic)."""
-    import cv2
-
-    ok, buf = cv2.imencode(".png", cv2.cvtColor(image, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_PNG_COMPRESSION, compression])
-    if not ok:
-        raise RuntimeError("OpenCV could not encode the image as PNG")
-    return buf.tobytes()
-
-
-def decode_png(data: bytes) -> np.ndarray:
-    import cv2
-
-    image = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), cv2.IMREAD_COLOR)
-    if image is None:
-        raise ValueError("expected PNG bytes, could not decode")
-    return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)

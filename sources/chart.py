@@ -1,12 +1,13 @@
 """Seed samples of the chart arm: a procedural table generator and a ChartQA loader.
 
-Both give :class:`ChartSeed` objects (structure, question, answer, label rule). The
+Both give :class:`~vicogym.core.Seed` objects (structure, question, answer, label rule). The
 procedural generator draws a topic from ``assets/chart_topics.json`` (realistic titles,
 category names, magnitudes and units) and a templated question with a table program.
 The ChartQA loader reads a folder of ``tables/*.csv`` plus ``qa.jsonl`` records
 (``imgname``, ``query``, ``label``) and classifies each record as Tier 1 (the label is
 exactly one cell, named in the question) or Tier 2 (the label is kept only while every
-value stays fixed).
+value stays fixed). A ChartQA folder is validated when it is opened: every record and
+every table it names is read, and a problem is reported with its file, line and fix.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from vicogym.errors import GenerationError
+from vicogym.answers import format_number, parse_number
+from vicogym.core import Seed
+from vicogym.errors import GenerationError, SourceError
 from vicogym.programs.chart import (
     cell_rule,
     generate_question,
@@ -30,8 +33,7 @@ from vicogym.programs.chart import (
     program_rule,
     relabel,
 )
-from vicogym.programs.scoring import parse_number
-from vicogym.structures import (
+from vicogym.structures.chart import (
     MAX_LABEL_CHARS,
     MAX_TITLE_CHARS,
     PALETTES,
@@ -39,18 +41,7 @@ from vicogym.structures import (
     ChartStructure,
     Table,
     chart_type_fits,
-    format_number,
 )
-
-
-@dataclass(frozen=True)
-class ChartSeed:
-    structure: ChartStructure
-    question: str
-    answer: str
-    label_rule: Mapping[str, Any]
-    source: str
-    source_id: str
 
 
 @lru_cache(maxsize=1)
@@ -74,7 +65,7 @@ def _draw_values(rng: np.random.Generator, topic: Mapping[str, Any], n_rows: int
     return np.round(values, decimals)
 
 
-def procedural_seed(rng: np.random.Generator, max_tries: int = 16, templates: tuple[str, ...] | None = None) -> ChartSeed:
+def procedural_seed(rng: np.random.Generator, max_tries: int = 16, templates: tuple[str, ...] | None = None) -> Seed:
     """A random table, chart spec and program-backed question. Bounded by ``max_tries``."""
     data = topics()
     for attempt in range(max_tries):
@@ -115,7 +106,7 @@ def procedural_seed(rng: np.random.Generator, max_tries: int = 16, templates: tu
         except GenerationError:
             continue
         structure = ChartStructure(table, spec)
-        return ChartSeed(structure, question, answer, program_rule(program), "procedural", f"procedural-{attempt}")
+        return Seed(structure, question, answer, program_rule(program), "procedural", f"procedural-{attempt}")
     raise GenerationError(f"no procedural chart seed with an unambiguous question in {max_tries} tries")
 
 
@@ -154,21 +145,44 @@ def _unique(labels: list[str]) -> tuple[str, ...]:
 
 
 def load_chartqa_table(path: str | Path) -> Table:
-    """Read one ChartQA CSV: quoting, thousands separators, %, M suffixes, missing cells."""
+    """Read one ChartQA CSV: quoting, thousands separators, %, M suffixes, missing cells.
+    Raises :class:`SourceError` naming the file, the line and what to change."""
     import pandas as pd
 
-    frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8", skip_blank_lines=False)
+    except UnicodeDecodeError as exc:
+        raise SourceError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save the CSV as UTF-8") from None
+    except pd.errors.EmptyDataError:
+        raise SourceError(f"{path}: the file is empty; expected a header row (category, series ...) and data rows") from None
+    except pd.errors.ParserError as exc:
+        reason = str(exc).replace("Error tokenizing data. C error: ", "").strip()
+        raise SourceError(f"{path}: {reason}; quote fields that contain commas so that every row has as many fields "
+                          f"as the header") from None
     if frame.shape[1] < 2:
-        raise ValueError(f"expected a category column and at least one series in {path}, got {list(frame.columns)}")
+        raise SourceError(f"{path}:1: expected a category column and at least one series column, got {list(frame.columns)}")
+    frame = frame[~(frame == "").all(axis=1)]
+    if frame.empty:
+        raise SourceError(f"{path}: no data rows; expected at least one row under the header")
     raw = [str(c) for c in frame.columns]
-    cells = frame.iloc[:, 1:].to_numpy()
+    values = []
+    for line, row in zip(frame.index, frame.iloc[:, 1:].itertuples(index=False)):
+        parsed = []
+        for column, text in zip(raw[1:], row):
+            try:
+                parsed.append(parse_cell(text))
+            except ValueError:
+                raise SourceError(f"{path}:{line + 2}: column {column!r} holds {text!r}; expected a number (1,327.7 / "
+                                  f"80% / 0.26M) or a missing-value mark (empty, -, nan)") from None
+        values.append(tuple(parsed))
+    cells = frame.iloc[:, 1:].to_numpy().ravel()
     units = {"%" if "%" in c else "M" if c.strip()[-1:] in "Mm" and parse_number(c.strip()[:-1]) is not None else ""
-             for c in cells.ravel() if c.strip()}
+             for c in cells if c.strip()}
     return Table(
         index_name=_clean_label(raw[0]),
         rows=_unique([_clean_label(r) for r in frame.iloc[:, 0]]),
         series=_unique([_clean_label(c) for c in raw[1:]]),
-        values=tuple(tuple(parse_cell(c) for c in row) for row in cells),
+        values=tuple(values),
         unit="%" if "%" in units else "M" if "M" in units else "",
     )
 
@@ -221,77 +235,109 @@ class ChartQARecord:
     line: int
 
 
+RECORD_KEYS = ("imgname", "query", "label")
+
+
 def load_chartqa_records(folder: str | Path) -> list[ChartQARecord]:
-    folder = Path(folder)
-    qa_path = folder / "qa.jsonl"
+    """The records of ``qa.jsonl``; :class:`SourceError` names the line of a bad one."""
+    qa_path = Path(folder) / "qa.jsonl"
     if not qa_path.is_file():
-        raise FileNotFoundError(f"expected ChartQA records at {qa_path} (one JSON object per line with imgname, query, label)")
+        raise SourceError(f"expected ChartQA records at {qa_path} (one JSON object per line with imgname, query, label)")
     records = []
-    with qa_path.open(encoding="utf-8") as handle:
-        for n, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
+    try:
+        lines = qa_path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise SourceError(f"{qa_path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8") from None
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
             data = json.loads(line)
-            missing = {"imgname", "query", "label"} - set(data)
-            if missing:
-                raise ValueError(f"{qa_path}:{n}: expected keys imgname, query, label; missing {sorted(missing)}")
-            records.append(ChartQARecord(str(data["imgname"]), str(data["query"]), str(data["label"]),
-                                         str(data.get("source", "")), n))
+        except json.JSONDecodeError as exc:
+            raise SourceError(f"{qa_path}:{n}: not valid JSON ({exc.msg} at column {exc.colno}); each line must be one "
+                              f"object with imgname, query, label") from None
+        if not isinstance(data, dict):
+            raise SourceError(f"{qa_path}:{n}: expected a JSON object with imgname, query, label, got {type(data).__name__}")
+        missing = [k for k in RECORD_KEYS if k not in data]
+        if missing:
+            raise SourceError(f"{qa_path}:{n}: missing {missing}; each record needs imgname, query and label")
+        wrong = [k for k in RECORD_KEYS if not isinstance(data[k], (str, int, float)) or isinstance(data[k], bool)]
+        if wrong:
+            raise SourceError(f"{qa_path}:{n}: {wrong[0]} must be a string, got {data[wrong[0]]!r}")
+        records.append(ChartQARecord(str(data["imgname"]), str(data["query"]), str(data["label"]),
+                                     str(data.get("source", "")), n))
+    if not records:
+        raise SourceError(f"{qa_path}: no records; expected one JSON object per line with imgname, query, label")
     return records
 
 
 class ChartQASource:
-    """Seeds from a ChartQA-format folder (``tables/*.csv`` and ``qa.jsonl``)."""
+    """Seeds from a ChartQA-format folder (``tables/*.csv`` and ``qa.jsonl``). Every record
+    and every table it names is read and checked when the source is opened."""
 
     def __init__(self, folder: str | Path):
         self.folder = Path(folder)
         if not (self.folder / "tables").is_dir():
-            raise FileNotFoundError(f"expected a ChartQA folder with tables/*.csv, got {self.folder}")
+            raise SourceError(f"expected a ChartQA folder with tables/*.csv and qa.jsonl, got {self.folder}")
         self.records = load_chartqa_records(self.folder)
         self._tables: dict[str, Table] = {}
-        if not self.records:
-            raise ValueError(f"expected at least one QA record in {self.folder / 'qa.jsonl'}")
+        for record in self.records:
+            stem = _stem(record.imgname)
+            if stem not in self._tables:
+                path = self.folder / "tables" / f"{stem}.csv"
+                if not path.is_file():
+                    raise SourceError(f"{self.folder / 'qa.jsonl'}:{record.line}: imgname {record.imgname!r} has no "
+                                      f"table at {path}; add the CSV or remove the record")
+                self._tables[stem] = load_chartqa_table(path)
 
     def table(self, imgname: str) -> Table:
-        stem = imgname[:-4] if imgname.endswith(".png") else imgname
+        stem = _stem(imgname)
         if stem not in self._tables:
             path = self.folder / "tables" / f"{stem}.csv"
             if not path.is_file():
-                raise FileNotFoundError(f"QA record names {imgname!r} but {path} does not exist")
+                raise SourceError(f"no table for {imgname!r} at {path}")
             self._tables[stem] = load_chartqa_table(path)
         return self._tables[stem]
 
-    def seed(self, index: int) -> ChartSeed:
+    def seed(self, index: int) -> Seed:
+        if not 0 <= index < len(self.records):
+            raise ValueError(f"expected a record index in [0, {len(self.records)}), got {index}")
         record = self.records[index]
         table = self.table(record.imgname)
         rule = classify_record(table, record.query, record.label)
         answer = relabel(table, rule)
-        return ChartSeed(ChartStructure(table, default_spec(table)), record.query, answer, rule,
-                         "chartqa", f"{record.imgname}#L{record.line}")
+        return Seed(ChartStructure(table, default_spec(table)), record.query, answer, rule,
+                    "chartqa", f"{record.imgname}#L{record.line}")
 
-    def sample(self, rng: np.random.Generator) -> ChartSeed:
+    def sample(self, rng: np.random.Generator) -> Seed:
         return self.seed(int(rng.integers(len(self.records))))
 
 
+def _stem(imgname: str) -> str:
+    return imgname[:-4] if imgname.endswith(".png") else imgname
+
+
 class ProceduralSource:
-    """Seeds from the shipped procedural generator."""
+    """Seeds from the shipped procedural generator, drawing questions from ``templates``
+    (all when ``None``) and giving up after ``max_tries`` tables."""
 
     def __init__(self, templates: tuple[str, ...] | None = None, max_tries: int = 16):
         self.templates = templates
         self.max_tries = max_tries
 
-    def sample(self, rng: np.random.Generator) -> ChartSeed:
+    def sample(self, rng: np.random.Generator) -> Seed:
         return procedural_seed(rng, self.max_tries, self.templates)
 
 
-def make_source(source: str) -> ProceduralSource | ChartQASource:
+def make_source(source: str, templates: tuple[str, ...] | None = None,
+                max_tries: int = 16) -> ProceduralSource | ChartQASource:
     """``"procedural"`` or a path to a ChartQA-format folder."""
     if source == "procedural":
-        return ProceduralSource()
+        return ProceduralSource(templates, max_tries)
     if Path(source).is_dir():
         return ChartQASource(source)
-    raise ValueError(f"expected source 'procedural' or a ChartQA folder (tables/ + qa.jsonl), got {source!r}")
+    raise SourceError(f"expected source 'procedural' or a ChartQA folder (tables/ + qa.jsonl), got {source!r}")
 
 
-__all__ = ["ChartSeed", "ChartQASource", "ProceduralSource", "classify_record", "load_chartqa_table",
-           "make_source", "parse_cell", "procedural_seed", "all_category_labels"]
+__all__ = ["ChartQASource", "ProceduralSource", "classify_record", "load_chartqa_table", "make_source", "parse_cell",
+           "procedural_seed", "all_category_labels"]

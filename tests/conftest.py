@@ -3,7 +3,13 @@ from pathlib import Path
 
 import pytest
 
+import vicogym
+
 REPO = Path(__file__).resolve().parents[1]
+REQUIRE_DATA = os.environ.get("VICOGYM_REQUIRE_DATA") == "1"
+
+# the toy arm joins the registry the way any arm does: one registration, no core change
+vicogym.register("vicogym/Toy-v0", "toy_arm:ToyEnv", description="test-only arm: count the squares")
 
 
 def chartqa_dir() -> Path:
@@ -15,5 +21,8 @@ def chartqa_dir() -> Path:
 def chartqa() -> Path:
     path = chartqa_dir()
     if not (path / "qa.jsonl").is_file():
-        raise FileNotFoundError(f"the real-data tests need the ChartQA sample at {path} (set VICOGYM_CHARTQA)")
+        message = f"the real-data tests need the ChartQA sample at {path} (set VICOGYM_CHARTQA)"
+        if REQUIRE_DATA:  # CI has the data: a skip there would hide lost coverage
+            pytest.fail(message)
+        pytest.skip(message)
     return path

@@ -2,7 +2,7 @@
 
 from hypothesis import strategies as st
 
-from vicogym.structures import ChartSpec, ChartStructure, Table
+from vicogym.structures.chart import ChartSpec, ChartStructure, Table
 
 LABELS = st.text(alphabet="abcdefghijklmnopqrstuvwxyz ABCDEFGHIJ0123456789", min_size=1, max_size=12).map(str.strip).filter(bool)
 VALUES = st.one_of(st.integers(-50, 200).map(float), st.floats(-1e4, 1e4, allow_nan=False, allow_infinity=False).map(lambda v: round(v, 2)))

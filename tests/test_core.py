@@ -3,8 +3,11 @@ import math
 
 import pytest
 
-from vicogym.core import Edit
-from vicogym.errors import EDIT_ERROR_CODES, InvalidEdit
+import numpy as np
+
+from vicogym.core import Edit, Sample, canonical_json
+from vicogym.errors import CORE_ERROR_CODES, EDIT_ERROR_CODES, InvalidEdit, error_code_owner, register_error_codes
+from vicogym.images import ImagePolicy
 from vicogym.rewards import RewardConfig, difficulty_reward, in_sweet_zone, rwr_copies, weight
 
 
@@ -54,7 +57,69 @@ def test_invalid_edit_codes_are_closed_and_located():
     assert error.to_dict() == {"code": "not_found", "message": "row 'X' is not in the table", "op": "ops[1] set_cell", "field": "row"}
     assert str(error) == "[not_found] ops[1] set_cell: row 'X' is not in the table"
     assert isinstance(error, ValueError)
-    assert set(EDIT_ERROR_CODES) >= {"malformed", "invariance", "anchor", "ambiguous", "render_failed"}
+    import pickle
+
+    assert pickle.loads(pickle.dumps(error)).to_dict() == error.to_dict()
+
+
+def test_core_codes_are_generic_and_arms_register_their_own():
+    assert set(CORE_ERROR_CODES) == {"malformed", "unknown_op", "bad_field", "bad_value", "not_found", "ambiguous",
+                                     "render_failed", "episode_over", "unhandled"}
+    import vicogym.programs.chart  # noqa: F401  (the chart arm registers its codes on import)
+
+    assert error_code_owner("invariance") == "chart" and error_code_owner("malformed") == "core"
+    assert set(EDIT_ERROR_CODES) >= set(CORE_ERROR_CODES) | {"invariance", "anchor", "occluded"}
+    register_error_codes("chart", {"occluded": EDIT_ERROR_CODES["occluded"]})  # the same again: a no-op
+    with pytest.raises(ValueError, match="edit error code 'malformed' is already registered by 'core'"):
+        register_error_codes("toy2", {"malformed": "mine"})
+    with pytest.raises(TypeError):
+        register_error_codes("toy2", {"not an identifier": "x"})
+
+
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        ("[" * 100000 + "]" * 100000, '[malformed] edit is nested too deeply to parse; send a flat {"ops": [...]} object'),
+        ('{"op": "x", "v": ' + "9" * 5000 + "}", None),
+        (b"\xff\xfe", None),
+        ("", "[malformed] edit is not valid JSON (Expecting value at position 0)"),
+    ],
+)
+def test_edit_parse_never_raises_anything_but_invalid_edit(raw, message):
+    with pytest.raises(InvalidEdit) as info:
+        Edit.parse(raw)
+    assert info.value.code == "malformed"
+    if message:
+        assert str(info.value) == message
+
+
+def test_canonical_json_is_sorted_compact_and_keeps_unicode():
+    assert canonical_json({"b": [1, 2.5], "a": "Zürich"}) == '{"a":"Zürich","b":[1,2.5]}'
+    with pytest.raises(ValueError):
+        canonical_json({"x": float("nan")})
+
+
+def test_samples_compare_pixels():
+    image = np.zeros((2, 2, 3), np.uint8)
+    a = Sample({"s": 1}, "q", "1", {"kind": "k"}, image)
+    assert a == Sample({"s": 1}, "q", "1", {"kind": "k"}, image.copy())
+    assert a != Sample({"s": 1}, "q", "1", {"kind": "k"}, image + 1)
+    assert a != Sample({"s": 1}, "q", "2", {"kind": "k"}, image)
+
+
+def test_image_policies_centre_pad_letterbox_and_refuse_misfits():
+    image = np.full((2, 4, 3), 7, np.uint8)
+    padded = ImagePolicy("pad", 4, 6, fill=255).apply(image)
+    assert padded.shape == (4, 6, 3) and (padded[1:3, 1:5] == 7).all() and padded[0].min() == 255
+    boxed = ImagePolicy("letterbox", 4, 4, fill=0).apply(image)
+    assert boxed.shape == (4, 4, 3) and (boxed[1:3] == 7).all() and boxed[0].max() == 0 and boxed[3].max() == 0
+    assert np.array_equal(ImagePolicy("fixed", 2, 4).apply(image), image)
+    with pytest.raises(ValueError, match="expected a 3x4 render under the fixed policy, got 2x4"):
+        ImagePolicy("fixed", 3, 4).apply(image)
+    with pytest.raises(ValueError, match="expected an image within 1x4 under the pad policy, got 2x4"):
+        ImagePolicy("pad", 1, 4).apply(image)
+    with pytest.raises(ValueError, match="expected image policy mode in"):
+        ImagePolicy("stretch", 1, 1)
 
 
 def test_band_reward_is_one_inside_the_sweet_zone_only():

@@ -1,14 +1,25 @@
 import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
 from vicogym.cli import app
-from vicogym.pipeline import GenerateConfig, generate, verify
-from vicogym.renderers.chart import decode_png
+from vicogym.errors import RunError, SourceError
+from vicogym.images import decode_png
+from vicogym.pipeline import GenerateConfig, generate
+from vicogym.verify import verify
 
 runner = CliRunner()
+SMALL = {"k": 4, "max_turns": 2}
 
 
 def _rows(folder):
@@ -19,11 +30,26 @@ def _bytes(folder):
     return [p.read_bytes() for p in sorted(folder.glob("part-*.parquet"))]
 
 
+def _config(out, **kwargs):
+    settings = {"n": 10, "out": str(out), "seed": 7, "episodes_per_shard": 4, "env_kwargs": SMALL, **kwargs}
+    return GenerateConfig(**settings)
+
+
 @pytest.fixture(scope="module")
 def small_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("gen")
-    manifest = generate(GenerateConfig(n=10, out=str(out), k=4, seed=7, episodes_per_shard=4, max_turns=2), progress=False)
+    manifest = generate(_config(out), progress=False)
     return out, manifest
+
+
+@pytest.fixture
+def copy_run(small_run, tmp_path):
+    def make(name="copy"):
+        target = tmp_path / name
+        shutil.copytree(small_run[0], target)
+        return target
+
+    return make
 
 
 def test_generate_writes_rows_verl_fields_and_manifest(small_run):
@@ -32,80 +58,218 @@ def test_generate_writes_rows_verl_fields_and_manifest(small_run):
     assert len(rows) == 10 == manifest["counts"]["samples"]
     assert len({r["id"] for r in rows}) == 10
     row = rows[0]
-    for key in ("id", "env_id", "source_id", "image", "question", "answer", "label_rule", "structure", "edit_trace",
-                "pass_rate", "pass_rate_before", "reward", "data_source", "prompt", "images", "ability",
-                "reward_model", "extra_info"):
+    for key in ("id", "env_id", "source_id", "image", "question", "answer", "label_rule", "label", "structure",
+                "payloads", "seed_structure", "edit_trace", "pass_rate", "pass_rate_before", "reward", "provenance",
+                "data_source", "prompt", "images", "ability", "reward_model", "extra_info"):
         assert key in row
-    assert row["prompt"][0]["role"] == "user" and row["prompt"][0]["content"].startswith("<image>")
-    assert row["images"][0]["bytes"] == row["image"]
+    assert row["prompt"][0]["role"] == "user"
+    assert row["prompt"][0]["content"] == "<image>" + row["question"] + "\nAnswer with a single word or number."
+    assert row["images"][0] == {"bytes": row["image"], "path": None} and row["ability"] == "chart_reasoning"
     assert row["reward_model"] == {"style": "rule", "ground_truth": row["answer"]}
     assert decode_png(row["image"]).shape[2] == 3
-    assert json.loads(row["edit_trace"])
+    assert json.loads(row["edit_trace"]) and row["payloads"] == []
+    assert row["structure"] == json.dumps(json.loads(row["structure"]), sort_keys=True, separators=(",", ":"),
+                                          ensure_ascii=False)  # the canonical text
+    schema = pq.read_schema(sorted(out.glob("part-*.parquet"))[0])
+    assert schema.field("images").type == pa.list_(pa.struct([("bytes", pa.binary()), ("path", pa.string())]))
     m = json.loads((out / "manifest.json").read_text())
-    assert m["package_version"] and m["env"]["id"] == "vicogym/Chart-v0" and m["env"]["version"] == 0
+    assert m["package_version"] and m["env"]["id"] == "vicogym/Chart-v0" and m["env"]["arm"] == "chart"
+    assert m["config"]["env_kwargs"] == SMALL
     assert sum(m["pass_rate_histogram"]["counts"]) == 10
     assert m["counts"]["steps"] == m["counts"]["valid_steps"] + m["counts"]["rejected_steps"]
+    assert [s["rows"] for s in m["shards"]] == [len(pq.read_table(out / s["name"])) for s in m["shards"]]
+    assert all(len(s["sha256"]) == 64 for s in m["shards"])
 
 
-def test_verify_passes_and_catches_tampering(small_run, tmp_path):
+def test_verify_passes_and_catches_label_tampering(small_run, copy_run):
     out, _ = small_run
-    assert verify(out) == (10, [])
-    import shutil
-
-    bad = tmp_path / "bad"
-    shutil.copytree(out, bad)
+    report = verify(out)
+    assert report.ok and report.rows == 10
+    bad = copy_run()
     path = sorted(bad.glob("part-*.parquet"))[0]
     table = pq.read_table(path)
     rows = table.to_pylist()
     rows[1]["answer"] = "definitely wrong"
     rows[1]["reward_model"]["ground_truth"] = "definitely wrong"
-    import pyarrow as pa
-
+    rows[1]["extra_info"]["answer"] = "definitely wrong"
     rows[2]["question"] = rows[2]["question"] + " Round to one decimal."
+    rows[2]["extra_info"]["question"] = rows[2]["question"]
+    rows[2]["prompt"][0]["content"] = "<image>" + rows[2]["question"] + "\nAnswer with a single word or number."
+    rows[3]["reward_model"]["ground_truth"] = "0"
     pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), path)
-    n, problems = verify(bad)
-    assert n == 10 and [p[0] for p in problems] == [rows[1]["id"], rows[2]["id"]]
-    assert "does not fit its label rule: the program asks" in problems[1][1]
+    problems = dict(verify(bad).problems)
+    assert problems[path.name] == "changed since it was written (SHA-256 differs from the manifest)"
+    assert problems[rows[1]["id"]].startswith("stored answer 'definitely wrong' but the label rule gives")
+    assert "does not fit its label rule: the program asks" in problems[rows[2]["id"]]
+    assert problems[rows[3]["id"]] == f"reward_model.ground_truth differs from {rows[3]['answer']!r}"
     result = runner.invoke(app, ["verify", str(bad)])
     assert result.exit_code == 1 and rows[1]["id"] in result.output
+
+
+def _flip_bytes(path, n, seed=0):
+    import numpy as np
+
+    data = bytearray(path.read_bytes())
+    rng = np.random.default_rng(seed)
+    for i in rng.choice(len(data), size=n, replace=False):
+        data[i] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "delete_rows", "duplicate_rows", "delete_shard", "extra_shard",
+                                    "no_manifest", "empty"])
+def test_verify_fails_on_any_loss_duplicate_or_damage(copy_run, damage):
+    bad = copy_run()
+    shards = sorted(bad.glob("part-*.parquet"))
+    table = pq.read_table(shards[0])
+    if damage == "flip":
+        _flip_bytes(shards[0], 50)
+    elif damage == "truncate":
+        shards[0].write_bytes(shards[0].read_bytes()[:2000])
+    elif damage == "delete_rows":
+        pq.write_table(table.slice(0, 1), shards[0])
+    elif damage == "duplicate_rows":
+        pq.write_table(pa.concat_tables([table, table.slice(0, 2)]), shards[0])
+    elif damage == "delete_shard":
+        shards[-1].unlink()
+    elif damage == "extra_shard":
+        shutil.copy(shards[0], bad / "part-00042.parquet")
+    elif damage == "no_manifest":
+        (bad / "manifest.json").unlink()
+    else:
+        for path in shards:
+            path.unlink()
+        manifest = json.loads((bad / "manifest.json").read_text())
+        manifest.update(shards=[], counts=dict(manifest["counts"], samples=0))
+        (bad / "manifest.json").write_text(json.dumps(manifest))
+    result = runner.invoke(app, ["verify", str(bad)])
+    assert result.exit_code != 0, result.output
+    assert "Traceback" not in result.output
+    if damage == "no_manifest":
+        assert result.exit_code == 2 and "has no manifest.json; the run did not finish" in result.output
+        return
+    problems = verify(bad).problems
+    assert problems
+    text = " | ".join(f"{w}: {r}" for w, r in problems)
+    expected = {"flip": "SHA-256 differs", "truncate": "cannot be read", "delete_rows": "holds 1 rows, the manifest "
+                "recorded", "duplicate_rows": "appears twice", "delete_shard": "is missing", "extra_shard":
+                "is not in the manifest", "empty": "holds no rows"}[damage]
+    assert expected in text
+
+
+def test_verify_reports_undecodable_images(copy_run):
+    bad = copy_run()
+    path = sorted(bad.glob("part-*.parquet"))[0]
+    table = pq.read_table(path)
+    rows = table.to_pylist()
+    rows[0]["image"] = rows[0]["image"][:100]
+    rows[0]["images"][0]["bytes"] = rows[0]["image"]
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), path)
+    problems = dict(verify(bad).problems)
+    assert problems[rows[0]["id"]] == "image does not decode (expected PNG bytes, could not decode)"
 
 
 def test_same_seed_same_bytes_and_resume_after_a_crash(small_run, tmp_path):
     out, _ = small_run
     again = tmp_path / "again"
-    generate(GenerateConfig(n=10, out=str(again), k=4, seed=7, episodes_per_shard=4, max_turns=2), progress=False)
+    generate(_config(again), progress=False)
     assert _bytes(again) == _bytes(out)
-    # a crash: the last shard is lost and a temporary file is left behind
+    # a crash: the last shard is lost, the manifest never written, a temporary file left behind
     shards = sorted(again.glob("part-*.parquet"))
     shards[-1].unlink()
+    (again / "manifest.json").unlink()
     (again / "part-00099.tmp").write_bytes(b"partial")
-    generate(GenerateConfig(n=10, out=str(again), k=4, seed=7, episodes_per_shard=4, max_turns=2), progress=False)
+    generate(_config(again), progress=False)
     assert _bytes(again) == _bytes(out)
     assert not list(again.glob("*.tmp"))
+    assert verify(again).ok
 
 
 def test_a_run_folder_refuses_other_settings(small_run):
     out, _ = small_run
-    with pytest.raises(ValueError, match="holds a run with other settings"):
-        generate(GenerateConfig(n=10, out=str(out), k=4, seed=8, episodes_per_shard=4, max_turns=2), progress=False)
+    with pytest.raises(RunError, match="holds a run with other settings \\(differing: seed\\)"):
+        generate(_config(out, seed=8), progress=False)
+
+
+def test_a_failed_run_does_not_lock_its_folder(tmp_path, chartqa):
+    out = tmp_path / "retry"
+    with pytest.raises(SourceError):
+        generate(_config(out, env_kwargs={**SMALL, "source": str(tmp_path / "nonexistent")}), progress=False)
+    assert not (out / "run.json").exists()
+    manifest = generate(_config(out, n=3, env_kwargs={**SMALL, "source": str(chartqa)}), progress=False)
+    assert manifest["counts"]["samples"] == 3
+
+
+def test_out_naming_a_file_is_refused(tmp_path):
+    path = tmp_path / "file.txt"
+    path.write_text("x")
+    result = runner.invoke(app, ["generate", "--out", str(path), "--n", "1", "--no-progress"])
+    assert result.exit_code == 2
+    assert f"--out {path} is an existing file; name a folder" in result.output
 
 
 @pytest.mark.slow
 def test_workers_do_not_change_the_output(small_run, tmp_path):
     out, _ = small_run
     parallel = tmp_path / "parallel"
-    generate(GenerateConfig(n=10, out=str(parallel), k=4, seed=7, episodes_per_shard=4, max_turns=2, workers=2),
-             progress=False)
+    generate(_config(parallel, workers=2), progress=False)
     assert _bytes(parallel) == _bytes(out)
+
+
+def _children(pid):
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def _alive(pid):
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to find worker processes")
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_workers_die_with_their_parent(tmp_path, sig):
+    cmd = [sys.executable, "-m", "vicogym.cli", "generate", "--n", "400", "--workers", "2", "--out",
+           str(tmp_path / "killed"), "--no-progress"]
+    parent = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 60
+        workers = []
+        while time.time() < deadline and len(workers) < 2:
+            time.sleep(0.5)
+            workers = [p for p in _children(parent.pid) if "spawn_main" in Path(f"/proc/{p}/cmdline").read_text()]
+        assert len(workers) == 2, "the workers did not start"
+        os.kill(parent.pid, sig)
+        parent.wait(timeout=30)
+        deadline = time.time() + 20
+        while time.time() < deadline and any(_alive(p) for p in workers):
+            time.sleep(0.2)
+        assert not any(_alive(p) for p in workers)
+    finally:
+        parent.kill()
+        for p in _children(parent.pid):
+            os.kill(p, signal.SIGKILL)
 
 
 def test_keep_policies(tmp_path):
     rows_all = tmp_path / "all"
-    generate(GenerateConfig(n=12, out=str(rows_all), k=4, seed=1, keep="all", episodes_per_shard=4, max_turns=3), progress=False)
+    generate(_config(rows_all, n=12, seed=1, keep="all", env_kwargs={"k": 4, "max_turns": 3}), progress=False)
     rows = _rows(rows_all)
     assert len(rows) == 12 and len({r["extra_info"]["index"] for r in rows}) < 12
     sweet = tmp_path / "sweet"
-    generate(GenerateConfig(n=4, out=str(sweet), k=4, seed=1, keep="sweet", episodes_per_shard=4, max_turns=3), progress=False)
+    generate(_config(sweet, n=4, seed=1, keep="sweet", env_kwargs={"k": 4, "max_turns": 3}), progress=False)
     assert all(0.35 <= r["pass_rate"] <= 0.65 for r in _rows(sweet))
 
 
@@ -128,4 +292,41 @@ def test_cli_lists_envs_and_reports_bad_input(tmp_path):
     result = runner.invoke(app, ["generate", "--keep", "best", "--out", str(tmp_path / "y")])
     assert result.exit_code == 2 and "expected keep in ('final', 'all', 'sweet'), got 'best'" in result.output
     result = runner.invoke(app, ["verify", str(tmp_path / "empty")])
-    assert result.exit_code == 2 and "no part-*.parquet shards" in result.output
+    assert result.exit_code == 2 and "is not a folder written by `vicogym generate`" in result.output
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--set", "temlates=[\"lookup\"]"], "vicogym/Chart-v0 has no setting 'temlates'; did you mean 'templates'?"),
+        (["--set", "k"], "expected --set KEY=VALUE, got 'k'"),
+        (["--set", "k=0"], "expected k to be a positive integer, got 0"),
+        (["--set", "templates=[\"nope\"]"], "expected template ids in"),
+        (["--source", "/no/such/folder"], "expected source 'procedural' or a ChartQA folder"),
+    ],
+)
+def test_cli_settings_are_checked_with_suggestions(tmp_path, args, message):
+    result = runner.invoke(app, ["generate", "--out", str(tmp_path / "o"), "--n", "1", "--no-progress", *args])
+    assert result.exit_code == 2 and message in " ".join(result.output.split()), result.output
+    assert not (tmp_path / "o" / "run.json").exists()
+
+
+def test_cli_config_files_and_set_reach_the_env(tmp_path):
+    toml = tmp_path / "run.toml"
+    toml.write_text('n = 2\nseed = 3\nepisodes_per_shard = 2\n[env_kwargs]\nk = 2\ntemplates = ["lookup"]\n')
+    out = tmp_path / "toml"
+    result = runner.invoke(app, ["generate", "--config", str(toml), "--out", str(out), "--no-progress",
+                                 "--set", "max_turns=1"])
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["config"]["env_kwargs"] == {"k": 2, "max_turns": 1, "templates": ["lookup"]}
+    assert manifest["env"]["env_config"]["templates"] == ["lookup"]
+    assert all(json.loads(r["label"])["program"]["template"] == "lookup" for r in _rows(out))
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"n": 2, "sed": 1}')
+    result = runner.invoke(app, ["generate", "--config", str(bad), "--out", str(tmp_path / "j")])
+    assert result.exit_code == 2 and "unknown generate setting 'sed'; did you mean 'seed'?" in result.output
+    bad.write_text('{"n": 2,')
+    result = runner.invoke(app, ["generate", "--config", str(bad)])
+    assert result.exit_code == 2 and "not valid JSON" in result.output

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from vicogym.policies import RandomRewriter, SimulatedActor, make_actor, plausible_wrong
-from vicogym.programs.scoring import relaxed_accuracy
+from vicogym.answers import relaxed_accuracy
 
 
 def _pass_rate(actor, difficulty, seed=0, k=400):

@@ -1,8 +1,9 @@
 import numpy as np
 import pytest
 
-from vicogym.renderers.chart import ChartRenderer, decode_png, encode_png, nice_ceiling, value_limits
-from vicogym.structures import ChartSpec, ChartStructure, Table
+from vicogym.images import decode_png, encode_png
+from vicogym.renderers.chart import ChartRenderer, nice_ceiling, value_limits
+from vicogym.structures.chart import ChartSpec, ChartStructure, Table
 
 MULTI = Table("Country", ("France", "Germany", "Italy", "Spain"), ("2019", "2020"),
               ((1.0, 2.0), (3.5, 4.0), (2.0, None), (5.0, 1.5)), "%")

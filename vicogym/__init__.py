@@ -8,12 +8,13 @@ Importing the package registers its environments with Gymnasium::
 
 __version__ = "0.1.0"
 
+from vicogym import spaces as _spaces  # noqa: E402,F401  (text observations in vector envs)
 from vicogym.registry import list_environments, make, register  # noqa: E402
 
 register(
     "vicogym/Chart-v0",
     "vicogym.envs.chart:ChartEnv",
-    "chart questions (matplotlib) from tables; edits of values, rows, series and style",
+    description="chart questions (matplotlib) from tables; edits of values, rows, series and style",
 )
 
 __all__ = ["__version__", "list_environments", "make", "register"]

@@ -1,9 +1,15 @@
-"""Command line: ``vicogym envs``, ``vicogym generate``, ``vicogym verify``."""
+"""Command line: ``vicogym envs``, ``vicogym generate``, ``vicogym verify``.
+
+Every input gets an answer: bad flags, files and settings end with a one-line message
+that says what to change (exit code 2), never a traceback.
+"""
 
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
+from typing import Any, Optional
 
 import typer
 from rich.console import Console
@@ -13,6 +19,12 @@ from rich.table import Table
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Verifiable visual environments for VLM RL.")
 console = Console()
 errors = Console(stderr=True, soft_wrap=True)
+MAX_PROBLEMS_SHOWN = 50
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    errors.print(f"[red]error:[/red] {escape(message)}", highlight=False)
+    return typer.Exit(code)
 
 
 @app.command()
@@ -26,56 +38,105 @@ def envs() -> None:
     console.print(table)
 
 
+def parse_setting(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` with a JSON value (``k=4``, ``templates=["lookup"]``); a value that is
+    not JSON is taken as a string (``source=data/chartqa``)."""
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ValueError(f"expected --set KEY=VALUE, got {text!r}")
+    try:
+        return key, json.loads(raw)
+    except json.JSONDecodeError:
+        return key, raw
+
+
+def load_config_file(path: Path) -> dict[str, Any]:
+    """Generate settings from a TOML or JSON file (``env_kwargs`` as a table/object)."""
+    if not path.is_file():
+        raise ValueError(f"--config {path} is not a file")
+    text = path.read_text(encoding="utf-8")
+    try:
+        if path.suffix.lower() == ".toml":
+            data = tomllib.loads(text)
+        elif path.suffix.lower() == ".json":
+            data = json.loads(text)
+        else:
+            raise ValueError(f"--config {path}: expected a .toml or .json file")
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"--config {path}: not valid TOML ({exc})") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--config {path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"--config {path}: expected a table of settings, got {type(data).__name__}")
+    return data
+
+
 @app.command()
 def generate(
-    env_id: str = typer.Argument("vicogym/Chart-v0", help="environment id (see `vicogym envs`)"),
-    n: int = typer.Option(64, "--n", help="samples to generate"),
-    out: Path = typer.Option(Path("vicogym-out"), "--out", help="output folder (resumable)"),
-    k: int = typer.Option(8, "--k", help="actor rollouts per sample"),
-    seed: int = typer.Option(0, "--seed", help="run seed: same seed, same bytes"),
-    workers: int = typer.Option(1, "--workers", help="worker processes (output does not depend on it)"),
-    keep: str = typer.Option("final", "--keep", help="final | all | sweet"),
-    source: str = typer.Option("procedural", "--source", help="'procedural' or a ChartQA-format folder"),
-    max_turns: int = typer.Option(3, "--max-turns", help="edit turns per episode"),
-    episodes_per_shard: int = typer.Option(16, "--episodes-per-shard"),
+    env_id: Optional[str] = typer.Argument(None, help="environment id (see `vicogym envs`); default vicogym/Chart-v0"),
+    n: Optional[int] = typer.Option(None, "--n", help="samples to generate [64]"),
+    out: Optional[str] = typer.Option(None, "--out", help="output folder, resumable [vicogym-out]"),
+    seed: Optional[int] = typer.Option(None, "--seed", help="run seed: same seed, same bytes [0]"),
+    workers: Optional[int] = typer.Option(None, "--workers", help="worker processes; the output does not depend on it [1]"),
+    keep: Optional[str] = typer.Option(None, "--keep", help="final | all | sweet [final]"),
+    episodes_per_shard: Optional[int] = typer.Option(None, "--episodes-per-shard", help="episodes per Parquet shard [16]"),
+    max_episodes: Optional[int] = typer.Option(None, "--max-episodes", help="episode budget [max(4n, 32)]"),
+    k: Optional[int] = typer.Option(None, "--k", help="actor rollouts per sample (same as --set k=K) [8]"),
+    max_turns: Optional[int] = typer.Option(None, "--max-turns", help="edit turns per episode (--set max_turns=T) [3]"),
+    source: Optional[str] = typer.Option(None, "--source", help="seed source of the environment (--set source=S)"),
+    settings: Optional[list[str]] = typer.Option(None, "--set", help="environment setting KEY=VALUE (JSON value); repeatable"),
+    config_file: Optional[Path] = typer.Option(None, "--config", help="TOML or JSON file of generate settings"),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Run rewriter episodes and stream accepted samples to Parquet shards."""
-    from vicogym.errors import UnknownEnvironment
+    from vicogym.errors import VicogymError
     from vicogym.pipeline import GenerateConfig
     from vicogym.pipeline import generate as run
 
     try:
-        config = GenerateConfig(env_id=env_id, n=n, out=str(out), k=k, seed=seed, workers=workers, keep=keep,
-                                source=source, max_turns=max_turns, episodes_per_shard=episodes_per_shard)
+        data = load_config_file(config_file) if config_file is not None else {}
+        flags = {"env_id": env_id, "n": n, "out": out, "seed": seed, "workers": workers, "keep": keep,
+                 "episodes_per_shard": episodes_per_shard, "max_episodes": max_episodes}
+        data.update({key: value for key, value in flags.items() if value is not None})
+        env_kwargs = dict(data.get("env_kwargs") or {})
+        sugar = {"k": k, "max_turns": max_turns, "source": source}
+        env_kwargs.update({key: value for key, value in sugar.items() if value is not None})
+        env_kwargs.update(parse_setting(text) for text in settings or [])
+        data["env_kwargs"] = env_kwargs
+        config = GenerateConfig.from_mapping(data)
         manifest = run(config, progress=progress)
-    except (ValueError, UnknownEnvironment, FileNotFoundError) as exc:
-        errors.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(2)
+    except (VicogymError, ValueError, TypeError, OSError) as exc:
+        raise _fail(str(exc)) from None
     counts = manifest["counts"]
-    console.print(f"wrote {counts['samples']} samples from {counts['episodes']} episodes to {out} "
+    console.print(f"wrote {counts['samples']} samples from {counts['episodes']} episodes to {config.out} "
                   f"({counts['rejected_steps']} of {counts['steps']} edits rejected: {json.dumps(manifest['rejections'])})")
     if not manifest["complete"]:
-        console.print(f"[yellow]only {counts['samples']} of {n} samples within the episode budget[/yellow]")
+        console.print(f"[yellow]only {counts['samples']} of {config.n} samples within the episode budget[/yellow]")
         raise typer.Exit(1)
 
 
 @app.command()
-def verify(out: Path = typer.Argument(..., help="a folder written by `vicogym generate`")) -> None:
-    """Re-derive every stored label from the stored structure and label rule."""
-    from vicogym.pipeline import verify as run
+def verify(
+    out: Path = typer.Argument(..., help="a folder written by `vicogym generate`"),
+    images: bool = typer.Option(True, "--images/--no-images", help="decode every stored image"),
+) -> None:
+    """Check a run's shards against its manifest and re-derive every stored label."""
+    from vicogym.errors import VicogymError
+    from vicogym.verify import verify as run
 
     try:
-        n, bad = run(out)
-    except FileNotFoundError as exc:
-        errors.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(2)
-    for row_id, reason in bad:
-        errors.print(f"[red]MISMATCH[/red] {escape(row_id)}: {escape(reason)}", highlight=False)
-    if bad:
-        console.print(f"{len(bad)} of {n} rows failed verification")
+        report = run(out, images=images)
+    except (VicogymError, ValueError, OSError) as exc:
+        raise _fail(str(exc)) from None
+    for where, reason in report.problems[:MAX_PROBLEMS_SHOWN]:
+        errors.print(f"[red]PROBLEM[/red] {escape(where)}: {escape(reason)}", highlight=False)
+    if len(report.problems) > MAX_PROBLEMS_SHOWN:
+        errors.print(f"... and {len(report.problems) - MAX_PROBLEMS_SHOWN} more", highlight=False)
+    if not report.ok:
+        console.print(f"{len(report.problems)} problems in {out} ({report.rows} rows read)")
         raise typer.Exit(1)
-    console.print(f"all {n} rows verified")
+    console.print(f"all {report.rows} rows verified")
 
 
 if __name__ == "__main__":

@@ -1,16 +1,31 @@
-"""Plain-data types shared by every arm: edits, samples, provenance, step results."""
+"""Plain-data types shared by every arm: structures, edits, seeds, renders, samples,
+provenance, step results."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Protocol, runtime_checkable
 
 import numpy as np
 
 from vicogym.errors import InvalidEdit
 
-LABEL_RULES = ("cell", "invariant", "program")
+
+def canonical_json(data: Any) -> str:
+    """The one canonical text of JSON data: sorted keys, no spaces, Unicode kept."""
+    return json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+@runtime_checkable
+class Structure(Protocol):
+    """What an arm edits. Its JSON part has one canonical text (:func:`canonical_json` of
+    ``to_dict()``); binary parts (an image, masks) travel beside it as named payloads, so
+    a structure round-trips through ``(text, payloads)`` without pickling."""
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+    def payloads(self) -> Mapping[str, bytes]: ...
 
 
 @dataclass(frozen=True)
@@ -42,10 +57,7 @@ class Edit:
         if isinstance(edit, Edit):
             return edit
         if isinstance(edit, (str, bytes)):
-            try:
-                edit = json.loads(edit)
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                raise InvalidEdit("malformed", f"edit is not valid JSON ({exc.msg} at position {exc.pos})") from None
+            edit = _loads(edit)
         if isinstance(edit, list):
             edit = {"ops": edit}
         if isinstance(edit, Mapping) and "op" in edit:
@@ -68,6 +80,47 @@ class Edit:
         return cls(ops=tuple(dict(op) for op in ops))
 
 
+def _loads(text: str | bytes) -> Any:
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InvalidEdit("malformed", f"edit is not valid JSON ({exc.msg} at position {exc.pos})") from None
+    except RecursionError:
+        raise InvalidEdit("malformed", "edit is nested too deeply to parse; send a flat {\"ops\": [...]} object") from None
+    except ValueError as exc:  # e.g. an integer literal longer than Python converts
+        raise InvalidEdit("malformed", f"edit could not be parsed ({exc})") from None
+
+
+@dataclass(frozen=True)
+class Seed:
+    """A seed sample as a source draws it, before rendering."""
+
+    structure: Any
+    question: str
+    answer: str
+    label_rule: Mapping[str, Any]
+    source: str
+    source_id: str
+
+
+@dataclass(frozen=True)
+class Render:
+    """What a renderer returns: the image (RGB ``uint8``, native size) and the facts the
+    arm's checks and difficulty features read (boxes, colours, masks)."""
+
+    image: np.ndarray
+    facts: Any = None
+
+
+@dataclass(frozen=True)
+class ExportHints:
+    """How an arm's samples are phrased for trainers: the verl ``ability`` and the text
+    appended to the question in prompts."""
+
+    ability: str
+    prompt_suffix: str = ""
+
+
 @dataclass(frozen=True)
 class Provenance:
     """Where a sample came from, enough to regenerate it."""
@@ -84,10 +137,11 @@ class Provenance:
         return dict(self.__dict__)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Sample:
     """One verifiable visual question: the structure that determines the label, the
-    question, its answer, the label rule that proves the answer, and the image."""
+    question, its answer, the label rule that proves the answer, and the image (native
+    size, as the actor sees it and as it is exported). Equal samples have equal pixels."""
 
     structure: Any
     question: str
@@ -99,6 +153,16 @@ class Sample:
     @property
     def rule_kind(self) -> str:
         return str(self.label_rule["kind"])
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sample):
+            return NotImplemented
+        same_image = (self.image is None and other.image is None) or (
+            self.image is not None and other.image is not None and np.array_equal(self.image, other.image))
+        return same_image and (self.structure, self.question, self.answer, self.label_rule, self.provenance) == (
+            other.structure, other.question, other.answer, other.label_rule, other.provenance)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 @dataclass(frozen=True)

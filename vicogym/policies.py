@@ -24,8 +24,7 @@ from typing import Any, Callable, Mapping, Protocol, runtime_checkable
 
 import numpy as np
 
-from vicogym.programs.scoring import normalize_text, parse_number
-from vicogym.structures import format_number
+from vicogym.answers import format_number, normalize_text, parse_number
 
 
 @runtime_checkable

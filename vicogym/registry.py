@@ -1,31 +1,64 @@
-"""One registry of vicogym environments, backed by Gymnasium's."""
+"""One registry of vicogym environments, backed by Gymnasium's.
+
+``register(id, entry_point, kwargs=..., description=...)`` registers an environment (or a
+variant of one: the same entry point with other default kwargs) once; registering an id
+twice is an error. The core reaches an arm only through its environment class
+(``arm_class``, ``config_class``), resolved from the entry point here.
+"""
 
 from __future__ import annotations
 
 import difflib
-from typing import Any
+import re
+from dataclasses import dataclass, field, fields
+from typing import Any, Mapping
 
 import gymnasium as gym
 
 from vicogym.errors import UnknownEnvironment
 
-#: id -> (entry point, one-line description)
-ENVIRONMENTS: dict[str, tuple[str, str]] = {}
+ID_PATTERN = re.compile(r"^vicogym/[A-Za-z][A-Za-z0-9_]*-v\d+$")
 
 
-def register(env_id: str, entry_point: str, description: str) -> None:
-    """Register ``env_id`` with Gymnasium (once) and with vicogym's listing."""
-    if env_id in ENVIRONMENTS:
-        return
-    ENVIRONMENTS[env_id] = (entry_point, description)
-    if env_id not in gym.registry:
-        gym.register(id=env_id, entry_point=entry_point)
+@dataclass(frozen=True)
+class Registration:
+    id: str
+    entry_point: str
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    description: str = ""
+
+
+ENVIRONMENTS: dict[str, Registration] = {}
+
+
+def register(env_id: str, entry_point: str, kwargs: Mapping[str, Any] | None = None, description: str = "") -> None:
+    """Register ``env_id`` (``vicogym/Name-vN``) with Gymnasium and with vicogym's listing.
+
+    ``entry_point`` is ``"module:Class"``; ``kwargs`` are the variant's default env kwargs
+    (JSON-serialisable). Raises ``ValueError`` if the id is malformed or taken."""
+    if not isinstance(env_id, str) or not ID_PATTERN.match(env_id):
+        raise ValueError(f"expected an id of the form 'vicogym/Name-v0', got {env_id!r}")
+    if env_id in ENVIRONMENTS or env_id in gym.registry:
+        raise ValueError(f"environment {env_id!r} is already registered; give the variant its own id or version")
+    if not isinstance(entry_point, str) or ":" not in entry_point:
+        raise ValueError(f"expected entry_point as 'module:Class', got {entry_point!r}")
+    kwargs = dict(kwargs or {})
+    ENVIRONMENTS[env_id] = Registration(env_id, entry_point, kwargs, description)
+    gym.register(id=env_id, entry_point=entry_point, kwargs=kwargs)
+
+
+def unregister(env_id: str) -> None:
+    """Remove ``env_id`` from both registries (for tests and interactive sessions)."""
+    ENVIRONMENTS.pop(check_id(env_id))
+    gym.registry.pop(env_id, None)
 
 
 def check_id(env_id: str) -> str:
     if env_id not in ENVIRONMENTS:
-        close = difflib.get_close_matches(env_id, list(ENVIRONMENTS), n=3, cutoff=0.4)
-        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        # compare the names after the shared "vicogym/" prefix, which would make every id look close
+        names = {known.split("/", 1)[-1].lower(): known for known in ENVIRONMENTS}
+        close = difflib.get_close_matches(str(env_id).split("/", 1)[-1].lower(), list(names), n=3, cutoff=0.6)
+        hint = f"; did you mean {' or '.join(repr(names[c]) for c in close)}?" if close else ""
         raise UnknownEnvironment(f"no vicogym environment {env_id!r}{hint} Known: {sorted(ENVIRONMENTS)}")
     return env_id
 
@@ -36,4 +69,43 @@ def make(env_id: str, **kwargs: Any) -> gym.Env:
 
 
 def list_environments() -> list[tuple[str, str]]:
-    return sorted((env_id, desc) for env_id, (_, desc) in ENVIRONMENTS.items())
+    return sorted((env_id, reg.description) for env_id, reg in ENVIRONMENTS.items())
+
+
+def env_class(env_id: str) -> type:
+    """The environment class behind ``env_id`` (its module is imported on first use)."""
+    from gymnasium.envs.registration import load_env_creator
+
+    return load_env_creator(ENVIRONMENTS[check_id(env_id)].entry_point)
+
+
+def env_kwargs(env_id: str, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The registered kwargs of ``env_id`` with ``overrides`` on top, checked against the
+    environment's config fields (a "did you mean" for unknown names)."""
+    merged = {**ENVIRONMENTS[check_id(env_id)].kwargs, **dict(overrides or {})}
+    known = config_fields(env_id)
+    for name in merged:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ValueError(f"{env_id} has no setting {name!r}{hint} Settings: {sorted(known)}")
+    return merged
+
+
+def config_fields(env_id: str) -> list[str]:
+    return [f.name for f in fields(env_class(env_id).config_class)]
+
+
+def make_config(env_id: str, overrides: Mapping[str, Any] | None = None) -> Any:
+    """The validated config object ``gym.make(env_id, **overrides)`` would build."""
+    cls = env_class(env_id)
+    return cls.config_class(**env_kwargs(env_id, overrides))
+
+
+def make_arm(env_id: str, overrides: Mapping[str, Any] | None = None) -> Any:
+    """The arm of ``env_id`` built from its config, without an environment (for verify)."""
+    from vicogym.arm import require_extras
+
+    cls = env_class(env_id)
+    require_extras(cls.arm_class, env_id)
+    return cls.arm_class(make_config(env_id, overrides))

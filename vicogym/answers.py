@@ -1,10 +1,12 @@
-"""Answer scorers shared by every arm: exact match, ChartQA relaxed accuracy, ANLS.
+"""Answer text shared by every arm: the canonical number format, parsing, and scorers
+(exact match, ChartQA relaxed accuracy, ANLS).
 
 Scorers are pure functions ``score(prediction, target) -> float`` in [0, 1].
 """
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from typing import Callable
@@ -14,6 +16,20 @@ Scorer = Callable[[str, str], float]
 _YES = {"yes", "true", "y"}
 _NO = {"no", "false", "n"}
 _NUMBER = re.compile(r"^[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$")
+
+
+def format_number(x: float) -> str:
+    """Canonical text of a number: integers without a decimal point, magnitudes of 1 and more
+    with at most 2 decimals, smaller ones with 4 significant digits, trailing zeros dropped
+    (``80``, ``2.67``, ``1327.7``, ``-3.5``, ``0.6666``, ``0.001235``); below 1e-10, ``0``."""
+    if not math.isfinite(x):
+        raise ValueError(f"expected a finite number, got {x!r}")
+    if float(x).is_integer() and abs(x) < 1e15:
+        return str(int(x))
+    magnitude = abs(x)
+    decimals = 2 if magnitude >= 1 else max(2, 1 - int(math.floor(math.log10(magnitude))) + 2)
+    text = f"{x:.{min(decimals, 10)}f}".rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
 
 
 def normalize_text(text: str) -> str:

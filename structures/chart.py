@@ -14,6 +14,9 @@ import math
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Iterable, Mapping
 
+from vicogym.answers import format_number
+from vicogym.core import canonical_json
+
 Value = float | None
 
 CHART_TYPES = ("bar", "hbar", "grouped_bar", "stacked_bar", "line", "pie")
@@ -24,19 +27,6 @@ MAX_ROWS = 50
 MAX_SERIES = 12
 MAX_LABEL_CHARS = 90
 MAX_TITLE_CHARS = 140
-
-
-def format_number(x: float) -> str:
-    """Canonical text of a number: integers without a decimal point, others with at most
-    4 significant decimals (``80``, ``0.67``, ``1327.7``, ``-3.5``)."""
-    if not math.isfinite(x):
-        raise ValueError(f"expected a finite number, got {x!r}")
-    if float(x).is_integer() and abs(x) < 1e15:
-        return str(int(x))
-    magnitude = abs(x)
-    decimals = 2 if magnitude >= 1 else max(2, 1 - int(math.floor(math.log10(magnitude))) + 2)
-    text = f"{x:.{min(decimals, 10)}f}".rstrip("0").rstrip(".")
-    return "0" if text in ("-0", "") else text
 
 
 def _is_number(v: Any) -> bool:
@@ -213,8 +203,11 @@ class ChartStructure:
             raise ValueError("expected a structure object with a 'table' (and optional 'spec')")
         return cls(Table.from_dict(data["table"]), ChartSpec.from_dict(data.get("spec", {})))
 
+    def payloads(self) -> dict[str, bytes]:
+        return {}  # a chart is all JSON
+
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+        return canonical_json(self.to_dict())
 
     @classmethod
     def from_json(cls, text: str) -> "ChartStructure":

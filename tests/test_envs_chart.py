@@ -1,0 +1,137 @@
+"""Chart-specific behaviour of vicogym/Chart-v0 (the registry-wide suite covers the rest)."""
+
+import json
+from dataclasses import replace
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import vicogym
+from vicogym.envs.chart import ChartEnv, occluded_marks
+from vicogym.errors import GenerationError, SourceError, UnknownEnvironment
+from vicogym.programs.chart import program_rule
+from vicogym.structures.chart import ChartSpec, ChartStructure, Table
+
+FAST = {"k": 4, "max_turns": 3}
+
+
+def test_unknown_id_suggests_the_closest():
+    with pytest.raises(UnknownEnvironment) as info:
+        vicogym.make("vicogym/Chrat-v0")
+    assert str(info.value).startswith("no vicogym environment 'vicogym/Chrat-v0'; did you mean 'vicogym/Chart-v0'? Known: [")
+
+
+def test_chart_step_info_and_episode_end():
+    env = gym.make("vicogym/Chart-v0", k=8, max_turns=2, render_mode="rgb_array")
+    obs, info = env.reset(seed=1)
+    assert set(info) >= {"valid", "error", "answer", "label_rule", "pass_rate", "pass_rate_before", "timings"}
+    structure = json.loads(obs["structure"])
+    row, series = structure["table"]["rows"][0], structure["table"]["series"][0]
+    edit = json.dumps({"ops": [{"op": "set_style", "data_labels": True}]})
+    obs, reward, terminated, truncated, info = env.step(edit)
+    assert info["valid"] and info["error"] is None and reward in (0.0, 1.0)
+    assert set(info["timings"]) >= {"edit", "relabel", "render", "actor", "total"}
+    assert 0.0 <= info["pass_rate"] <= 1.0 and len(info["actor_answers"]) == 8
+    assert env.render().shape == (480, 640, 3) == obs["image"].shape
+    obs, reward, terminated, truncated, info = env.step({"op": "set_cell", "row": row, "series": series, "value": 1e30})
+    assert truncated and not terminated and info["error"]["code"] == "bad_value"
+    _, _, terminated, _, info = env.step({"op": "stop"})
+    assert terminated and info["error"]["code"] == "episode_over"
+
+
+def test_stop_terminates_with_zero_reward():
+    env = gym.make("vicogym/Chart-v0", **FAST)
+    env.reset(seed=2)
+    _, reward, terminated, truncated, info = env.step({"op": "stop"})
+    assert (reward, terminated, truncated, info["stopped"], info["valid"]) == (0.0, True, False, True, True)
+
+
+def test_tier1_chartqa_answer_follows_the_cell(chartqa):
+    env = gym.make("vicogym/Chart-v0", source=str(chartqa), **FAST).unwrapped
+    for index in range(len(env.arm.source.records)):
+        _, info = env.reset(seed=0, options={"index": index})
+        if info["label_rule"] == "cell":
+            break
+    rule = env.sample.label_rule
+    _, _, _, _, info = env.step({"op": "set_cell", "row": rule["row"], "series": rule["series"], "value": 123.4})
+    assert info["valid"] and info["answer"] == "123.4"
+
+
+def test_config_errors_say_what_to_change():
+    with pytest.raises(ValueError, match="expected k to be a positive integer, got 0"):
+        gym.make("vicogym/Chart-v0", k=0)
+    with pytest.raises(SourceError, match="expected source 'procedural' or a ChartQA folder"):
+        gym.make("vicogym/Chart-v0", source="/no/such/folder")
+    with pytest.raises(ValueError, match="expected actor name in \\['simulated'\\], got 'gpt'"):
+        gym.make("vicogym/Chart-v0", actor="gpt")
+
+
+def test_a_custom_actor_object_plugs_in():
+    class Oracle:
+        def answer(self, image, question, k, *, rng, context):
+            assert image.ndim == 3 and isinstance(question, str)
+            return [context["answer"]] * k
+
+    env = gym.make("vicogym/Chart-v0", actor=Oracle(), k=3)
+    _, info = env.reset(seed=0)
+    assert info["pass_rate"] == 1.0
+
+
+def test_an_edit_whose_legend_hides_marks_is_rejected():
+    table = Table("Year", ("2019", "2020", "2021"), ("North", "South"), ((10.0, 12.0), (20.0, 22.0), (45.0, 46.0)))
+    env = gym.make("vicogym/Chart-v0", **FAST).unwrapped
+    env.reset(seed=0)
+    structure = ChartStructure(table, ChartSpec(chart_type="grouped_bar"))
+    _, render = env._render(structure)
+    assert occluded_marks(render.facts, "grouped_bar") == []
+    env.sample = replace(env.sample, structure=structure, label_rule=program_rule({"op": "count_rows"}), answer="3",
+                         image=render.image)
+    _, reward, _, _, info = env.step({"op": "set_style", "legend": "upper left"})
+    assert info["valid"]
+    _, reward, _, _, info = env.step({"op": "set_style", "legend": "upper right"})
+    assert reward == -1.0 and info["error"]["code"] == "occluded" and info["error"]["field"] == "legend"
+    assert info["error"]["message"].startswith("the legend covers the mark of '2021' in ")
+    assert env.sample.structure.spec.legend == "upper left"
+
+
+def test_templates_and_max_tries_are_honoured():
+    env = gym.make("vicogym/Chart-v0", templates=["lookup", "argmax"], **FAST).unwrapped
+    for seed in range(12):
+        _, info = env.reset(seed=seed)
+        assert info["label"]["program"]["template"] in ("lookup", "argmax")
+    # a single-series template that needs two series: every procedural table is tried, then a typed error
+    narrow = gym.make("vicogym/Chart-v0", templates=["row_argmax"], max_tries=1, **FAST).unwrapped
+    outcomes = set()
+    for seed in range(8):
+        try:
+            narrow.reset(seed=seed)
+            outcomes.add("ok")
+        except GenerationError as exc:
+            assert str(exc) == "no procedural chart seed with an unambiguous question in 1 tries"
+            outcomes.add("error")
+    assert outcomes == {"ok", "error"}
+    with pytest.raises(ValueError, match="a ChartQA source brings its own questions"):
+        gym.make("vicogym/Chart-v0", templates=["lookup"], source="/data/chartqa")
+    with pytest.raises(ValueError, match=r"expected template ids in \["):
+        gym.make("vicogym/Chart-v0", templates=["lookups"])
+
+
+def test_sample_edit_raises_when_no_edit_is_found():
+    env = gym.make("vicogym/Chart-v0", max_tries=3, **FAST).unwrapped
+    _, info = env.reset(seed=0)
+    structure = info["sample"].structure
+    # a rule that names a row the table lacks: no edit can give it an answer
+    broken = program_rule({"op": "lookup", "row": "no such row", "series": structure.table.series[0]})
+    with pytest.raises(GenerationError, match=r"no valid chart edit in 3 tries \(last rejection: \[not_found\]"):
+        env.arm.sample_edit(structure, broken, np.random.default_rng(0))
+
+
+def test_chartqa_index_option_is_checked(chartqa):
+    env = gym.make("vicogym/Chart-v0", source=str(chartqa), **FAST)
+    with pytest.raises(ValueError, match="expected a record index in \\[0, 323\\), got 999"):
+        env.reset(seed=0, options={"index": 999})
+    with pytest.raises(ValueError, match="expected options\\['index'\\] to be a non-negative integer, got 'a'"):
+        env.reset(seed=0, options={"index": "a"})
+    with pytest.raises(ValueError, match="the procedural source has none"):
+        gym.make("vicogym/Chart-v0").reset(seed=0, options={"index": 1})

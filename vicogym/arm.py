@@ -1,0 +1,150 @@
+"""The arm interface: everything the core needs from one kind of verifiable structure.
+
+An *arm* (charts, CLEVR scenes, natural images, ...) is its files in the layers
+(``structures/``, ``programs/``, ``editors/``, ``renderers/``, ``sources/``, ``envs/``)
+plus one subclass of :class:`Arm` and one registration. The base environment, the
+generation pipeline, the exporters and ``vicogym verify`` reach an arm only through
+this interface, so a new arm adds files and changes neither the core nor another arm.
+
+Label rules are JSON objects with a ``"kind"`` (the arm's own rule kinds). Structures
+follow :class:`vicogym.core.Structure`: a canonical JSON text plus named binary payloads.
+"""
+
+from __future__ import annotations
+
+import abc
+import importlib.util
+import json
+from typing import Any, ClassVar, Mapping
+
+import numpy as np
+
+from vicogym.core import Edit, ExportHints, Render, Sample, Seed, canonical_json
+from vicogym.errors import InvalidEdit, MissingExtra
+from vicogym.images import ImagePolicy
+
+
+class Arm(abc.ABC):
+    """One arm, built from its environment's config (a frozen dataclass).
+
+    Class attributes:
+        name: the arm's name (``"chart"``), as in its file names.
+        export: :class:`~vicogym.core.ExportHints` for trainer formats.
+        error_codes: edit error codes the arm adds to the core's (code -> description);
+            registered by the arm's modules on import (``register_error_codes``).
+        extras: importable module -> the pip extra that installs it; checked before the
+            environment is built, so a missing dependency names its extra.
+    """
+
+    name: ClassVar[str]
+    export: ClassVar[ExportHints]
+    error_codes: ClassVar[Mapping[str, str]] = {}
+    extras: ClassVar[Mapping[str, str]] = {}
+
+    def __init__(self, config: Any):
+        """Cheap: an arm built only to check stored rows (``vicogym verify``) needs no source."""
+        self.config = config
+
+    def open(self) -> None:
+        """Load what episodes need (source data, models) and check it; the environment calls
+        this when it is built, so bad source data fails at ``gym.make``."""
+
+    # -- structure codec ---------------------------------------------------------------
+    def encode(self, structure: Any) -> tuple[str, dict[str, bytes]]:
+        """The structure's canonical text and its binary payloads."""
+        return canonical_json(structure.to_dict()), dict(structure.payloads())
+
+    @abc.abstractmethod
+    def decode(self, text: str, payloads: Mapping[str, bytes] | None = None) -> Any:
+        """The structure that :meth:`encode` gave ``(text, payloads)`` for."""
+
+    # -- images --------------------------------------------------------------------------
+    @property
+    @abc.abstractmethod
+    def image_policy(self) -> ImagePolicy:
+        """How native renders are put on the fixed observation canvas."""
+
+    # -- one episode ---------------------------------------------------------------------
+    @abc.abstractmethod
+    def draw_seed(self, rng: np.random.Generator, options: Mapping[str, Any]) -> Seed:
+        """A seed sample from the configured source (raise ``GenerationError`` after the
+        configured number of tries)."""
+
+    @abc.abstractmethod
+    def apply(self, structure: Any, edit: Edit, rule: Mapping[str, Any]) -> Any:
+        """The structure after ``edit`` under ``rule``, or ``InvalidEdit``. Pure."""
+
+    @abc.abstractmethod
+    def relabel(self, structure: Any, rule: Mapping[str, Any]) -> str:
+        """The answer ``rule`` gives on ``structure``, or ``InvalidEdit``. Pure."""
+
+    def check_question(self, question: str, rule: Mapping[str, Any], structure: Any) -> str | None:
+        """Why ``question`` is not the one ``rule`` answers on ``structure``, or ``None``."""
+        return None
+
+    @abc.abstractmethod
+    def render(self, structure: Any, rng: np.random.Generator) -> Render:
+        """Pixels and facts. ``rng`` is derived from the structure's canonical text, so the
+        same structure gives the same bytes (per render engine)."""
+
+    def validate(self, structure: Any, render: Render, rule: Mapping[str, Any]) -> None:
+        """Checks on a rendered edit (visibility, protection): raise ``InvalidEdit``."""
+
+    def actor_context(self, sample: Sample, render: Render) -> dict[str, Any]:
+        """What stand-in actors may read (a real model ignores it)."""
+        return {"answer": sample.answer}
+
+    @abc.abstractmethod
+    def score(self, prediction: str, target: str) -> float:
+        """The arm's answer scorer, in [0, 1]."""
+
+    @abc.abstractmethod
+    def sample_edit(self, structure: Any, rule: Mapping[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+        """A random edit from the arm's edit space that the editors and the label rule
+        accept; ``GenerationError`` when none is found within the configured tries."""
+
+    # -- stored rows ---------------------------------------------------------------------
+    def verify_row(self, row: Mapping[str, Any]) -> str | None:
+        """Why a stored row's label does not follow from what it stores, or ``None``.
+
+        Reads ``structure``, ``payloads``, ``label``, ``label_rule``, ``question`` and
+        ``answer``: the structure is decoded, the answer re-derived from the rule and the
+        question checked against the rule."""
+        try:
+            structure = self.decode(row["structure"], payload_dict(row.get("payloads")))
+            rule = json.loads(row["label"])
+            if not isinstance(rule, dict) or "kind" not in rule:
+                return "the label is not a rule object with a 'kind'"
+            answer = self.relabel(structure, rule)
+        except (InvalidEdit, ValueError, TypeError, KeyError) as exc:
+            return f"label cannot be re-derived: {exc}"
+        if row.get("label_rule") != rule["kind"]:
+            return f"label_rule {row.get('label_rule')!r} but the label is a {rule['kind']!r} rule"
+        if answer != row["answer"]:
+            return f"stored answer {row['answer']!r} but the label rule gives {answer!r}"
+        mismatch = self.check_question(row["question"], rule, structure)
+        if mismatch:
+            return f"question {row['question']!r} does not fit its label rule: {mismatch}"
+        return None
+
+    def close(self) -> None:
+        """Release renderer resources."""
+
+
+def payload_dict(items: Any) -> dict[str, bytes]:
+    """Payloads as stored in rows (a list of ``{"name", "data"}``) as a dict."""
+    if not items:
+        return {}
+    return {str(item["name"]): bytes(item["data"]) for item in items}
+
+
+def payload_list(payloads: Mapping[str, bytes]) -> list[dict[str, Any]]:
+    return [{"name": name, "data": payloads[name]} for name in sorted(payloads)]
+
+
+def require_extras(arm_class: type[Arm], env_id: str) -> None:
+    """Raise :class:`MissingExtra` naming the pip extra of a missing dependency."""
+    for module, extra in arm_class.extras.items():
+        if importlib.util.find_spec(module) is None:
+            raise MissingExtra(f"{env_id} needs the {module!r} package, which the [{extra}] extra installs: "
+                               f"pip install 'vicogym[{extra}]' (or 'vicogym[all]')")

@@ -1,0 +1,100 @@
+"""Image encoding and the observation image policy, shared by every arm.
+
+Samples keep their image at its native size (that is what the actor sees and what is
+exported as PNG). A Gymnasium observation needs one fixed shape, so each arm declares an
+:class:`ImagePolicy` that puts the native image on a fixed canvas; ``obs["image"]`` and
+``env.render()`` both show that canvas.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+POLICY_MODES = ("fixed", "pad", "letterbox")
+
+
+@dataclass(frozen=True)
+class ImagePolicy:
+    """How a native image is put on the observation canvas of ``height`` x ``width``.
+
+    - ``fixed``: the renderer always draws exactly the canvas size (a 3D scene at a set
+      resolution); any other size is a renderer bug and raises.
+    - ``pad``: the image is centred on the canvas without scaling, the rest filled with
+      ``fill``; images never exceed the canvas (charts, whose figure size is an edit).
+    - ``letterbox``: the image is scaled, keeping its aspect ratio, to fit the canvas
+      and centred (photos of any size).
+    """
+
+    mode: str
+    height: int
+    width: int
+    fill: int = 255
+
+    def __post_init__(self) -> None:
+        if self.mode not in POLICY_MODES:
+            raise ValueError(f"expected image policy mode in {POLICY_MODES}, got {self.mode!r}")
+        for name in ("height", "width"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"expected {name} to be a positive integer, got {v!r}")
+        if isinstance(self.fill, bool) or not isinstance(self.fill, int) or not 0 <= self.fill <= 255:
+            raise ValueError(f"expected fill in [0, 255], got {self.fill!r}")
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return (self.height, self.width, 3)
+
+    def apply(self, image: np.ndarray) -> np.ndarray:
+        """The canvas showing ``image`` (an RGB ``uint8`` array of any size)."""
+        if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
+            raise ValueError(f"expected an RGB uint8 image, got shape {image.shape} and dtype {image.dtype}")
+        h, w = image.shape[:2]
+        if self.mode == "fixed":
+            if (h, w) != (self.height, self.width):
+                raise ValueError(f"expected a {self.height}x{self.width} render under the fixed policy, got {h}x{w}")
+            return image.copy()
+        if self.mode == "letterbox":
+            image = _scale_to_fit(image, self.height, self.width)
+            h, w = image.shape[:2]
+        elif h > self.height or w > self.width:
+            raise ValueError(f"expected an image within {self.height}x{self.width} under the pad policy, got {h}x{w}")
+        canvas = np.full(self.shape, self.fill, dtype=np.uint8)
+        top, left = (self.height - h) // 2, (self.width - w) // 2
+        canvas[top : top + h, left : left + w] = image
+        return canvas
+
+
+def _scale_to_fit(image: np.ndarray, height: int, width: int) -> np.ndarray:
+    import cv2
+
+    h, w = image.shape[:2]
+    scale = min(height / h, width / w)
+    size = (max(1, min(width, round(w * scale))), max(1, min(height, round(h * scale))))
+    if size == (w, h):
+        return image
+    interpolation = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
+    return cv2.resize(image, size, interpolation=interpolation)
+
+
+def encode_png(image: np.ndarray, compression: int = 3) -> bytes:
+    """PNG bytes of an RGB ``uint8`` array (OpenCV's encoder; deterministic)."""
+    import cv2
+
+    ok, buf = cv2.imencode(".png", cv2.cvtColor(image, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_PNG_COMPRESSION, compression])
+    if not ok:
+        raise RuntimeError("OpenCV could not encode the image as PNG")
+    return buf.tobytes()
+
+
+def decode_png(data: bytes) -> np.ndarray:
+    """The RGB array of PNG bytes; ``ValueError`` when they are not a decodable image."""
+    import cv2
+
+    if not isinstance(data, (bytes, bytearray, memoryview)) or not data:
+        raise ValueError("expected PNG bytes, got none")
+    image = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), cv2.IMREAD_COLOR)
+    if image is None:
+        raise ValueError("expected PNG bytes, could not decode")
+    return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
