@@ -25,7 +25,7 @@ import numpy as np
 import vicogym
 from vicogym.core import canonical_json
 from vicogym.exporters import verl_fields, verl_schema
-from vicogym.registry import check_id, make_config
+from vicogym.registry import check_id, env_class, make_config
 from vicogym.rollout import KEEP_POLICIES, EpisodeStats, row_schema, run_episode, sample_row
 from vicogym.shards import RunFolder, file_sha256, read_shard_stats, shard_path, write_shard
 
@@ -149,9 +149,9 @@ def run_block(config: GenerateConfig, block: int) -> tuple[list[dict[str, Any]],
     return rows, dict(total.to_dict(), episodes=episodes)
 
 
-def _worker_init() -> None:
-    """Workers die with the process that started them (``kill -9`` or SIGTERM included)."""
-    parent = os.getppid()
+def _worker_init(parent: int) -> None:
+    """Workers die with the process that started them (``kill -9`` or SIGTERM included).
+    ``parent`` is passed in: by the time this runs the parent may already be gone."""
     try:
         import ctypes
         import signal
@@ -179,7 +179,7 @@ def generate(config: GenerateConfig, progress: bool = True) -> dict[str, Any]:
     folder = RunFolder(config.out)
     identity = config.identity()
     folder.check(identity)
-    env = _env_for(config)  # builds the source: bad source data fails here, before any file is written
+    _env_for(config)  # builds the source: bad source data fails here, before any file is written
     folder.open(identity)
     out = folder.out
     schema = _schema()
@@ -221,7 +221,7 @@ def generate(config: GenerateConfig, progress: bool = True) -> dict[str, Any]:
         else:
             context = multiprocessing.get_context("spawn")
             with cf.ProcessPoolExecutor(max_workers=config.workers, mp_context=context,
-                                        initializer=_worker_init) as pool:
+                                        initializer=_worker_init, initargs=(os.getpid(),)) as pool:
                 while block < blocks_total and count < config.n:
                     window = range(block, min(block + config.workers, blocks_total))
                     futures = [pool.submit(run_block, config, b) for b in window]
@@ -235,7 +235,7 @@ def generate(config: GenerateConfig, progress: bool = True) -> dict[str, Any]:
         raise
     finally:
         bar.close()
-    manifest = _manifest(config, env, totals, episodes, count, pass_rates, shards)
+    manifest = _manifest(config, totals, episodes, count, pass_rates, shards)
     folder.write_manifest(manifest)
     return manifest
 
@@ -251,7 +251,7 @@ def _episodes(config: GenerateConfig, block: int) -> list[int]:
     return [first, min(first + config.episodes_per_shard, config.episode_budget)]
 
 
-def _manifest(config: GenerateConfig, env: Any, totals: EpisodeStats, episodes: int, count: int,
+def _manifest(config: GenerateConfig, totals: EpisodeStats, episodes: int, count: int,
               pass_rates: list[float], shards: list[dict[str, Any]]) -> dict[str, Any]:
     import gymnasium as gym
 
@@ -262,7 +262,8 @@ def _manifest(config: GenerateConfig, env: Any, totals: EpisodeStats, episodes: 
         "package_version": vicogym.__version__,
         "gymnasium_version": gym.__version__,
         "env": {"id": config.env_id, "version": spec.version, "entry_point": str(spec.entry_point),
-                "arm": env.arm.name, "env_config": env.config.to_dict()},
+                "arm": env_class(config.env_id).arm_class.name,
+                "env_config": make_config(config.env_id, config.make_kwargs).to_dict()},
         "counts": {"samples": count, "requested": config.n, "episodes": episodes, "steps": totals.steps,
                    "valid_steps": totals.valid, "rejected_steps": totals.steps - totals.valid,
                    "no_edit_episodes": totals.no_edit},
