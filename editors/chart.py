@@ -4,6 +4,16 @@
 :class:`InvalidEdit`; it never mutates its inputs (the structures are immutable), so a
 rejected edit leaves the caller's state exactly as it was.
 
+Rules every edit keeps, beyond the label rule's anchors:
+
+- new row and series labels come from the structure's vocabulary, and may not read like
+  a label the chart already has (:func:`~vicogym.structures.chart.label_key`) or like a
+  word the question uses;
+- values keep the table's precision (``decimals``): a new value with more decimals is
+  refused, scaled values are rounded;
+- a question from data that refers to colours, mark types, positions or the legend
+  locks the style fields that would change what it refers to.
+
 Ops (``{"op": name, ...}``):
 
 ==============  ==========================================  ===========================
@@ -26,13 +36,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from vicogym.core import Edit
 from vicogym.errors import InvalidEdit
-from vicogym.programs.chart import anchors, single_series_required, values_fixed
+from vicogym.programs.chart import (
+    REFERENCE_STYLE_FIELDS,
+    anchors,
+    mentions,
+    rule_question,
+    single_series_required,
+    values_fixed,
+)
 from vicogym.structures.chart import (
     CHART_TYPES,
     LEGEND_POSITIONS,
@@ -43,7 +60,9 @@ from vicogym.structures.chart import (
     ChartSpec,
     ChartStructure,
     Table,
+    at_precision,
     chart_type_fits,
+    label_key,
 )
 
 MAX_ABS_VALUE = 1e12
@@ -66,22 +85,26 @@ VALUE_OPS = frozenset(OP_FIELDS) - {"set_style", "stop"}
 
 
 # -- field checks -------------------------------------------------------------------
-def _number(value: Any, field: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InvalidEdit("bad_value", f"{field} must be a number, got {_short(value)}", field=field)
-    # compare before converting: an int too large for a float would overflow
-    if isinstance(value, float) and not math.isfinite(value) or abs(value) > MAX_ABS_VALUE:
-        raise InvalidEdit("bad_value", f"{field} must be finite with magnitude <= {MAX_ABS_VALUE:g}, got {_short(value)}",
-                          field=field)
-    return float(value)
-
-
 def _short(value: Any, limit: int = 60) -> str:
     """``repr`` of a value, cut to ``limit`` characters (error messages stay readable)."""
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
         return f"an integer of about {int(value.bit_length() * 0.30103)} digits"
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _number(value: Any, field: str, decimals: int | None = None) -> float:
+    """A finite number within range and, when ``decimals`` is given, at that precision."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidEdit("bad_value", f"{field} must be a number, got {_short(value)}", field=field)
+    # compare before converting: an int too large for a float would overflow
+    if isinstance(value, float) and not math.isfinite(value) or abs(value) > MAX_ABS_VALUE:
+        raise InvalidEdit("bad_value", f"{field} must be finite with magnitude <= {MAX_ABS_VALUE:g}, got {_short(value)}",
+                          field=field)
+    if decimals is not None and not at_precision(float(value), decimals):
+        raise InvalidEdit("bad_value", f"{field} {_short(value)} has more decimals than the table's values "
+                          f"({decimals}); round it to {decimals} decimal{'s' if decimals != 1 else ''}", field=field)
+    return float(value)
 
 
 def _label(value: Any, field: str) -> str:
@@ -104,17 +127,40 @@ def _existing(table_labels: tuple[str, ...], value: Any, field: str, what: str) 
     return table_labels.index(label)
 
 
-def _new_label(table_labels: tuple[str, ...], value: Any, field: str, what: str) -> str:
+def new_label_problem(s: ChartStructure, rule: Mapping[str, Any], label: str, axis: str,
+                      replacing: str | None = None) -> InvalidEdit | None:
+    """Why ``label`` may not be added as a new ``axis`` ("row" or "series") label, or ``None``."""
+    t = s.table
+    key = label_key(label)
+    clash = next((x for x in t.rows + t.series if x != replacing and label_key(x) == key), None)
+    if clash is not None:
+        said = "is already in the table" if clash == label else f"reads the same as {clash!r}, which the chart has"
+        return InvalidEdit("duplicate_label", f"{axis} {label!r} {said}")
+    allowed = s.vocabulary.rows if axis == "row" else s.vocabulary.series
+    if label not in allowed:
+        free = [x for x in allowed if x not in t.rows + t.series][:10]
+        hint = f"new {axis} labels come from its vocabulary, e.g. {free}" if free else f"it takes no new {axis} labels"
+        return InvalidEdit("vocabulary", f"{axis} {label!r} does not belong to this table; {hint}")
+    question = rule_question(rule, t)
+    if question is not None and mentions(question, label):
+        return InvalidEdit("ambiguous", f"the question mentions {label!r}; a new {axis} of that name would make "
+                           f"it ambiguous")
+    return None
+
+
+def _new_label(s: ChartStructure, rule: Mapping[str, Any], value: Any, field: str, axis: str,
+               replacing: str | None = None) -> str:
     label = _label(value, field)
-    if label in table_labels:
-        raise InvalidEdit("duplicate_label", f"{what} {label!r} is already in the table", field=field)
+    problem = new_label_problem(s, rule, label, axis, replacing)
+    if problem is not None:
+        raise InvalidEdit(problem.code, problem.message, field=field)
     return label
 
 
-def _values(value: Any, n: int, field: str) -> tuple[float, ...]:
+def _values(value: Any, n: int, field: str, decimals: int) -> tuple[float, ...]:
     if not isinstance(value, list) or len(value) != n:
         raise InvalidEdit("bad_field", f"{field} must be a list of {n} numbers, got {_short(value)}", field=field)
-    return tuple(_number(v, f"{field}[{i}]") for i, v in enumerate(value))
+    return tuple(_number(v, f"{field}[{i}]", decimals) for i, v in enumerate(value))
 
 
 def _check_fields(op: Mapping[str, Any]) -> None:
@@ -135,20 +181,23 @@ def _check_fields(op: Mapping[str, Any]) -> None:
 
 
 # -- ops ------------------------------------------------------------------------------
+Op = Callable[[ChartStructure, Mapping[str, Any], Mapping[str, Any]], ChartStructure]
+
+
 def _set_values(table: Table, values: list[list[Any]]) -> Table:
     return replace(table, values=tuple(tuple(r) for r in values))
 
 
-def _op_set_cell(s: ChartStructure, op: Mapping[str, Any]) -> ChartStructure:
+def _op_set_cell(s: ChartStructure, op: Mapping[str, Any], rule: Mapping[str, Any]) -> ChartStructure:
     t = s.table
     i = _existing(t.rows, op["row"], "row", "row")
     j = _existing(t.series, op["series"], "series", "series")
     values = [list(r) for r in t.values]
-    values[i][j] = _number(op["value"], "value")
+    values[i][j] = _number(op["value"], "value", t.decimals)
     return s.with_table(_set_values(t, values))
 
 
-def _op_scale_series(s: ChartStructure, op: Mapping[str, Any]) -> ChartStructure:
+def _op_scale_series(s: ChartStructure, op: Mapping[str, Any], rule: Mapping[str, Any]) -> ChartStructure:
     t = s.table
     j = _existing(t.series, op["series"], "series", "series")
     factor = _number(op["factor"], "factor")
@@ -156,15 +205,15 @@ def _op_scale_series(s: ChartStructure, op: Mapping[str, Any]) -> ChartStructure
         raise InvalidEdit("bad_value", f"factor must be in (0, 100], got {_short(factor)}", field="factor")
     values = [list(r) for r in t.values]
     for r in values:
-        if r[j] is not None:
-            r[j] = _number(r[j] * factor, "factor")
+        if r[j] is not None:  # scaled values keep the table's precision (no float noise)
+            r[j] = _number(round(r[j] * factor, t.decimals), "factor")
     return s.with_table(_set_values(t, values))
 
 
-def _op_add_row(s: ChartStructure, op: Mapping[str, Any]) -> ChartStructure:
+def _op_add_row(s: ChartStructure, op: Mapping[str, Any], rule: Mapping[str, Any]) -> ChartStructure:
     t = s.table
-    label = _new_label(t.rows, op["row"], "row", "row")
-    new = _values(op["values"], len(t.series), "values")
+    label = _new_label(s, rule, op["row"], "row", "row")
+    new = _values(op["values"], len(t.series), "values", t.decimals)
     position = op.get("position", len(t.rows))
     if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position <= len(t.rows):
         raise InvalidEdit("bad_value", f"position must be an integer in [0, {len(t.rows)}], got {_short(position)}", field="position")
@@ -175,20 +224,20 @@ def _op_add_row(s: ChartStructure, op: Mapping[str, Any]) -> ChartStructure:
     return s.with_table(replace(t, rows=tuple(rows), values=tuple(values)))
 
 
-def _op_remove_row(s: ChartStructure, op: Mapping[str, Any]) -> ChartStructure:
+def _op_remove_row(s: ChartStructure, op: Mapping[str, Any], rule: Mapping[str, Any]) -> ChartStructure:
     t = s.table
     i = _existing(t.rows, op["row"], "row", "row")
     return s.with_table(replace(t, rows=t.rows[:i] + t.rows[i + 1 :], values=t.values[:i] + t.values[i + 1 :]))
 
 
-def _op_rename_row(s: ChartStructure, op: Mapping[str, Any]) -> ChartStructure:
+def _op_rename_row(s: ChartStructure, op: Mapping[str, Any], rule: Mapping[str, Any]) -> ChartStructure:
     t = s.table
     i = _existing(t.rows, op["row"], "row", "row")
-    label = _new_label(t.rows, op["to"], "to", "row")
+    label = _new_label(s, rule, op["to"], "to", "row", replacing=t.rows[i])
     return s.with_table(replace(t, rows=t.rows[:i] + (label,) + t.rows[i + 1 :]))
 
 
-def _op_reorder_rows(s: ChartStructure, op: Mapping[str, Any]) -> ChartStructure:
+def _op_reorder_rows(s: ChartStructure, op: Mapping[str, Any], rule: Mapping[str, Any]) -> ChartStructure:
     t = s.table
     order = op["order"]
     if (not isinstance(order, list) or not all(isinstance(label, str) for label in order)
@@ -198,31 +247,33 @@ def _op_reorder_rows(s: ChartStructure, op: Mapping[str, Any]) -> ChartStructure
     return s.with_table(replace(t, rows=tuple(order), values=tuple(t.values[i] for i in index)))
 
 
-def _op_add_series(s: ChartStructure, op: Mapping[str, Any]) -> ChartStructure:
+def _op_add_series(s: ChartStructure, op: Mapping[str, Any], rule: Mapping[str, Any]) -> ChartStructure:
     t = s.table
-    label = _new_label(t.series, op["series"], "series", "series")
-    new = _values(op["values"], len(t.rows), "values")
+    label = _new_label(s, rule, op["series"], "series", "series")
+    new = _values(op["values"], len(t.rows), "values", t.decimals)
     values = tuple(row + (v,) for row, v in zip(t.values, new))
     return s.with_table(replace(t, series=t.series + (label,), values=values))
 
 
-def _op_remove_series(s: ChartStructure, op: Mapping[str, Any]) -> ChartStructure:
+def _op_remove_series(s: ChartStructure, op: Mapping[str, Any], rule: Mapping[str, Any]) -> ChartStructure:
     t = s.table
     j = _existing(t.series, op["series"], "series", "series")
     values = tuple(row[:j] + row[j + 1 :] for row in t.values)
     return s.with_table(replace(t, series=t.series[:j] + t.series[j + 1 :], values=values))
 
 
-def _op_set_style(s: ChartStructure, op: Mapping[str, Any]) -> ChartStructure:
+def _op_set_style(s: ChartStructure, op: Mapping[str, Any], rule: Mapping[str, Any]) -> ChartStructure:
     changes = {k: v for k, v in op.items() if k != "op"}
     try:
-        return s.with_spec(**changes)
+        new = s.with_spec(**changes)
     except (TypeError, ValueError) as exc:
         field = next(iter(changes)) if len(changes) == 1 else None
         raise InvalidEdit("bad_value", str(exc), field=field) from None
+    _check_references(s.spec, new.spec, rule)
+    return new
 
 
-OPS: dict[str, Callable[[ChartStructure, Mapping[str, Any]], ChartStructure]] = {
+OPS: dict[str, Op] = {
     "set_cell": _op_set_cell,
     "scale_series": _op_scale_series,
     "add_row": _op_add_row,
@@ -236,6 +287,20 @@ OPS: dict[str, Callable[[ChartStructure, Mapping[str, Any]], ChartStructure]] = 
 
 
 # -- rule checks ----------------------------------------------------------------------
+def locked_style_fields(rule: Mapping[str, Any]) -> set[str]:
+    """Style fields the question's references (colour, mark, position, legend) lock."""
+    return {name for kind in rule.get("refers", ()) for name in REFERENCE_STYLE_FIELDS.get(kind, ())}
+
+
+def _check_references(old: ChartSpec, new: ChartSpec, rule: Mapping[str, Any]) -> None:
+    locked = locked_style_fields(rule)
+    changed = sorted(name for name in locked if getattr(old, name) != getattr(new, name))
+    if changed:
+        kinds = ", ".join(k for k in rule.get("refers", ()) if set(REFERENCE_STYLE_FIELDS.get(k, ())) & set(changed))
+        raise InvalidEdit("reference", f"the question refers to the chart's {kinds}; {', '.join(changed)} must stay "
+                          f"as drawn", field=changed[0])
+
+
 def _check_rule_for_op(op: Mapping[str, Any], rule: Mapping[str, Any]) -> None:
     name = op["op"]
     if values_fixed(rule) and name in VALUE_OPS:
@@ -244,6 +309,9 @@ def _check_rule_for_op(op: Mapping[str, Any], rule: Mapping[str, Any]) -> None:
             f"{name} changes the table, but this answer has no program: only set_style edits are allowed",
             field="op",
         )
+    if name == "reorder_rows" and "position" in rule.get("refers", ()):
+        raise InvalidEdit("reference", "the question refers to positions in the chart, so the row order must stay",
+                          field="order")
     if name == "add_series" and single_series_required(rule):
         raise InvalidEdit("anchor", "the question names no series, so the chart must keep its single series",
                           field="series")
@@ -283,6 +351,8 @@ def diff(old: ChartStructure, new: ChartStructure) -> dict[str, Any]:
         "reordered": [r for r in o.rows if r in n.rows] != [r for r in n.rows if r in o.rows],
         "style_changed": sorted(k for k, v in new_spec.items() if old_spec[k] != v),
         "index_renamed": o.index_name != n.index_name or o.unit != n.unit,
+        "table_kind_changed": o.decimals != n.decimals or o.part_of_whole != n.part_of_whole,
+        "vocabulary_changed": old.vocabulary != new.vocabulary,
     }
 
 
@@ -298,23 +368,46 @@ def _apply_replace(s: ChartStructure, data: Mapping[str, Any], rule: Mapping[str
     for axis, labels in (("rows", new.table.rows), ("series", new.table.series)):
         if len(set(labels)) != len(labels):
             raise InvalidEdit("duplicate_label", f"replacement {axis} repeat a label", op="replace", field=axis)
+    d = diff(s, new)
+    if d["index_renamed"] or d["table_kind_changed"] or d["vocabulary_changed"]:
+        raise InvalidEdit("bad_value", "index_name, unit, decimals, part_of_whole and the vocabulary belong to the "
+                          "question's table and cannot change", op="replace", field="table")
     for v in new.table.all_values():
         if v is not None:
-            _number(v, "values")
-    d = diff(s, new)
-    if d["index_renamed"]:
-        raise InvalidEdit("bad_value", "index_name and unit are named by the question and cannot change", op="replace",
-                          field="table")
+            _number(v, "values", s.table.decimals)
     if d["series_added"] and single_series_required(rule):
         raise InvalidEdit("anchor", "the question names no series, so the chart must keep its single series", op="replace")
-    table_changed = any(d[k] for k in ("rows_added", "rows_removed", "series_added", "series_removed", "cells_changed", "reordered", "index_renamed"))
+    table_changed = any(d[k] for k in ("rows_added", "rows_removed", "series_added", "series_removed", "cells_changed",
+                                       "reordered"))
     if values_fixed(rule) and table_changed:
         raise InvalidEdit("invariance", "this answer has no program: a replacement may change style fields only", op="replace")
+    if d["reordered"] and "position" in rule.get("refers", ()):
+        raise InvalidEdit("reference", "the question refers to positions in the chart, so the row order must stay",
+                          op="replace", field="rows")
     anchor_rows, anchor_series = anchors(rule)
     lost = sorted(set(d["rows_removed"]) & anchor_rows) + sorted(set(d["series_removed"]) & anchor_series)
     if lost:
         raise InvalidEdit("anchor", f"the replacement drops {lost}, which anchor the answer", op="replace")
+    # each new label is judged against the labels that stay and the new ones before it
+    added = d["rows_added"] + d["series_added"]
+    seen = [x for x in new.table.rows + new.table.series if x not in added]
+    for axis, labels in (("row", d["rows_added"]), ("series", d["series_added"])):
+        for label in labels:
+            problem = new_label_problem(replace(s, table=_labels_only(s.table, seen)), rule, label, axis)
+            if problem is not None:
+                raise InvalidEdit(problem.code, problem.message, op="replace", field="rows" if axis == "row" else "series")
+            seen.append(label)
+    try:
+        _check_references(s.spec, new.spec, rule)
+    except InvalidEdit as exc:
+        raise exc.at("replace") from None
     return new
+
+
+def _labels_only(table: Table, labels: list[str]) -> Table:
+    """A table that holds just ``labels`` (as rows), for checking a new label against them."""
+    return Table(table.index_name, tuple(labels), (), tuple(() for _ in labels), table.unit, table.decimals,
+                 table.part_of_whole)
 
 
 def apply(structure: ChartStructure, edit: Edit | Mapping[str, Any] | str, rule: Mapping[str, Any]) -> ChartStructure:
@@ -337,7 +430,7 @@ def apply(structure: ChartStructure, edit: Edit | Mapping[str, Any] | str, rule:
                     raise InvalidEdit("malformed", "stop must be the only op of its edit", field="op")
                 return structure
             _check_rule_for_op(op, rule)
-            current = OPS[op["op"]](current, op)
+            current = OPS[op["op"]](current, op, rule)
         except InvalidEdit as exc:
             raise exc.at(where) from None
     try:
@@ -348,21 +441,19 @@ def apply(structure: ChartStructure, edit: Edit | Mapping[str, Any] | str, rule:
 
 
 # -- sampling the edit space -----------------------------------------------------------
-def _decimals(values: Sequence[float | None]) -> int:
-    best = 0
-    for v in values:
-        if v is not None and not float(v).is_integer():
-            best = max(best, min(2, len(repr(float(v)).split(".")[1])))
-    return best
-
-
 def _perturb(value: float, rng: np.random.Generator, decimals: int) -> float:
     scale = abs(value) if value else 1.0
     new = value + rng.choice([-1.0, 1.0]) * scale * rng.uniform(0.05, 0.6)
     return round(float(new), decimals)
 
 
-def sample_op(structure: ChartStructure, rng: np.random.Generator, new_labels: Sequence[str] = ()) -> dict[str, Any]:
+def _fresh(structure: ChartStructure, axis: str) -> list[str]:
+    taken = {label_key(x) for x in structure.table.rows + structure.table.series}
+    pool = structure.vocabulary.rows if axis == "row" else structure.vocabulary.series
+    return [label for label in pool if label_key(label) not in taken]
+
+
+def sample_op(structure: ChartStructure, rng: np.random.Generator) -> dict[str, Any]:
     """One op drawn from the arm's edit space (it may still be rejected under a rule)."""
     t = structure.table
     kinds = ["set_cell", "set_cell", "set_cell", "scale_series", "add_row", "remove_row", "reorder_rows",
@@ -370,32 +461,32 @@ def sample_op(structure: ChartStructure, rng: np.random.Generator, new_labels: S
     kind = kinds[int(rng.integers(len(kinds)))]
     row = t.rows[int(rng.integers(len(t.rows)))]
     series = t.series[int(rng.integers(len(t.series)))]
-    fresh = [label for label in new_labels if label not in t.rows]
+    fresh_rows = _fresh(structure, "row")
     if kind == "set_cell":
         column = t.column(series)
         old = t.cell(row, series)
         base = old if old is not None else float(np.nanmean([v for v in column if v is not None] or [1.0]))
-        return {"op": "set_cell", "row": row, "series": series, "value": _perturb(base, rng, _decimals(column))}
+        return {"op": "set_cell", "row": row, "series": series, "value": _perturb(base, rng, t.decimals)}
     if kind == "scale_series":
         return {"op": "scale_series", "series": series, "factor": float(rng.choice([0.5, 0.8, 0.9, 1.1, 1.25, 1.5, 2.0]))}
-    if kind in ("add_row", "rename_row") and fresh:
-        label = fresh[int(rng.integers(len(fresh)))]
+    if kind in ("add_row", "rename_row") and fresh_rows:
+        label = fresh_rows[int(rng.integers(len(fresh_rows)))]
         if kind == "rename_row":
             return {"op": "rename_row", "row": row, "to": label}
         values = []
         for s in t.series:
             known = [v for v in t.column(s) if v is not None] or [1.0]
-            values.append(_perturb(float(known[int(rng.integers(len(known)))]), rng, _decimals(known)))
+            values.append(_perturb(float(known[int(rng.integers(len(known)))]), rng, t.decimals))
         return {"op": "add_row", "row": label, "values": values, "position": int(rng.integers(len(t.rows) + 1))}
     if kind == "remove_row":
         return {"op": "remove_row", "row": row}
     if kind == "reorder_rows":
         return {"op": "reorder_rows", "order": [t.rows[i] for i in rng.permutation(len(t.rows))]}
-    if kind == "add_series":
-        known = [v for v in t.column(series) if v is not None] or [1.0]
-        decimals = _decimals(known)
-        name = f"{series} (revised)" if f"{series} (revised)" not in t.series else f"{series} (alt)"
-        return {"op": "add_series", "series": name, "values": [_perturb(float(v or 1.0), rng, decimals) for v in t.column(series)]}
+    fresh_series = _fresh(structure, "series")
+    if kind == "add_series" and fresh_series:
+        name = fresh_series[int(rng.integers(len(fresh_series)))]
+        return {"op": "add_series", "series": name,
+                "values": [_perturb(float(v if v is not None else 1.0), rng, t.decimals) for v in t.column(series)]}
     if kind == "remove_series" and len(t.series) > 1:
         return {"op": "remove_series", "series": series}
     return sample_style_op(structure, rng)
@@ -418,18 +509,18 @@ def sample_style_op(structure: ChartStructure, rng: np.random.Generator) -> dict
     return {"op": "set_style", "legend": LEGEND_POSITIONS[int(rng.integers(len(LEGEND_POSITIONS)))]}
 
 
-def sample_edit(
-    structure: ChartStructure, rng: np.random.Generator, new_labels: Sequence[str] = (), max_ops: int = 2
-) -> dict[str, Any]:
+def sample_edit(structure: ChartStructure, rng: np.random.Generator, max_ops: int = 2,
+                rule: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """A random edit of 1..``max_ops`` ops, applied in sequence to the structure."""
     n = int(rng.integers(1, max_ops + 1))
     ops = []
     current = structure
+    rule = rule if rule is not None else {"kind": "program", "program": {"op": "count_rows"}}
     for _ in range(n):
-        op = sample_op(current, rng, new_labels)
+        op = sample_op(current, rng)
         ops.append(op)
         try:
-            current = OPS[op["op"]](current, op)
+            current = OPS[op["op"]](current, op, rule)
         except InvalidEdit:
             break
     return {"ops": ops}

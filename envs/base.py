@@ -13,8 +13,8 @@ and the random generator exactly as they were.
 from __future__ import annotations
 
 import copy
-import hashlib
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, replace
 from typing import Any, ClassVar, Mapping
 
@@ -23,9 +23,9 @@ import numpy as np
 from gymnasium import spaces
 
 import vicogym
-from vicogym.arm import Arm, require_extras
-from vicogym.core import Edit, Provenance, Render, Sample, StepResult
-from vicogym.errors import InvalidEdit
+from vicogym.arm import Arm, render_seed, require_extras
+from vicogym.core import Edit, Provenance, Render, Sample, Seed, StepResult
+from vicogym.errors import GenerationError, InvalidEdit
 from vicogym.policies import Actor, make_actor
 from vicogym.rewards import RewardConfig, difficulty_reward, in_sweet_zone
 from vicogym.spaces import TextSpace, to_charset
@@ -44,11 +44,12 @@ class EnvConfig:
     sweet_zone: tuple[float, float] = (0.35, 0.65)
     reward_sigma: float = 0.15
     actor: Any = "simulated"
+    max_tries: int = 16
     max_question_chars: int = 1024
     max_structure_chars: int = 16384
 
     def __post_init__(self) -> None:
-        for name in ("k", "max_turns", "max_question_chars", "max_structure_chars"):
+        for name in ("k", "max_turns", "max_tries", "max_question_chars", "max_structure_chars"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"expected {name} to be a positive integer, got {v!r}")
@@ -68,14 +69,6 @@ class EnvConfig:
         if not isinstance(self.actor, (str, Mapping)):
             d["actor"] = type(self.actor).__name__
         return d
-
-
-def render_seed(text: str, payloads: Mapping[str, bytes]) -> np.random.SeedSequence:
-    """The render seed of a structure: a function of its canonical text and payloads."""
-    digest = hashlib.sha256(text.encode("utf-8"))
-    for name in sorted(payloads):
-        digest.update(name.encode("utf-8") + b"\0" + hashlib.sha256(payloads[name]).digest())
-    return np.random.SeedSequence(int.from_bytes(digest.digest()[:16], "little"))
 
 
 class VicoEnv(gym.Env):
@@ -130,8 +123,7 @@ class VicoEnv(gym.Env):
         index = options.get("index", 0)
         if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or index < 0:
             raise ValueError(f"expected options['index'] to be a non-negative integer, got {index!r}")
-        drawn = self.arm.draw_seed(self.np_random, options)
-        structure_text, render = self._render(drawn.structure)
+        drawn, structure_text, render, rejections = self._draw_answerable_seed(options)
         provenance = Provenance(drawn.source, drawn.source_id, int(index), int(seed), self.id, self.version,
                                 vicogym.__version__)
         self.sample = Sample(drawn.structure, drawn.question, drawn.answer, dict(drawn.label_rule), render.image,
@@ -142,7 +134,9 @@ class VicoEnv(gym.Env):
         self.trace = []
         self._turn = 0
         self._done = False
-        return self._observation(), self._info(valid=True, error=None, timings={}, answers=answers)
+        info = self._info(valid=True, error=None, timings={}, answers=answers)
+        info["seed_rejections"] = rejections
+        return self._observation(), info
 
     def step(self, action: Any):
         return self.step_result(action).astuple()
@@ -202,6 +196,27 @@ class VicoEnv(gym.Env):
                                     rng if rng is not None else self.np_random)
 
     # -- helpers -----------------------------------------------------------------------
+    def _draw_answerable_seed(self, options: Mapping[str, Any]) -> tuple[Seed, str, Render, dict[str, int]]:
+        """A seed (or one of its variants) that passes the arm's checks, within ``max_tries``
+        draws; the rejections on the way, by code. A seed named by ``options["index"]`` is
+        not redrawn."""
+        rejections: Counter = Counter()
+        last: InvalidEdit | None = None
+        for _ in range(self.config.max_tries):
+            drawn = self.arm.draw_seed(self.np_random, options)
+            for variant in self.arm.seed_variants(drawn):
+                text, render = self._render(variant.structure)
+                try:
+                    self.arm.validate(variant.structure, render, variant.label_rule)
+                except InvalidEdit as exc:
+                    rejections[exc.code] += 1
+                    last = exc
+                    continue
+                return variant, text, render, dict(sorted(rejections.items()))
+            if "index" in options:
+                raise GenerationError(f"seed {options['index']} ({drawn.source_id}) cannot be shown answerably: {last}")
+        raise GenerationError(f"no answerable seed in {self.config.max_tries} draws ({dict(rejections)}; last: {last})")
+
     def _render(self, structure: Any) -> tuple[str, Render]:
         text, payloads = self.arm.encode(structure)
         render = self.arm.render(structure, np.random.default_rng(render_seed(text, payloads)))

@@ -6,7 +6,8 @@ sources) behind the arm interface; :class:`ChartEnv` is the Gymnasium environmen
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 import numpy as np
@@ -20,15 +21,16 @@ from vicogym.errors import GenerationError, InvalidEdit
 from vicogym.images import ImagePolicy
 from vicogym.programs import chart as chart_programs
 from vicogym.renderers.chart import ChartRender, ChartRenderer
-from vicogym.sources.chart import all_category_labels, make_source
-from vicogym.structures.chart import ChartStructure
+from vicogym.checks import chart as chart_checks
+from vicogym.sources.chart import TIER2_POLICIES, make_source, spec_variants
+from vicogym.structures.chart import ChartStructure, Table
 
 #: difficulty added by the kind of reasoning a question needs
 OP_COST = {
     "cell": 0.0, "lookup": 0.0, "invariant": 0.6, "max": 0.3, "min": 0.3, "argmax": 0.2, "argmin": 0.2,
     "greater": 0.2, "less": 0.2, "series_greater": 0.3, "row_argmax": 0.3, "count_rows": 0.1,
     "count_above": 0.6, "range": 0.8, "absdiff": 0.8, "ratio": 1.0, "sum": 1.0, "mean": 1.2,
-    "median": 1.0, "row_sum": 0.9,
+    "median": 1.0, "row_sum": 0.9, "pair_sum": 0.8, "pair_mean": 1.0,
 }
 COMPARISON_OPS = {"max", "min", "argmax", "argmin", "greater", "less", "series_greater", "row_argmax"}
 
@@ -41,8 +43,8 @@ class ChartEnvConfig(EnvConfig):
     dpi: int = 80
     scorer: str = "relaxed"
     templates: tuple[str, ...] | None = None
-    max_tries: int = 16
     rewriter_max_ops: int = 2
+    tier2: str = "drop"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -59,7 +61,9 @@ class ChartEnvConfig(EnvConfig):
                 raise ValueError("templates choose the procedural source's questions; a ChartQA source brings its own "
                                  "questions, so leave templates unset")
             object.__setattr__(self, "templates", tuple(self.templates))
-        for name in ("dpi", "max_tries", "rewriter_max_ops"):
+        if self.tier2 not in TIER2_POLICIES:
+            raise ValueError(f"expected tier2 in {TIER2_POLICIES}, got {self.tier2!r}")
+        for name in ("dpi", "rewriter_max_ops"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"expected {name} to be a positive integer, got {v!r}")
@@ -79,7 +83,7 @@ def _target_cells(rule: Mapping[str, Any]) -> list[tuple[str | None, str | None]
     p = rule["program"]
     if p["op"] == "lookup":
         return [(p["row"], p["series"])]
-    if p["op"] in ("absdiff", "ratio", "greater", "less"):
+    if p["op"] in ("absdiff", "ratio", "greater", "less", "pair_sum", "pair_mean"):
         return [(p["a"], p["series"]), (p["b"], p["series"])]
     if p["op"] == "series_greater":
         return [(p["row"], p["s1"]), (p["row"], p["s2"])]
@@ -192,11 +196,17 @@ class ChartArm(Arm):
         self.renderer = ChartRenderer(dpi=config.dpi)
         self.source: Any = None
         self._scorer = get_scorer(config.scorer)
-        self._new_labels = all_category_labels()
+        #: relative tolerance of the scorer, which sets how precisely values must be readable
+        self.tolerance = 0.05 if config.scorer == "relaxed" else 0.0
 
     def open(self) -> None:
         if self.source is None:
-            self.source = make_source(self.config.source, self.config.templates, self.config.max_tries)
+            self.source = make_source(self.config.source, self.config.templates, self.config.max_tries,
+                                      self.config.tier2)
+
+    def report(self) -> dict[str, Any]:
+        self.open()
+        return self.source.report()
 
     @property
     def image_policy(self) -> ImagePolicy:
@@ -213,6 +223,15 @@ class ChartArm(Arm):
                 raise ValueError("options['index'] picks a record of a ChartQA source; the procedural source has none")
             return self.source.seed(int(options["index"]))
         return self.source.sample(rng)
+
+    def seed_variants(self, seed: Seed) -> list[Seed]:
+        """A ChartQA table comes without a chart: plainer specs are tried when a reader could
+        not answer from the default one. Procedural seeds are drawn again instead."""
+        if seed.source != "chartqa":
+            return [seed]
+        locked = chart_editor.locked_style_fields(seed.label_rule)
+        return [replace(seed, structure=replace(seed.structure, spec=spec))
+                for spec in spec_variants(seed.structure.spec, locked)]
 
     def apply(self, structure: ChartStructure, edit: Edit, rule: Mapping[str, Any]) -> ChartStructure:
         return chart_editor.apply(structure, edit, rule)
@@ -233,6 +252,7 @@ class ChartArm(Arm):
             row, series = hidden[0]
             raise InvalidEdit("occluded", f"the legend covers the mark of {row!r} in {series!r} ({len(hidden)} marks in "
                               f"all); use set_style legend 'outside', 'top' or 'none'", field="legend")
+        chart_checks.check(structure, rule, render.facts, self.tolerance)
 
     def actor_context(self, sample: Sample, render: Render) -> dict[str, Any]:
         structure, rule = sample.structure, sample.label_rule
@@ -245,13 +265,35 @@ class ChartArm(Arm):
     def score(self, prediction: str, target: str) -> float:
         return self._scorer(prediction, target)
 
+    def verify_row(self, row: Mapping[str, Any]) -> str | None:
+        """The generic checks, then: the seed structure answers the same rule, keeps the
+        sample's vocabulary and precision, and an invariant rule's source table is the one
+        both the seed and the sample draw."""
+        problem = super().verify_row(row)
+        if problem is not None:
+            return problem
+        structure, rule = ChartStructure.from_json(row["structure"]), json.loads(row["label"])
+        try:
+            seed = ChartStructure.from_json(row["seed_structure"])
+            chart_programs.relabel(seed.table, rule)
+        except (InvalidEdit, ValueError, TypeError, KeyError) as exc:
+            return f"the seed structure does not answer the rule: {exc}"
+        if seed.vocabulary != structure.vocabulary or seed.table.decimals != structure.table.decimals:
+            return "the sample's vocabulary or precision differs from its seed's (edits cannot change them)"
+        if rule["kind"] == "invariant":
+            source = Table.from_dict(rule["table"])
+            for name, table in (("seed", seed.table), ("sample", structure.table)):
+                if (table.rows, table.series, table.values) != (source.rows, source.series, source.values):
+                    return f"the {name} table differs from the table the invariant answer was read from"
+        return None
+
     def sample_edit(self, structure: ChartStructure, rule: Mapping[str, Any], rng: np.random.Generator) -> dict[str, Any]:
         last: InvalidEdit | None = None
         for _ in range(self.config.max_tries):
             if chart_programs.values_fixed(rule):
                 edit = {"ops": [chart_editor.sample_style_op(structure, rng)]}
             else:
-                edit = chart_editor.sample_edit(structure, rng, self._new_labels, self.config.rewriter_max_ops)
+                edit = chart_editor.sample_edit(structure, rng, self.config.rewriter_max_ops, rule)
             try:
                 chart_programs.relabel(chart_editor.apply(structure, edit, rule).table, rule)
             except InvalidEdit as exc:

@@ -24,16 +24,27 @@ import numpy as np
 
 from vicogym.answers import format_number
 from vicogym.errors import GenerationError, InvalidEdit, register_error_codes
-from vicogym.structures.chart import Table
+from vicogym.structures.chart import Table, label_key
 
 #: edit error codes the chart arm adds to the core's
 ERROR_CODES = {
-    "duplicate_label": "a row or series label that the table already has",
+    "duplicate_label": "a row or series label that the table already has (case, spacing, punctuation and "
+                       "footnote marks do not count)",
     "anchor": "the edit removes or renames a row or series that the answer is anchored to",
     "invariance": "the label rule requires values that the edit would change",
-    "chart_type": "the chart type does not fit the table (series count, negative or missing values)",
+    "chart_type": "the chart type does not fit the table (series count, negative or missing values, not parts "
+                  "of a whole)",
     "size": "the table would become too small or too large to chart",
     "occluded": "the rendered image hides data the question may need (a legend over the marks)",
+    "vocabulary": "a new row or series label that is not in the table's vocabulary",
+    "reference": "the edit changes what the question refers to (a colour, a mark type, a position, the legend)",
+    "clipped": "text the reader needs is cut off by the image edge",
+    "overlap": "text runs into other text or under the legend",
+    "glyph": "text with characters the chart font cannot draw",
+    "unlabelled": "several series or slices with no legend to tell them apart",
+    "indistinct": "two legend entries or slices drawn in colours too close to tell apart",
+    "unreadable": "the answer needs more precision than the chart shows (data labels, scale)",
+    "near_tie": "compared values, or a value and a threshold, too close to tell apart in the image",
 }
 register_error_codes("chart", ERROR_CODES)
 
@@ -125,6 +136,8 @@ HANDLERS: dict[str, Handler] = {
     "less": _pair(lambda x, y: _yes_no(x, y, False)),
     "count_above": lambda t, a: float(sum(v > a["threshold"] for v in _column(t, a))),
     "count_rows": lambda t, a: float(len(t.rows)),
+    "pair_sum": _pair(lambda x, y: x + y),
+    "pair_mean": _pair(lambda x, y: (x + y) / 2.0),
     "row_argmax": lambda t, a: _unique_extreme(t.series, _row_values(t, a), max),
     "row_sum": lambda t, a: float(sum(_row_values(t, a))),
     "series_greater": lambda t, a: _yes_no(
@@ -134,7 +147,8 @@ HANDLERS: dict[str, Handler] = {
 
 # Which arguments of each op name rows and which name series (the program's anchors).
 ROW_ARGS = {"lookup": ("row",), "absdiff": ("a", "b"), "ratio": ("a", "b"), "greater": ("a", "b"),
-            "less": ("a", "b"), "row_argmax": ("row",), "row_sum": ("row",), "series_greater": ("row",)}
+            "less": ("a", "b"), "row_argmax": ("row",), "row_sum": ("row",), "series_greater": ("row",),
+            "pair_sum": ("a", "b"), "pair_mean": ("a", "b")}
 SERIES_ARGS = {"series_greater": ("s1", "s2"), "row_argmax": (), "row_sum": (), "count_rows": ()}
 
 
@@ -163,37 +177,106 @@ def answer_text(value: Answer) -> str:
 
 
 # -- label rules --------------------------------------------------------------------
-def cell_rule(row: str, series: str, series_named: bool = True) -> dict[str, Any]:
+def _sourced(rule: dict[str, Any], question: str | None, refers: tuple[str, ...] | list[str]) -> dict[str, Any]:
+    """A rule for a question that came from data (not a template) keeps the question and what
+    it refers to, so edits can protect both and stored rows can be checked against them."""
+    if question is not None:
+        rule["question"] = question
+        rule["refers"] = sorted(refers)
+    return rule
+
+
+def cell_rule(row: str, series: str, series_named: bool = True, question: str | None = None,
+              refers: tuple[str, ...] | list[str] = ()) -> dict[str, Any]:
     """Tier 1. ``series_named=False`` when the question names only the row: the chart must
     then keep a single series, or the question would not say which one it means."""
-    return {"kind": "cell", "row": row, "series": series, "series_named": series_named}
+    return _sourced({"kind": "cell", "row": row, "series": series, "series_named": series_named}, question, refers)
 
 
 def single_series_required(rule: Mapping[str, Any]) -> bool:
     return rule["kind"] == "cell" and not rule.get("series_named", True)
 
 
+def mentions(text: str, label: str) -> bool:
+    """Whether ``text`` names ``label`` as whole words (by :func:`label_key`)."""
+    needle = label_key(label)
+    return bool(needle) and f" {needle} " in f" {label_key(text)} "
+
+
+def rule_question(rule: Mapping[str, Any], table: Table) -> str | None:
+    """The question a rule answers: stored for questions from data, rebuilt for templates."""
+    if "question" in rule:
+        return str(rule["question"])
+    if rule["kind"] == "program" and rule["program"].get("template") in TEMPLATE_BY_ID:
+        return question_text(TEMPLATE_BY_ID[rule["program"]["template"]], rule["program"], table.index_name)
+    return None
+
+
 def question_matches(question: str, rule: Mapping[str, Any], table: Table) -> str | None:
     """Why ``question`` is not the one ``rule`` was made for, or ``None``: a program's
-    template must give the question back; a cell's row must stay named in it."""
+    template must give the question back, a question from data must be the stored one, and
+    a cell's row (and series, when named) must stay named in it."""
+    if rule["kind"] not in ("cell", "program", "invariant"):
+        return f"unknown rule kind {rule['kind']!r}"
     if rule["kind"] == "program" and "template" in rule["program"]:
         template = TEMPLATE_BY_ID.get(rule["program"]["template"])
         if template is None:
             return f"unknown template {rule['program']['template']!r}"
         expected = question_text(template, rule["program"], table.index_name)
         return None if expected == question else f"the program asks {expected!r}"
+    if rule["kind"] != "cell" and "question" not in rule:
+        return "a question from data must be stored in its rule"
+    if "question" in rule and rule["question"] != question:
+        return f"the rule was made for {rule['question']!r}"
+    if rule["kind"] == "cell":
+        if not mentions(question, rule["row"]):
+            return f"the question does not name the row {rule['row']!r}"
+        if rule.get("series_named", True) and len(table.series) > 1 and not mentions(question, rule["series"]):
+            return f"the question does not name the series {rule['series']!r}"
     if single_series_required(rule) and len(table.series) != 1:
         return f"the question names no series but the chart has {len(table.series)}"
     return None
 
 
-def program_rule(program: Mapping[str, Any]) -> dict[str, Any]:
+def program_rule(program: Mapping[str, Any], question: str | None = None,
+                 refers: tuple[str, ...] | list[str] = ()) -> dict[str, Any]:
     validate_program(program)
-    return {"kind": "program", "program": dict(program)}
+    return _sourced({"kind": "program", "program": dict(program)}, question, refers)
 
 
-def invariant_rule(table: Table, answer: str) -> dict[str, Any]:
-    return {"kind": "invariant", "table": table.to_dict(), "answer": answer}
+def invariant_rule(table: Table, answer: str, question: str | None = None,
+                   refers: tuple[str, ...] | list[str] = ()) -> dict[str, Any]:
+    return _sourced({"kind": "invariant", "table": table.to_dict(), "answer": answer}, question, refers)
+
+
+# -- what a question refers to ----------------------------------------------------------
+_REFERENCE_WORDS = {
+    "colour": ("red", "blue", "green", "yellow", "orange", "purple", "violet", "pink", "brown", "grey", "gray",
+               "black", "white", "cyan", "magenta", "olive", "navy", "teal", "maroon", "beige", "turquoise",
+               "golden", "color", "colors", "colour", "colours", "colored", "coloured", "shade", "darker",
+               "lighter", "dark", "light"),
+    "mark": ("bar", "bars", "line", "lines", "pie", "slice", "slices", "segment", "segments", "wedge", "column",
+             "columns", "dot", "dots", "point", "points", "curve", "area", "donut", "sector"),
+    "position": ("first", "last", "left", "leftmost", "right", "rightmost", "top", "bottom", "second", "third",
+                 "middle", "above", "below", "upper", "lower", "leading"),
+    "legend": ("legend", "legends", "key"),
+}
+
+
+def question_references(question: str) -> list[str]:
+    """What in the drawing a question points at besides labels and values: colours, mark
+    types, positions, the legend (sorted kinds)."""
+    words = set(label_key(question).split())
+    return sorted(kind for kind, vocabulary in _REFERENCE_WORDS.items() if words & set(vocabulary))
+
+
+#: style fields whose change alters what a reference kind points at
+REFERENCE_STYLE_FIELDS = {
+    "colour": ("palette", "chart_type"),
+    "mark": ("chart_type",),
+    "position": ("chart_type",),
+    "legend": ("legend",),
+}
 
 
 def anchors(rule: Mapping[str, Any]) -> tuple[frozenset[str], frozenset[str]]:
@@ -259,6 +342,8 @@ TEMPLATES: tuple[Template, ...] = (
     Template("less", "Is the {series} value of {a} less than that of {b}?", "less", rows=2),
     Template("count_above", "How many {index} values have a {series} value above {threshold}?", "count_above"),
     Template("count_rows", "How many {index} values does the chart show?", "count_rows", series=0),
+    Template("pair_sum", "What is the sum of the {series} values of {a} and {b}?", "pair_sum", rows=2),
+    Template("pair_mean", "What is the average {series} value of {a} and {b}?", "pair_mean", rows=2),
     Template("row_argmax", "For {a}, which series has the largest value?", "row_argmax", rows=1, series=0, min_series=2),
     Template("row_sum", "What is the sum of all series for {a}?", "row_sum", rows=1, series=0, min_series=2),
     Template("series_greater", "For {a}, is the {s1} value greater than the {s2} value?", "series_greater", rows=1, series=2, min_series=2),

@@ -103,8 +103,9 @@ class FrameKey:
     series: tuple[str, ...]
     unit: str
     magnitude: tuple[int, int]
-    rotated: bool
+    rotation: float
     category_room: int
+    lead_room: int = 0
     pie_rows: tuple[str, ...] = ()
 
 
@@ -124,6 +125,8 @@ class _Frame:
     static_labels: list[dict[str, Any]] = field(default_factory=list)
     layers: OrderedDict = field(default_factory=OrderedDict)
     legend_box: list[float] | None = None
+    legend_entries: list[dict[str, Any]] = field(default_factory=list)
+    plot_box: list[float] | None = None
 
 
 def _palette(name: str, n: int) -> list[tuple[float, float, float, float]]:
@@ -139,6 +142,14 @@ def _palette(name: str, n: int) -> list[tuple[float, float, float, float]]:
 ROTATION = 35.0
 LAYERS_PER_FRAME = 4
 ROOM_STEP = 24.0  # px: category label room is rounded up to this, so most row edits keep a frame
+PLOT_SHARE = 0.75  # of the figure width, what the plot area is assumed to get when labels are laid out
+GLYPH_WARNING = r"Glyph .* missing from font"  # reported as facts (missing_glyphs) instead
+
+
+def rgb255(color: Any) -> tuple[int, int, int]:
+    """A matplotlib colour as drawn on white: ``(r, g, b)`` in 0-255."""
+    r, g, b, a = (tuple(color) + (1.0,))[:4]
+    return tuple(int(round(255 * (c * a + (1.0 - a)))) for c in (r, g, b))  # type: ignore[return-value]
 
 
 class ChartRenderer:
@@ -154,6 +165,7 @@ class ChartRenderer:
         self._frames: OrderedDict[FrameKey, _Frame] = OrderedDict()
         self._measure: Any = None
         self._sizes: dict[tuple[str, float], tuple[float, float]] = {}
+        self._charmap: set[int] | None = None
         self.frames_built = 0
 
     def max_image_shape(self) -> tuple[int, int, int]:
@@ -162,20 +174,33 @@ class ChartRenderer:
 
     # -- public ----------------------------------------------------------------------
     def render(self, structure: ChartStructure) -> ChartRender:
+        import warnings
+
         table, spec = structure.table, structure.spec
         limits = value_limits(table, spec.chart_type)
-        key = self.frame_key(structure, limits)
-        frame = self._frames.get(key)
-        if frame is None:
-            frame = self._build_frame(key)
-            self._frames[key] = frame
-            self.frames_built += 1
-            if len(self._frames) > self.cache_size:
-                _old_key, old = self._frames.popitem(last=False)
-                old.fig.clear()
-        else:
-            self._frames.move_to_end(key)
-        return self._draw(frame, structure, limits)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=GLYPH_WARNING)
+            key = self.frame_key(structure, limits)
+            frame = self._frames.get(key)
+            if frame is None:
+                frame = self._build_frame(key)
+                self._frames[key] = frame
+                self.frames_built += 1
+                if len(self._frames) > self.cache_size:
+                    _old_key, old = self._frames.popitem(last=False)
+                    old.fig.clear()
+            else:
+                self._frames.move_to_end(key)
+            return self._draw(frame, structure, limits)
+
+    def missing_glyphs(self, text: str) -> str:
+        """The characters of ``text`` the chart font cannot draw (shown as empty boxes)."""
+        if self._charmap is None:
+            from matplotlib.font_manager import FontProperties, findfont
+            from matplotlib.ft2font import FT2Font
+
+            self._charmap = set(FT2Font(findfont(FontProperties())).get_charmap())
+        return "".join(dict.fromkeys(c for c in text if ord(c) not in self._charmap and not c.isspace()))
 
     def close(self) -> None:
         for frame in self._frames.values():
@@ -187,19 +212,24 @@ class ChartRenderer:
         # data labels and gridlines are drawn per render (gridlines with the axes layer)
         spec = replace(spec, data_labels=False, gridlines=False)
         if spec.chart_type == "pie":
-            return FrameKey(spec, t.series, t.unit, (0, 0), False, 0, t.rows)
+            return FrameKey(spec, t.series, t.unit, (0, 0), 0.0, 0, 0, t.rows)
         horizontal = spec.chart_type == "hbar"
-        rotated = not horizontal and (sum(len(r) for r in t.rows) > 60 or max(len(r) for r in t.rows) > 14)
         sizes = [self._text_size(r, spec.font_size * 0.9) for r in t.rows]
+        slot = PLOT_SHARE * spec.figure_size[0] * self.dpi / len(t.rows)
+        # labels too wide for their slot are turned, so neighbours do not run together
+        rotation = ROTATION if not horizontal and max(w for w, _ in sizes) > 0.92 * slot else 0.0
+        lead = 0.0
         if horizontal:
             room = max(w for w, _ in sizes)
-        elif rotated:
-            angle = math.radians(ROTATION)
+        elif rotation:
+            angle = math.radians(rotation)
             room = max(w * math.sin(angle) + h * math.cos(angle) for w, h in sizes)
+            # a turned label ends at its tick: the first ones reach left of the plot
+            lead = max(w * math.cos(angle) - (i + 0.5) * slot for i, (w, _) in enumerate(sizes))
         else:
             room = max(h for _, h in sizes)
-        return FrameKey(spec, t.series, t.unit, axis_magnitude(limits), rotated,
-                        int(math.ceil(room / ROOM_STEP) * ROOM_STEP))
+        return FrameKey(spec, t.series, t.unit, axis_magnitude(limits), rotation, _rounded_room(room),
+                        _rounded_room(lead) if lead > 0 else 0)
 
     def _text_size(self, text: str, size: float) -> tuple[float, float]:
         cached = self._sizes.get((text, size))
@@ -248,8 +278,8 @@ class ChartRenderer:
             (ax.set_xlim if horizontal else ax.set_ylim)(*layout_limits(key.magnitude))
             cat_axis.set_animated(True)
             val_axis.set_animated(True)
-            if key.rotated:
-                ax.tick_params(axis="x", labelrotation=ROTATION)
+            if key.rotation:
+                ax.tick_params(axis="x", labelrotation=key.rotation)
             # axis titles are static text of the frame, not part of the animated axes
             bottom_title, left_title = (spec.y_label, spec.x_label) if horizontal else (spec.x_label, spec.y_label)
             if spec.chart_type == "line":
@@ -265,22 +295,30 @@ class ChartRenderer:
                 loc = "upper center" if spec.legend == "top" else spec.legend
                 ax.legend(handles=handles, loc=loc, fontsize=fs * 0.85, framealpha=0.85)
         _fit_margins(fig, canvas, key, show_legend and spec.legend == "outside")
+        axis_titles = []
         if not pie:
             box = ax.get_position()
             pad = 4.0 / fig.bbox.height
             if bottom_title:
-                fig.text((box.x0 + box.x1) / 2.0, pad, bottom_title, fontsize=fs, ha="center", va="bottom")
+                axis_titles.append(fig.text((box.x0 + box.x1) / 2.0, pad, bottom_title, fontsize=fs, ha="center",
+                                            va="bottom"))
             if left_title:
-                fig.text(4.0 / fig.bbox.width, (box.y0 + box.y1) / 2.0, left_title, fontsize=fs, ha="left",
-                         va="center", rotation=90)
+                axis_titles.append(fig.text(4.0 / fig.bbox.width, (box.y0 + box.y1) / 2.0, left_title, fontsize=fs,
+                                            ha="left", va="center", rotation=90))
         canvas.draw()
         frame = _Frame(key, fig, canvas, ax, canvas.copy_from_bbox(fig.bbox), int(fig.bbox.height), colors)
         renderer = canvas.get_renderer()
+        frame.plot_box = _box(ax.get_window_extent(renderer), frame.height)
         texts = [("title", ax.title)] if spec.title else []
+        texts += [("axis_title", artist) for artist in axis_titles]
         legend = ax.get_legend()
         texts += [("legend", lab) for lab in legend.get_texts()] if legend is not None else []
         if legend is not None:
             frame.legend_box = _box(legend.get_window_extent(renderer), frame.height)
+            for text, handle, color in zip(legend.get_texts(), legend.legend_handles, colors):
+                frame.legend_entries.append({"text": text.get_text(), "color": rgb255(color),
+                                             "box": _box(text.get_window_extent(renderer), frame.height),
+                                             "handle_box": _box(handle.get_window_extent(renderer), frame.height)})
         for kind, artist in texts:
             if artist.get_visible() and artist.get_text():
                 frame.static_labels.append({"kind": kind, "text": artist.get_text(),
@@ -332,9 +370,10 @@ class ChartRenderer:
         ax.grid(False)
         if gridlines:
             val_axis.grid(True, alpha=0.4)
-        if frame.key.rotated:
+        if frame.key.rotation:
             for tick in cat_axis.get_major_ticks(len(rows)):
                 tick.label1.set_horizontalalignment("right")
+                tick.label1.set_rotation_mode("anchor")
         facts = []
         for kind, axis in (("value_tick", val_axis), ("category", cat_axis)):
             # Axis.draw would also place the axis title from every tick label's box, which
@@ -342,8 +381,13 @@ class ChartRenderer:
             for tick in axis._update_ticks():
                 tick.draw(renderer)
                 if tick.label1.get_visible() and tick.label1.get_text():
-                    facts.append({"kind": kind, "text": tick.label1.get_text(),
-                                  "box": _box(tick.label1.get_window_extent(renderer), frame.height)})
+                    fact = {"kind": kind, "text": tick.label1.get_text(), "value": float(tick.get_loc()),
+                            "box": _box(tick.label1.get_window_extent(renderer), frame.height)}
+                    if kind == "category" and frame.key.rotation:
+                        # a turned label's box is wider than its glyphs: report the unturned size too
+                        fact["rotation"] = frame.key.rotation
+                        fact["size"] = list(self._text_size(fact["text"], frame.key.spec.font_size * 0.9))
+                    facts.append(fact)
         frame.layers[key] = (frame.canvas.copy_from_bbox(frame.fig.bbox), facts)
         if len(frame.layers) > LAYERS_PER_FRAME:
             frame.layers.popitem(last=False)
@@ -451,8 +495,20 @@ class ChartRenderer:
         import cv2
 
         image = cv2.cvtColor(np.asarray(canvas.buffer_rgba()), cv2.COLOR_RGBA2RGB)
-        return ChartRender(image=image, marks=marks, labels=labels, value_limits=limits,
-                           facts={"legend_box": frame.legend_box})
+        names = t.rows if spec.chart_type == "pie" else t.series
+        facts = {
+            "legend_box": frame.legend_box,
+            "legend_entries": [dict(e) for e in frame.legend_entries],
+            "colors": {name: rgb255(c) for name, c in zip(names, frame.colors)},
+            "plot_box": frame.plot_box,
+            "image_size": [int(image.shape[1]), int(image.shape[0])],
+            "missing_glyphs": {lab["text"]: m for lab in labels if (m := self.missing_glyphs(lab["text"]))},
+        }
+        return ChartRender(image=image, marks=marks, labels=labels, value_limits=limits, facts=facts)
+
+
+def _rounded_room(px: float) -> int:
+    return int(math.ceil(px / ROOM_STEP) * ROOM_STEP)
 
 
 def _category_and_value_axes(ax: Any, chart_type: str) -> tuple[Any, Any]:
@@ -487,10 +543,11 @@ def _fit_margins(fig: Any, canvas: Any, key: FrameKey, legend_outside: bool) -> 
         left = room + pad + (label_h + pad if spec.x_label else 0.0)
         bottom = value_h + pad + (label_h + pad if spec.y_label else 0.0)
     else:
-        left = value_w + pad + (label_h + pad if spec.y_label else 0.0)
+        left = max(value_w + pad + (label_h + pad if spec.y_label else 0.0), float(key.lead_room) + pad)
         bottom = room + pad + (label_h + pad if spec.x_label else 0.0)
     top = (title_h + 2 * pad) if spec.title else pad
-    right = pad * 2
+    # the last value label of horizontal bars is centred on the plot's right edge
+    right = max(pad * 2, value_w / 2.0 + pad) if spec.chart_type == "hbar" else pad * 2
     if legend_outside:
         names = key.pie_rows or key.series
         right += max(_text_size(canvas, str(n), fs * 0.85)[0] for n in names) + 3.5 * fs * pt

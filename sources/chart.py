@@ -1,21 +1,35 @@
 """Seed samples of the chart arm: a procedural table generator and a ChartQA loader.
 
-Both give :class:`~vicogym.core.Seed` objects (structure, question, answer, label rule). The
-procedural generator draws a topic from ``assets/chart_topics.json`` (realistic titles,
-category names, magnitudes and units) and a templated question with a table program.
-The ChartQA loader reads a folder of ``tables/*.csv`` plus ``qa.jsonl`` records
-(``imgname``, ``query``, ``label``) and classifies each record as Tier 1 (the label is
-exactly one cell, named in the question) or Tier 2 (the label is kept only while every
-value stays fixed). A ChartQA folder is validated when it is opened: every record and
-every table it names is read, and a problem is reported with its file, line and fix.
+Both give :class:`~vicogym.core.Seed` objects (structure, question, answer, label rule).
+
+The procedural generator draws a topic from ``assets/chart_topics.json`` (realistic titles,
+category names, magnitudes, units, precision, whether the values are parts of a whole) and
+a templated question with a table program. Its tables carry their topic's vocabulary, so
+rewritten tables still make sense, and each seed has its own ``source_id``.
+
+The ChartQA loader reads a folder of ``tables/*.csv`` plus ``qa.jsonl`` records (``imgname``,
+``query``, ``label``), validated when the folder is opened (a problem is reported with its
+file, line and fix). Each record is screened and classified:
+
+- questions that point at colours are dropped (charts are redrawn from their tables, so
+  the original colours are gone); questions that name a mark type get that chart type,
+  or are dropped when the table cannot be drawn so;
+- Tier 1 ``cell``: the label is exactly one cell, named in the question;
+- ``program``: a common question form (value, highest/lowest, difference, sum, average,
+  ratio, median, count above, comparisons) parsed into a table program that reproduces
+  the label on the record's own table (promoted: value edits allowed);
+- when the parsed program contradicts the label, the record is dropped (``tier2="drop"``,
+  the default) or kept as ``invariant`` (``tier2="keep"``);
+- otherwise Tier 2 ``invariant``: the label holds only while every value stays fixed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
-import unicodedata
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -24,24 +38,34 @@ from typing import Any, Mapping
 import numpy as np
 
 from vicogym.answers import format_number, parse_number
-from vicogym.core import Seed
-from vicogym.errors import GenerationError, SourceError
+from vicogym.core import Seed, canonical_json
+from vicogym.errors import GenerationError, InvalidEdit, SourceError
 from vicogym.programs.chart import (
     cell_rule,
+    execute,
     generate_question,
     invariant_rule,
+    mentions,
     program_rule,
+    question_references,
     relabel,
 )
 from vicogym.structures.chart import (
+    MAX_DECIMALS,
     MAX_LABEL_CHARS,
     MAX_TITLE_CHARS,
     PALETTES,
+    PERCENT_TOTAL_SLACK,
     ChartSpec,
     ChartStructure,
     Table,
+    Vocabulary,
     chart_type_fits,
+    decimals_of,
+    label_key,
 )
+
+TIER2_POLICIES = ("drop", "keep")
 
 
 @lru_cache(maxsize=1)
@@ -49,11 +73,6 @@ def topics() -> dict[str, Any]:
     """The shipped topic table (parsed once)."""
     text = resources.files("vicogym.assets").joinpath("chart_topics.json").read_text(encoding="utf-8")
     return json.loads(text)
-
-
-def all_category_labels() -> tuple[str, ...]:
-    """Every category name the topics know; rewriters draw new row labels from here."""
-    return tuple(label for labels in topics()["categories"].values() for label in labels)
 
 
 # -- procedural ---------------------------------------------------------------------
@@ -65,10 +84,17 @@ def _draw_values(rng: np.random.Generator, topic: Mapping[str, Any], n_rows: int
     return np.round(values, decimals)
 
 
+def _shares_of_100(values: np.ndarray, decimals: int) -> np.ndarray:
+    """One column rescaled to percentages that add up to exactly 100 at ``decimals``."""
+    shares = np.round(values / values.sum() * 100.0, decimals)
+    shares[int(np.argmax(shares))] += round(100.0 - float(shares.sum()), decimals)
+    return np.round(shares, decimals)
+
+
 def procedural_seed(rng: np.random.Generator, max_tries: int = 16, templates: tuple[str, ...] | None = None) -> Seed:
     """A random table, chart spec and program-backed question. Bounded by ``max_tries``."""
     data = topics()
-    for attempt in range(max_tries):
+    for _attempt in range(max_tries):
         topic = data["topics"][int(rng.integers(len(data["topics"])))]
         pool = data["categories"][topic["index"]]
         n_rows = int(rng.integers(3, min(9, len(pool)) + 1))
@@ -77,13 +103,19 @@ def procedural_seed(rng: np.random.Generator, max_tries: int = 16, templates: tu
         picked = rng.choice(len(pool), size=n_rows, replace=False)
         ordered = topic["index"] in ("year", "month", "quarter")
         rows = [pool[i] for i in (sorted(picked) if ordered else picked)]
+        decimals = int(topic["decimals"])
         values = _draw_values(rng, topic, n_rows, len(series))
+        whole = bool(topic.get("part_of_whole", False)) and len(series) == 1
+        if whole and topic["unit"] == "%":
+            values[:, 0] = _shares_of_100(values[:, 0], decimals)
         table = Table(
             index_name=topic["index_name"],
             rows=tuple(rows),
             series=tuple(series),
             values=tuple(tuple(float(v) for v in row) for row in values),
             unit=topic["unit"],
+            decimals=decimals,
+            part_of_whole=whole,
         )
         candidates = ("bar", "hbar", "grouped_bar", "stacked_bar", "line", "pie") if ordered else ("bar", "hbar", "grouped_bar", "stacked_bar", "pie")
         chart_types = [c for c in candidates if chart_type_fits(table, c) is None]
@@ -105,8 +137,11 @@ def procedural_seed(rng: np.random.Generator, max_tries: int = 16, templates: tu
             question, program, answer = generate_question(table, rng, templates=templates)
         except GenerationError:
             continue
-        structure = ChartStructure(table, spec)
-        return Seed(structure, question, answer, program_rule(program), "procedural", f"procedural-{attempt}")
+        vocabulary = Vocabulary(rows=tuple(pool), series=tuple(topic["multi"]) if multi else ())
+        structure = ChartStructure(table, spec, vocabulary)
+        rule = program_rule(program)
+        digest = hashlib.sha256(canonical_json([structure.to_dict(), rule]).encode()).hexdigest()[:12]
+        return Seed(structure, question, answer, rule, "procedural", f"procedural-{digest}")
     raise GenerationError(f"no procedural chart seed with an unambiguous question in {max_tries} tries")
 
 
@@ -178,52 +213,238 @@ def load_chartqa_table(path: str | Path) -> Table:
     cells = frame.iloc[:, 1:].to_numpy().ravel()
     units = {"%" if "%" in c else "M" if c.strip()[-1:] in "Mm" and parse_number(c.strip()[:-1]) is not None else ""
              for c in cells if c.strip()}
+    unit = "%" if "%" in units else "M" if "M" in units else ""
+    present = [v for row in values for v in row if v is not None]
+    whole = (len(raw) == 2 and unit == "%" and bool(present) and len(present) == len(values) and min(present) >= 0
+             and abs(sum(present) - 100.0) <= PERCENT_TOTAL_SLACK)
     return Table(
         index_name=_clean_label(raw[0]),
         rows=_unique([_clean_label(r) for r in frame.iloc[:, 0]]),
         series=_unique([_clean_label(c) for c in raw[1:]]),
         values=tuple(values),
-        unit="%" if "%" in units else "M" if "M" in units else "",
+        unit=unit,
+        decimals=min(MAX_DECIMALS, max((decimals_of(v) for v in present), default=0)),
+        part_of_whole=whole,
     )
 
 
-def default_spec(table: Table) -> ChartSpec:
-    """A plain chart spec for a table that came without one."""
-    if len(table.series) == 1:
-        chart_type = "bar" if len(table.rows) <= 10 and max(len(r) for r in table.rows) <= 16 else "hbar"
-        y_label = table.series[0][:MAX_TITLE_CHARS]
+_YEAR = re.compile(r"^(19|20)\d\d$")
+
+
+def chartqa_vocabulary(table: Table) -> Vocabulary:
+    """Labels edits may add to a ChartQA table: neighbouring years when an axis holds years,
+    nothing otherwise (a made-up country or category would not belong to the table)."""
+
+    def years(labels: tuple[str, ...]) -> tuple[str, ...]:
+        if len(labels) < 2 or not all(_YEAR.match(x) for x in labels):
+            return ()
+        numbers = sorted(int(x) for x in labels)
+        return tuple(str(y) for y in range(numbers[0] - 3, numbers[-1] + 4) if str(y) not in labels)
+
+    return Vocabulary(rows=years(table.rows), series=years(table.series))
+
+
+MARK_CHART_TYPES = {"line": ("line",), "bar": ("bar", "grouped_bar", "hbar"), "pie": ("pie",)}
+_MARK_WORDS = {"line": {"line", "lines", "curve", "dot", "dots", "point", "points"},
+               "bar": {"bar", "bars", "column", "columns"},
+               "pie": {"pie", "slice", "slices", "wedge", "donut"}}  # "segment" and "sector" name business units too
+
+
+def referenced_marks(question: str) -> set[str]:
+    words = set(label_key(question).split())
+    return {mark for mark, vocabulary in _MARK_WORDS.items() if words & vocabulary}
+
+
+def default_spec(table: Table, mark: str | None = None) -> ChartSpec:
+    """A plain chart spec for a table that came without one (of the ``mark`` type the
+    question names, when it names one)."""
+    long_labels = len(table.rows) > 10 or max(len(r) for r in table.rows) > 16
+    if mark == "line":
+        chart_type = "line"
+    elif mark == "pie":
+        chart_type = "pie"
+    elif len(table.series) == 1:
+        chart_type = "hbar" if long_labels else "bar"
     else:
-        chart_type = "grouped_bar" if len(table.rows) * len(table.series) <= 24 else "hbar"
-        y_label = ""
-    return ChartSpec(chart_type=chart_type, x_label=table.index_name[:MAX_TITLE_CHARS], y_label=y_label,
-                     data_labels=len(table.rows) * len(table.series) <= 16)
+        chart_type = "hbar" if len(table.rows) * len(table.series) > 24 else "grouped_bar"
+    y_label = table.series[0][:MAX_TITLE_CHARS] if len(table.series) == 1 and chart_type != "pie" else ""
+    return ChartSpec(chart_type=chart_type, x_label=table.index_name[:MAX_TITLE_CHARS] if chart_type != "pie" else "",
+                     y_label=y_label, data_labels=len(table.rows) * len(table.series) <= 16,
+                     palette="Paired" if len(table.series) > 10 else "tab10")
 
 
-def _words(text: str) -> str:
-    text = unicodedata.normalize("NFKC", text).lower()
-    return " " + " ".join(re.findall(r"[a-z0-9]+(?:\.[0-9]+)?", text)) + " "
+def spec_variants(spec: ChartSpec, locked: set[str] = frozenset()) -> list[ChartSpec]:
+    """``spec`` and plainer variants to try when a reader could not answer from it: data
+    labels on, a wider figure, a smaller font, horizontal bars (where the chart type is
+    not locked by the question)."""
+    variants = [spec, replace(spec, data_labels=True), replace(spec, data_labels=True, figure_size=(8.0, 6.0)),
+                replace(spec, data_labels=True, figure_size=(8.0, 6.0), font_size=8.0),
+                replace(spec, data_labels=False, figure_size=(8.0, 6.0), font_size=8.0)]
+    if "chart_type" not in locked and spec.chart_type in ("bar", "grouped_bar"):
+        flipped = replace(spec, chart_type="hbar", x_label=spec.y_label, y_label=spec.x_label)
+        variants += [flipped, replace(flipped, figure_size=(8.0, 6.0), font_size=8.0),
+                     replace(flipped, data_labels=False, figure_size=(8.0, 6.0), font_size=8.0)]
+    return list(dict.fromkeys(variants))
 
 
-def _mentions(query: str, label: str) -> bool:
-    needle = _words(label).strip()
-    return bool(needle) and f" {needle} " in _words(query)
+# -- ChartQA questions into programs ------------------------------------------------------
+_FORMS = {
+    "max": {"highest", "largest", "maximum", "max", "peak", "biggest", "greatest"},
+    "min": {"lowest", "smallest", "minimum", "min", "least", "fewest"},
+    "difference": {"difference", "gap"},
+    "average": {"average", "mean"},
+    "sum": {"sum", "total", "combined", "together"},
+    "ratio": {"ratio"},
+    "median": {"median"},
+}
+_ORDINALS = {"second", "third", "fourth", "2nd", "3rd", "4th", "top", "bottom", "first", "last"}
+#: words that turn a named label into its opposite ("non-male", "other than")
+_NEGATION = {"non", "not", "except", "excluding", "other", "without", "besides"}
+#: questions about changes between rows, which no table program computes
+_CHANGE = {"increase", "decrease", "increased", "decreased", "change", "changed", "growth", "grew", "rise", "rose",
+           "fall", "fell", "drop", "dropped", "trend", "jump"}
+_YES_NO = {"is", "are", "was", "were", "does", "do", "did"}
+_GREATER = ("more than", "greater than", "higher than", "larger than", "bigger than")
+_LESS = ("less than", "lower than", "smaller than", "fewer than")
+_ABOVE = ("above", "more than", "greater than", "higher than", "over", "exceed", "exceeds")
+_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 
 
-def classify_record(table: Table, query: str, label: str) -> dict[str, Any]:
-    """Tier 1 ``cell`` rule when the label is exactly one cell whose row (and, with several
-    series, whose series) the question names; else the Tier 2 ``invariant`` rule."""
+def _mentioned(question: str, labels: tuple[str, ...]) -> list[str]:
+    """Labels the question names, in the order it names them."""
+    text = f" {label_key(question)} "
+    found = [(text.find(f" {label_key(x)} "), x) for x in labels if label_key(x) and mentions(question, x)]
+    return [x for _, x in sorted(found)]
+
+
+def parse_question(question: str, table: Table, label: str) -> dict[str, Any] | None:
+    """A table program for a common ChartQA question form, or ``None``.
+
+    Conservative: every row and series the form needs must be named (or the table must
+    have one series), one form only, no ordinals ("second highest"), and words that are
+    part of the measure's own name ("Average annual wages") do not count as forms. The
+    label decides between a label answer (argmax) and a value answer (max)."""
+    text = " " + " ".join(label_key(question).split()) + " "
+    rows = _mentioned(question, table.rows)
+    named_series = _mentioned(question, table.series)
+    if len(table.series) == 1:
+        series = table.series[0]
+    elif len(named_series) == 1:
+        series = named_series[0]
+    else:
+        return None
+    rows = [r for r in rows if label_key(r) != label_key(series)]
+    naming = set(label_key(series).split()) | set(label_key(table.index_name).split())
+    for r in rows:
+        naming |= set(label_key(r).split())
+    words = set(text.split()) - naming
+    if " the most " in text:
+        words.add("highest")
+    if words & (_ORDINALS | _CHANGE | _NEGATION):
+        return None
+    forms = {form for form, vocabulary in _FORMS.items() if words & vocabulary}
+    first = text.split()[0] if text.split() else ""
+    label_is_row = any(label_key(label) == label_key(r) for r in table.rows)
+    numeric = parse_number(label) is not None and not label_is_row
+    if first in _YES_NO:
+        if len(rows) != 2 or forms:
+            return None
+        if any(f" {p} " in text for p in _GREATER):
+            return {"op": "greater", "a": rows[0], "b": rows[1], "series": series}
+        if any(f" {p} " in text for p in _LESS):
+            return {"op": "less", "a": rows[0], "b": rows[1], "series": series}
+        return None
+    if forms == {"max", "min", "difference"} and not rows and numeric:
+        return {"op": "range", "series": series}
+    if text.startswith(" how many "):
+        if forms:
+            return None
+        numbers = _NUMBER.findall(question)
+        if len(numbers) == 1 and any(f" {p} " in text for p in _ABOVE) and not rows and numeric:
+            return {"op": "count_above", "series": series, "threshold": float(numbers[0].replace(",", ""))}
+        if " how many times " in text and len(rows) == 2 and numeric:
+            return {"op": "ratio", "a": rows[0], "b": rows[1], "series": series}
+        return None
+    if not forms and len(rows) == 1 and numeric:
+        return {"op": "lookup", "row": rows[0], "series": series}
+    if len(forms) != 1:
+        return None
+    form = next(iter(forms))
+    if form in ("max", "min") and not rows:
+        if label_is_row:
+            return {"op": "argmax" if form == "max" else "argmin", "series": series}
+        return {"op": form, "series": series} if numeric else None
+    if not numeric:
+        return None
+    pair = {"difference": "absdiff", "average": "pair_mean", "sum": "pair_sum", "ratio": "ratio"}
+    if form in pair and len(rows) == 2:
+        return {"op": pair[form], "a": rows[0], "b": rows[1], "series": series}
+    if form in ("average", "median") and not rows:
+        return {"op": "mean" if form == "average" else "median", "series": series}
+    return None
+
+
+def _plain(question: str, table: Table) -> bool:
+    """Whether a question can be a single cell's (Tier 1): it names exactly one row and no
+    operation that combines values (difference, ratio, median, ranks, changes, negation).
+    Words of the table's own labels ("Average ticket price") are not operations."""
+    if len(_mentioned(question, table.rows)) != 1:
+        return False
+    naming = {w for label in table.series + (table.index_name,) for w in label_key(label).split()}
+    words = set(label_key(question).split()) - naming
+    combining = _FORMS["difference"] | _FORMS["ratio"] | _FORMS["median"] | {"times"}
+    return not words & (combining | _ORDINALS | _CHANGE | _NEGATION)
+
+
+def answers_agree(computed: float | str, label: str) -> bool:
+    """Whether a program's raw result is the record's label, at the label's own precision."""
     target = parse_number(label)
-    if target is not None:
-        matches = [
-            (r, s) for r, row in zip(table.rows, table.values) for s, v in zip(table.series, row)
-            if v is not None and format_number(v) == format_number(target)
-        ]
+    if isinstance(computed, str) or target is None:
+        return label_key(str(computed)) == label_key(label)
+    places = len(label.strip().split(".")[1]) if "." in label.strip() else 0
+    return abs(float(computed) - target) <= 0.5 * 10.0 ** -places + 1e-9 * abs(target)
+
+
+@dataclass(frozen=True)
+class Classified:
+    """How a ChartQA record is used: ``status`` is cell, program, invariant or dropped."""
+
+    status: str
+    rule: dict[str, Any] | None = None
+    reason: str = ""
+    mark: str | None = None
+
+
+def classify_record(table: Table, query: str, label: str, tier2: str = "drop") -> Classified:
+    """Screen and classify one record (see the module notes)."""
+    refers = question_references(query)
+    if "colour" in refers:
+        return Classified("dropped", reason="colour_reference")
+    marks = referenced_marks(query)
+    mark = next(iter(marks)) if len(marks) == 1 else None
+    if len(marks) > 1 or (mark is not None and not any(chart_type_fits(table, c) is None
+                                                        for c in MARK_CHART_TYPES[mark])):
+        return Classified("dropped", reason="mark_reference")
+    target = parse_number(label)
+    if target is not None and _plain(query, table):
+        matches = [(r, s) for r, row in zip(table.rows, table.values) for s, v in zip(table.series, row)
+                   if v is not None and format_number(v) == format_number(target)]
         if len(matches) == 1:
             row, series = matches[0]
-            series_named = _mentions(query, series)
-            if _mentions(query, row) and (len(table.series) == 1 or series_named):
-                return cell_rule(row, series, series_named)
-    return invariant_rule(table, label)
+            series_named = mentions(query, series)
+            if mentions(query, row) and (len(table.series) == 1 or series_named):
+                return Classified("cell", cell_rule(row, series, series_named, query, refers), mark=mark)
+    program = parse_question(query, table, label)
+    if program is not None:
+        try:
+            computed = execute(table, program)
+        except InvalidEdit:  # a missing value or a tie: the form does not apply to this table
+            computed = None
+        if computed is not None and answers_agree(computed, label):
+            return Classified("program", program_rule(program, query, refers), mark=mark)
+        if computed is not None and tier2 == "drop":
+            return Classified("dropped", reason="contradicts_table")
+    return Classified("invariant", invariant_rule(table, label, query, refers), mark=mark)
 
 
 @dataclass(frozen=True)
@@ -273,9 +494,11 @@ def load_chartqa_records(folder: str | Path) -> list[ChartQARecord]:
 
 class ChartQASource:
     """Seeds from a ChartQA-format folder (``tables/*.csv`` and ``qa.jsonl``). Every record
-    and every table it names is read and checked when the source is opened."""
+    and every table it names is read, checked and classified when the source is opened."""
 
-    def __init__(self, folder: str | Path):
+    def __init__(self, folder: str | Path, tier2: str = "drop"):
+        if tier2 not in TIER2_POLICIES:
+            raise ValueError(f"expected tier2 in {TIER2_POLICIES}, got {tier2!r}")
         self.folder = Path(folder)
         if not (self.folder / "tables").is_dir():
             raise SourceError(f"expected a ChartQA folder with tables/*.csv and qa.jsonl, got {self.folder}")
@@ -289,6 +512,8 @@ class ChartQASource:
                     raise SourceError(f"{self.folder / 'qa.jsonl'}:{record.line}: imgname {record.imgname!r} has no "
                                       f"table at {path}; add the CSV or remove the record")
                 self._tables[stem] = load_chartqa_table(path)
+        self.classified = [classify_record(self.table(r.imgname), r.query, r.label, tier2) for r in self.records]
+        self.usable = [i for i, c in enumerate(self.classified) if c.status != "dropped"]
 
     def table(self, imgname: str) -> Table:
         stem = _stem(imgname)
@@ -299,18 +524,35 @@ class ChartQASource:
             self._tables[stem] = load_chartqa_table(path)
         return self._tables[stem]
 
+    def report(self) -> dict[str, Any]:
+        """How the records were classified: counts per status and per drop reason."""
+        statuses = Counter(c.status for c in self.classified)
+        return {"records": len(self.records), **{k: statuses.get(k, 0) for k in ("cell", "program", "invariant")},
+                "dropped": dict(sorted(Counter(c.reason for c in self.classified if c.status == "dropped").items()))}
+
     def seed(self, index: int) -> Seed:
         if not 0 <= index < len(self.records):
             raise ValueError(f"expected a record index in [0, {len(self.records)}), got {index}")
-        record = self.records[index]
+        record, classified = self.records[index], self.classified[index]
+        source_id = f"{record.imgname}#L{record.line}"
+        if classified.rule is None:
+            raise GenerationError(f"ChartQA record {index} ({source_id}) is not used: {classified.reason}")
         table = self.table(record.imgname)
-        rule = classify_record(table, record.query, record.label)
-        answer = relabel(table, rule)
-        return Seed(ChartStructure(table, default_spec(table)), record.query, answer, rule,
-                    "chartqa", f"{record.imgname}#L{record.line}")
+        answer = relabel(table, classified.rule)
+        structure = ChartStructure(table, default_spec(table, classified.mark), chartqa_vocabulary(table))
+        return Seed(structure, record.query, answer, classified.rule, "chartqa", source_id)
 
     def sample(self, rng: np.random.Generator) -> Seed:
-        return self.seed(int(rng.integers(len(self.records))))
+        if not self.usable:
+            raise GenerationError(f"no usable record in {self.folder} ({self.report()})")
+        return self.seed(self.usable[int(rng.integers(len(self.usable)))])
+
+    def find(self, source_id: str) -> int:
+        """The index of the record a ``source_id`` (``imgname#Lline``) names."""
+        for i, record in enumerate(self.records):
+            if f"{record.imgname}#L{record.line}" == source_id:
+                return i
+        raise KeyError(f"no record {source_id!r} in {self.folder / 'qa.jsonl'}")
 
 
 def _stem(imgname: str) -> str:
@@ -328,16 +570,19 @@ class ProceduralSource:
     def sample(self, rng: np.random.Generator) -> Seed:
         return procedural_seed(rng, self.max_tries, self.templates)
 
+    def report(self) -> dict[str, Any]:
+        return {"procedural": True}
 
-def make_source(source: str, templates: tuple[str, ...] | None = None,
-                max_tries: int = 16) -> ProceduralSource | ChartQASource:
+
+def make_source(source: str, templates: tuple[str, ...] | None = None, max_tries: int = 16,
+                tier2: str = "drop") -> ProceduralSource | ChartQASource:
     """``"procedural"`` or a path to a ChartQA-format folder."""
     if source == "procedural":
         return ProceduralSource(templates, max_tries)
     if Path(source).is_dir():
-        return ChartQASource(source)
+        return ChartQASource(source, tier2)
     raise SourceError(f"expected source 'procedural' or a ChartQA folder (tables/ + qa.jsonl), got {source!r}")
 
 
 __all__ = ["ChartQASource", "ProceduralSource", "classify_record", "load_chartqa_table", "make_source", "parse_cell",
-           "procedural_seed", "all_category_labels"]
+           "parse_question", "procedural_seed"]

@@ -1,8 +1,11 @@
 """The chart arm's structure: a table plus a chart spec, as immutable plain data.
 
 A :class:`Table` has a category axis (row labels, the first CSV column) and one or
-more numeric series (the other columns). Values are floats or ``None`` (missing).
-Everything round-trips through JSON (``to_dict`` / ``from_dict``) and CSV text.
+more numeric series (the other columns). Values are floats or ``None`` (missing), kept
+at the table's precision (``decimals``); ``part_of_whole`` says whether the values are
+parts of one total (the only data a pie may draw). A :class:`Vocabulary` lists the
+labels edits may add, so a rewritten table still makes sense. Everything round-trips
+through JSON (``to_dict`` / ``from_dict``) and CSV text.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ import csv
 import io
 import json
 import math
+import re
+import unicodedata
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Iterable, Mapping
 
@@ -27,10 +32,36 @@ MAX_ROWS = 50
 MAX_SERIES = 12
 MAX_LABEL_CHARS = 90
 MAX_TITLE_CHARS = 140
+MAX_DECIMALS = 6
+#: a pie of percentages must add up to 100 within this much
+PERCENT_TOTAL_SLACK = 1.0
+
+_FOOTNOTE = re.compile(r"[*\u2020\u2021\u00b9\u00b2\u00b3\u2070-\u2079]+")
+_PUNCT = re.compile(r"[^\w%]+")
+
+
+def label_key(label: str) -> str:
+    """What a reader sees as the same label: case, spacing, punctuation and footnote marks
+    (``*``, ``\u2020``, superscripts) do not count (``"2017**"`` and ``"2017"``, ``"WESTERN
+    EUROPE"`` and ``"Western Europe"`` share a key)."""
+    text = unicodedata.normalize("NFKC", _FOOTNOTE.sub("", str(label))).casefold()
+    return " ".join(_PUNCT.sub(" ", text).split())
 
 
 def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def decimals_of(value: float) -> int:
+    """Decimal places a value needs (``12.25`` -> 2, ``3.0`` -> 0), at most 12."""
+    for d in range(13):
+        if abs(round(value, d) - value) <= 1e-9 * max(1.0, abs(value)):
+            return d
+    return 12
+
+
+def at_precision(value: float, decimals: int) -> bool:
+    return decimals_of(value) <= decimals
 
 
 @dataclass(frozen=True)
@@ -45,10 +76,16 @@ class Table:
     series: tuple[str, ...]
     values: tuple[tuple[Value, ...], ...]
     unit: str = ""
+    decimals: int = 2
+    part_of_whole: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.index_name, str):
             raise TypeError(f"expected index_name to be a string, got {self.index_name!r}")
+        if isinstance(self.decimals, bool) or not isinstance(self.decimals, int) or not 0 <= self.decimals <= MAX_DECIMALS:
+            raise ValueError(f"expected decimals as an integer in [0, {MAX_DECIMALS}], got {self.decimals!r}")
+        if not isinstance(self.part_of_whole, bool):
+            raise TypeError(f"expected part_of_whole to be true or false, got {self.part_of_whole!r}")
         if len(self.values) != len(self.rows):
             raise ValueError(f"expected {len(self.rows)} value rows, got {len(self.values)}")
         for label, row in zip(self.rows, self.values):
@@ -90,7 +127,12 @@ class Table:
             "series": list(self.series),
             "values": [list(r) for r in self.values],
             "unit": self.unit,
+            "decimals": self.decimals,
+            "part_of_whole": self.part_of_whole,
         }
+
+    def total(self) -> float:
+        return float(sum(v for v in self.all_values() if v is not None))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Table":
@@ -107,12 +149,17 @@ class Table:
             raise TypeError("expected rows and series to be lists of strings")
         if not all(isinstance(r, (list, tuple)) for r in values):
             raise TypeError("expected values to be a list of lists")
+        cells = tuple(tuple(None if v is None else float(v) if _is_number(v) else v for v in r) for r in values)
+        present = [v for r in cells for v in r if isinstance(v, float) and math.isfinite(v)]
+        inferred = min(MAX_DECIMALS, max((decimals_of(v) for v in present), default=0))
         return cls(
             index_name=str(data.get("index_name", "")),
             rows=tuple(rows),
             series=tuple(series),
-            values=tuple(tuple(None if v is None else float(v) if _is_number(v) else v for v in r) for r in values),
+            values=cells,
             unit=str(data.get("unit", "")),
+            decimals=data.get("decimals", inferred),
+            part_of_whole=data.get("part_of_whole", False),
         )
 
     def to_csv(self) -> str:
@@ -188,20 +235,50 @@ class ChartSpec:
 
 
 @dataclass(frozen=True)
+class Vocabulary:
+    """Labels edits may add: new rows (categories of the table's topic) and new series."""
+
+    rows: tuple[str, ...] = ()
+    series: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("rows", "series"):
+            labels = getattr(self, name)
+            if not isinstance(labels, (list, tuple)) or not all(isinstance(x, str) for x in labels):
+                raise TypeError(f"expected vocabulary {name} as a list of strings, got {labels!r}")
+            object.__setattr__(self, name, tuple(labels))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rows": list(self.rows), "series": list(self.series)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Vocabulary":
+        if not isinstance(data, Mapping) or set(data) - {"rows", "series"}:
+            raise ValueError(f"expected a vocabulary object with rows and series, got {data!r}")
+        return cls(tuple(data.get("rows", ())), tuple(data.get("series", ())))
+
+
+@dataclass(frozen=True)
 class ChartStructure:
-    """The whole edited object of the chart arm: what is drawn and how."""
+    """The whole edited object of the chart arm: what is drawn and how, and the labels
+    edits may add."""
 
     table: Table
     spec: ChartSpec = field(default_factory=ChartSpec)
+    vocabulary: Vocabulary = field(default_factory=Vocabulary)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"table": self.table.to_dict(), "spec": self.spec.to_dict()}
+        return {"table": self.table.to_dict(), "spec": self.spec.to_dict(), "vocabulary": self.vocabulary.to_dict()}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "ChartStructure":
         if not isinstance(data, Mapping) or "table" not in data:
-            raise ValueError("expected a structure object with a 'table' (and optional 'spec')")
-        return cls(Table.from_dict(data["table"]), ChartSpec.from_dict(data.get("spec", {})))
+            raise ValueError("expected a structure object with a 'table' (and optional 'spec', 'vocabulary')")
+        unknown = set(data) - {"table", "spec", "vocabulary"}
+        if unknown:
+            raise ValueError(f"expected structure keys table, spec, vocabulary; got unknown {sorted(unknown)}")
+        return cls(Table.from_dict(data["table"]), ChartSpec.from_dict(data.get("spec", {})),
+                   Vocabulary.from_dict(data.get("vocabulary", {})))
 
     def payloads(self) -> dict[str, bytes]:
         return {}  # a chart is all JSON
@@ -230,10 +307,14 @@ def chart_type_fits(table: Table, chart_type: str) -> str | None:
     if chart_type in ("stacked_bar", "pie") and table.has_negative():
         return f"{chart_type} cannot draw negative values"
     if chart_type == "pie":
+        if not table.part_of_whole:
+            return "pie draws parts of one whole, and this table's values are not"
         if table.has_missing():
             return "pie cannot draw missing values"
-        if sum(v for v in table.all_values() if v is not None) <= 0:
+        if table.total() <= 0:
             return "pie needs a positive total"
+        if table.unit == "%" and abs(table.total() - 100.0) > PERCENT_TOTAL_SLACK:
+            return f"a pie of percentages must add up to 100, these add up to {format_number(table.total())}"
     if chart_type == "line" and len(table.rows) < 2:
         return "line needs at least two rows"
     return None

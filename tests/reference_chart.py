@@ -23,10 +23,14 @@ def reference(table: Table, program: dict):
         target = c.max() if op == "argmax" else c.min()
         hits = [r for r, v in zip(table.rows, c) if v == target]
         return hits[0] if len(hits) == 1 else None
-    if op in ("absdiff", "ratio", "greater", "less"):
+    if op in ("absdiff", "ratio", "greater", "less", "pair_sum", "pair_mean"):
         a, b = cell(program["a"], program["series"]), cell(program["b"], program["series"])
         if op == "absdiff":
             return abs(a - b)
+        if op == "pair_sum":
+            return a + b
+        if op == "pair_mean":
+            return (a + b) / 2
         if op == "ratio":
             return None if b == 0 else a / b
         if a == b:

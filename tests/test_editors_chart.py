@@ -1,4 +1,5 @@
 import copy
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -11,10 +12,11 @@ from vicogym.answers import format_number
 from vicogym.editors.chart import OP_FIELDS, apply, diff, sample_edit
 from vicogym.errors import GenerationError, InvalidEdit
 from vicogym.programs.chart import cell_rule, generate_question, invariant_rule, program_rule, relabel
-from vicogym.structures.chart import ChartSpec, ChartStructure, Table
+from vicogym.structures.chart import ChartSpec, ChartStructure, Table, Vocabulary
 
-T = Table("Country", ("France", "Spain", "Italy"), ("2020", "2021"), ((10.0, 12.0), (30.0, 8.0), (20.0, 9.0)))
-S = ChartStructure(T, ChartSpec(chart_type="grouped_bar"))
+T = Table("Country", ("France", "Spain", "Italy"), ("2020", "2021"), ((10.0, 12.0), (30.0, 8.0), (20.0, 9.0)), decimals=1)
+VOCABULARY = Vocabulary(rows=("Peru", "Chile", "Kenya", "Espana", "SPAIN*", "France"), series=("2022", "2019"))
+S = ChartStructure(T, ChartSpec(chart_type="grouped_bar"), VOCABULARY)
 CELL = cell_rule("Spain", "2020")
 FREE = program_rule({"op": "count_rows"})
 
@@ -103,10 +105,12 @@ def test_a_question_that_names_no_series_keeps_one_series():
     with pytest.raises(InvalidEdit) as info:
         apply(single, {"replace": two.to_dict()}, rule)
     assert info.value.code == "anchor"
-    renamed = ChartStructure(Table("Region", single.table.rows, single.table.series, single.table.values), ChartSpec())
+    renamed = ChartStructure(Table("Region", single.table.rows, single.table.series, single.table.values, decimals=0),
+                             ChartSpec())
     with pytest.raises(InvalidEdit) as info:
         apply(single, {"replace": renamed.to_dict()}, rule)
-    assert str(info.value) == "[bad_value] replace: index_name and unit are named by the question and cannot change"
+    assert str(info.value) == ("[bad_value] replace: index_name, unit, decimals, part_of_whole and the vocabulary "
+                               "belong to the question's table and cannot change")
 
 
 def test_size_limits_and_stop():
@@ -119,17 +123,17 @@ def test_size_limits_and_stop():
 
 
 def test_replacement_is_validated_by_diff():
-    new_table = Table("Country", ("France", "Spain", "Italy"), ("2020", "2021"), ((10.0, 12.0), (31.0, 8.0), (20.0, 9.0)))
-    replacement = ChartStructure(new_table, S.spec).to_dict()
+    new_table = replace(T, values=((10.0, 12.0), (31.0, 8.0), (20.0, 9.0)))
+    replacement = replace(S, table=new_table).to_dict()
     assert relabel(apply(S, {"replace": replacement}, CELL).table, CELL) == "31"
     with pytest.raises(InvalidEdit) as info:
         apply(S, {"replace": replacement}, invariant_rule(T, "Spain"))
     assert info.value.code == "invariance"
-    dropped = ChartStructure(Table("Country", ("France", "Italy"), T.series, (T.values[0], T.values[2])), S.spec).to_dict()
+    dropped = replace(S, table=replace(T, rows=("France", "Italy"), values=(T.values[0], T.values[2]))).to_dict()
     with pytest.raises(InvalidEdit) as info:
         apply(S, {"replace": dropped}, CELL)
     assert str(info.value) == "[anchor] replace: the replacement drops ['Spain'], which anchor the answer"
-    styled = ChartStructure(T, ChartSpec(chart_type="hbar", title="New")).to_dict()
+    styled = replace(S, spec=ChartSpec(chart_type="hbar", title="New")).to_dict()
     assert apply(S, {"replace": styled}, invariant_rule(T, "Spain")).spec.title == "New"
     with pytest.raises(InvalidEdit) as info:
         apply(S, {"replace": {"table": {"rows": ["a"]}}}, CELL)
@@ -180,14 +184,14 @@ def test_random_edit_sequences_keep_labels_valid(structure, seed, raw_ops):
     for rule in rules:
         current = structure
         for raw in raw_ops:
-            edit = sample_edit(current, rng, ("Peru", "Chile", "Kenya")) if raw is None else {"ops": [raw]}
+            edit = sample_edit(current, rng, rule=rule) if raw is None else {"ops": [raw]}
             before = current.to_dict()
             try:
                 new = apply(current, edit, rule)
                 relabel(new.table, rule)
             except InvalidEdit as exc:
                 assert exc.code in {"malformed", "unknown_op", "bad_field", "bad_value", "not_found", "duplicate_label",
-                                    "anchor", "invariance", "chart_type", "size", "ambiguous"}
+                                    "anchor", "invariance", "chart_type", "size", "ambiguous", "vocabulary"}
                 assert current.to_dict() == before
                 continue
             _check_label(new, rule)

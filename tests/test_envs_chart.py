@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import vicogym
-from vicogym.envs.chart import ChartEnv, occluded_marks
+from vicogym.answers import format_number
+from vicogym.envs.chart import occluded_marks
 from vicogym.errors import GenerationError, SourceError, UnknownEnvironment
 from vicogym.programs.chart import program_rule
 from vicogym.structures.chart import ChartSpec, ChartStructure, Table
@@ -49,13 +50,22 @@ def test_stop_terminates_with_zero_reward():
 
 def test_tier1_chartqa_answer_follows_the_cell(chartqa):
     env = gym.make("vicogym/Chart-v0", source=str(chartqa), **FAST).unwrapped
-    for index in range(len(env.arm.source.records)):
+    checked = 0
+    for index in env.arm.source.usable:
+        if env.arm.source.classified[index].status != "cell":
+            continue
         _, info = env.reset(seed=0, options={"index": index})
-        if info["label_rule"] == "cell":
+        rule, table = info["label"], info["sample"].structure.table
+        value = round(table.cell(rule["row"], rule["series"]) * 1.1 + 1, table.decimals)
+        _, _, _, _, info = env.step({"op": "set_cell", "row": rule["row"], "series": rule["series"], "value": value})
+        if info["valid"]:
+            assert info["answer"] == format_number(value)
+            checked += 1
+        else:
+            assert info["error"]["code"] in ("unreadable", "near_tie", "overlap", "clipped", "chart_type"), info["error"]
+        if checked == 5:
             break
-    rule = env.sample.label_rule
-    _, _, _, _, info = env.step({"op": "set_cell", "row": rule["row"], "series": rule["series"], "value": 123.4})
-    assert info["valid"] and info["answer"] == "123.4"
+    assert checked == 5
 
 
 def test_config_errors_say_what_to_change():
@@ -108,7 +118,8 @@ def test_templates_and_max_tries_are_honoured():
             narrow.reset(seed=seed)
             outcomes.add("ok")
         except GenerationError as exc:
-            assert str(exc) == "no procedural chart seed with an unambiguous question in 1 tries"
+            assert str(exc).startswith(("no procedural chart seed with an unambiguous question in 1 tries",
+                                        "no answerable seed in 1 draws"))
             outcomes.add("error")
     assert outcomes == {"ok", "error"}
     with pytest.raises(ValueError, match="a ChartQA source brings its own questions"):

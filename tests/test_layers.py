@@ -7,12 +7,13 @@ import pytest
 
 from conftest import REPO
 
-LAYERS = ("structures", "programs", "editors", "renderers", "sources", "envs")
+LAYERS = ("structures", "programs", "editors", "checks", "renderers", "sources", "envs")
 ALLOWED = {
     "vicogym": set(),  # the core reaches arms only through the registry's entry points
     "structures": set(),
     "programs": {"structures"},
     "editors": {"structures", "programs"},
+    "checks": {"structures", "programs"},
     "renderers": {"structures"},
     "sources": {"structures", "programs"},
     "envs": set(LAYERS),
@@ -41,7 +42,7 @@ def test_layer_imports_follow_the_layers_table(folder, path):
             assert parts[1] in ALLOWED[folder], f"{folder}/{path.name} imports {module}"
 
 
-@pytest.mark.parametrize("folder", ["vicogym", "structures", "programs", "editors"])
+@pytest.mark.parametrize("folder", ["vicogym", "structures", "programs", "editors", "checks"])
 def test_core_and_pure_layers_import_no_heavy_dependency_at_module_level(folder):
     for path in sorted((REPO / folder).glob("*.py")):
         heavy = {m.split(".")[0] for m in _imports(path, top_level_only=True)} & HEAVY

@@ -279,7 +279,7 @@ def test_chartqa_source_generation_verifies(chartqa, tmp_path):
                                  "--source", str(chartqa), "--no-progress", "--episodes-per-shard", "4"])
     assert result.exit_code == 0, result.output
     rows = _rows(out)
-    assert {r["label_rule"] for r in rows} <= {"cell", "invariant"}
+    assert {r["label_rule"] for r in rows} <= {"cell", "program", "invariant"}
     assert all(r["source_id"].split("#")[0].endswith(".png") for r in rows)
     assert runner.invoke(app, ["verify", str(out)]).exit_code == 0
 

@@ -13,6 +13,7 @@ follow :class:`vicogym.core.Structure`: a canonical JSON text plus named binary 
 from __future__ import annotations
 
 import abc
+import hashlib
 import importlib.util
 import json
 from typing import Any, ClassVar, Mapping
@@ -69,6 +70,15 @@ class Arm(abc.ABC):
     def draw_seed(self, rng: np.random.Generator, options: Mapping[str, Any]) -> Seed:
         """A seed sample from the configured source (raise ``GenerationError`` after the
         configured number of tries)."""
+
+    def seed_variants(self, seed: Seed) -> list[Seed]:
+        """``seed`` and alternatives to try, in order, when it fails :meth:`validate` (for
+        example plainer styles for a real record); by default the seed alone."""
+        return [seed]
+
+    def report(self) -> dict[str, Any]:
+        """What the source did with its data (kept, promoted, dropped ...), for manifests."""
+        return {}
 
     @abc.abstractmethod
     def apply(self, structure: Any, edit: Edit, rule: Mapping[str, Any]) -> Any:
@@ -127,6 +137,14 @@ class Arm(abc.ABC):
             return f"question {row['question']!r} does not fit its label rule: {mismatch}"
         return None
 
+    def render_checked(self, structure: Any, rule: Mapping[str, Any]) -> Render:
+        """Render ``structure`` with its own render seed and run :meth:`validate` on it (what
+        the environment does to every accepted sample; ``vicogym verify`` redoes it)."""
+        text, payloads = self.encode(structure)
+        render = self.render(structure, np.random.default_rng(render_seed(text, payloads)))
+        self.validate(structure, render, rule)
+        return render
+
     def close(self) -> None:
         """Release renderer resources."""
 
@@ -148,3 +166,11 @@ def require_extras(arm_class: type[Arm], env_id: str) -> None:
         if importlib.util.find_spec(module) is None:
             raise MissingExtra(f"{env_id} needs the {module!r} package, which the [{extra}] extra installs: "
                                f"pip install 'vicogym[{extra}]' (or 'vicogym[all]')")
+
+
+def render_seed(text: str, payloads: Mapping[str, bytes]) -> np.random.SeedSequence:
+    """The render seed of a structure: a function of its canonical text and payloads."""
+    digest = hashlib.sha256(text.encode("utf-8"))
+    for name in sorted(payloads):
+        digest.update(name.encode("utf-8") + b"\0" + hashlib.sha256(payloads[name]).digest())
+    return np.random.SeedSequence(int.from_bytes(digest.digest()[:16], "little"))

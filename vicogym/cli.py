@@ -85,6 +85,8 @@ def generate(
     k: Optional[int] = typer.Option(None, "--k", help="actor rollouts per sample (same as --set k=K) [8]"),
     max_turns: Optional[int] = typer.Option(None, "--max-turns", help="edit turns per episode (--set max_turns=T) [3]"),
     source: Optional[str] = typer.Option(None, "--source", help="seed source of the environment (--set source=S)"),
+    tier2: Optional[str] = typer.Option(None, "--tier2", help="drop | keep: real records whose answer their own "
+                                        "table contradicts (--set tier2=...)"),
     settings: Optional[list[str]] = typer.Option(None, "--set", help="environment setting KEY=VALUE (JSON value); repeatable"),
     config_file: Optional[Path] = typer.Option(None, "--config", help="TOML or JSON file of generate settings"),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
@@ -100,7 +102,7 @@ def generate(
                  "episodes_per_shard": episodes_per_shard, "max_episodes": max_episodes}
         data.update({key: value for key, value in flags.items() if value is not None})
         env_kwargs = dict(data.get("env_kwargs") or {})
-        sugar = {"k": k, "max_turns": max_turns, "source": source}
+        sugar = {"k": k, "max_turns": max_turns, "source": source, "tier2": tier2}
         env_kwargs.update({key: value for key, value in sugar.items() if value is not None})
         env_kwargs.update(parse_setting(text) for text in settings or [])
         data["env_kwargs"] = env_kwargs
@@ -119,16 +121,19 @@ def generate(
 @app.command()
 def verify(
     out: Path = typer.Argument(..., help="a folder written by `vicogym generate`"),
-    images: bool = typer.Option(True, "--images/--no-images", help="decode every stored image"),
+    images: bool = typer.Option(True, "--images/--no-images", help="decode, re-render and compare every image"),
+    source: Optional[str] = typer.Option(None, "--source", help="the run's source data, to replay its episodes from"),
 ) -> None:
-    """Check a run's shards against its manifest and re-derive every stored label."""
+    """Check a run against its manifest, replay every episode and re-derive every label."""
     from vicogym.errors import VicogymError
     from vicogym.verify import verify as run
 
     try:
-        report = run(out, images=images)
+        report = run(out, images=images, source=source)
     except (VicogymError, ValueError, OSError) as exc:
         raise _fail(str(exc)) from None
+    for note in report.notes:
+        errors.print(f"[yellow]note:[/yellow] {escape(note)}", highlight=False)
     for where, reason in report.problems[:MAX_PROBLEMS_SHOWN]:
         errors.print(f"[red]PROBLEM[/red] {escape(where)}: {escape(reason)}", highlight=False)
     if len(report.problems) > MAX_PROBLEMS_SHOWN:

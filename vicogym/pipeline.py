@@ -17,7 +17,6 @@ import os
 import threading
 import time
 from dataclasses import asdict, dataclass, field, fields
-from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
@@ -27,7 +26,7 @@ from vicogym.core import canonical_json
 from vicogym.exporters import verl_fields, verl_schema
 from vicogym.registry import check_id, env_class, make_config
 from vicogym.rollout import KEEP_POLICIES, EpisodeStats, row_schema, run_episode, sample_row
-from vicogym.shards import RunFolder, file_sha256, read_shard_stats, shard_path, write_shard
+from vicogym.shards import RunFolder, read_shard_stats, shard_entry, shard_path, write_shard
 
 #: what generation sets unless ``env_kwargs`` says otherwise
 GENERATION_DEFAULTS: Mapping[str, Any] = {"max_turns": 3}
@@ -179,7 +178,7 @@ def generate(config: GenerateConfig, progress: bool = True) -> dict[str, Any]:
     folder = RunFolder(config.out)
     identity = config.identity()
     folder.check(identity)
-    _env_for(config)  # builds the source: bad source data fails here, before any file is written
+    env = _env_for(config)  # builds the source: bad source data fails here, before any file is written
     folder.open(identity)
     out = folder.out
     schema = _schema()
@@ -195,7 +194,7 @@ def generate(config: GenerateConfig, progress: bool = True) -> dict[str, Any]:
         count += entry["rows"]
         episodes += stats["episodes"]
         bar.update(entry["rows"])
-        totals.add(EpisodeStats(stats["steps"], stats["valid"], stats.get("no_edit", 0), stats["rejections"]))
+        totals.add(EpisodeStats.from_dict(stats))
         pass_rates.extend(stats["pass_rates"])
         shards.append(entry)
 
@@ -204,8 +203,7 @@ def generate(config: GenerateConfig, progress: bool = True) -> dict[str, Any]:
         while block < blocks_total and count < config.n and shard_path(out, block).exists():
             path = shard_path(out, block)
             stats = read_shard_stats(path)
-            absorb({"name": path.name, "rows": stats["rows"], "sha256": file_sha256(path),
-                    "episodes": _episodes(config, block)}, stats)
+            absorb(dict(shard_entry(path), episodes=_episodes(config, block)), stats)
             block += 1
 
         def finish(rows: list[dict[str, Any]], stats: dict[str, Any], b: int) -> None:
@@ -236,6 +234,7 @@ def generate(config: GenerateConfig, progress: bool = True) -> dict[str, Any]:
     finally:
         bar.close()
     manifest = _manifest(config, totals, episodes, count, pass_rates, shards)
+    manifest["source"] = env.arm.report()
     folder.write_manifest(manifest)
     return manifest
 
@@ -269,6 +268,7 @@ def _manifest(config: GenerateConfig, totals: EpisodeStats, episodes: int, count
                    "no_edit_episodes": totals.no_edit},
         "complete": count >= config.n,
         "rejections": dict(sorted(totals.rejections.items())),
+        "seed_rejections": dict(sorted(totals.seed_rejections.items())),
         "pass_rate_histogram": {"edges": [round(e, 2) for e in edges.tolist()], "counts": hist.tolist()},
         "shards": shards,
     }

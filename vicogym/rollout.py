@@ -38,20 +38,31 @@ def row_schema():
 
 @dataclass
 class EpisodeStats:
+    """Counts of one or more episodes: edit steps, accepted ones, episodes whose rewriter
+    found no edit, rejected edits by code, and seed draws rejected by code."""
+
     steps: int = 0
     valid: int = 0
     no_edit: int = 0
     rejections: Counter = field(default_factory=Counter)
+    seed_rejections: Counter = field(default_factory=Counter)
 
     def add(self, other: "EpisodeStats") -> None:
         self.steps += other.steps
         self.valid += other.valid
         self.no_edit += other.no_edit
         self.rejections.update(other.rejections)
+        self.seed_rejections.update(other.seed_rejections)
 
     def to_dict(self) -> dict[str, Any]:
         return {"steps": self.steps, "valid": self.valid, "no_edit": self.no_edit,
-                "rejections": dict(sorted(self.rejections.items()))}
+                "rejections": dict(sorted(self.rejections.items())),
+                "seed_rejections": dict(sorted(self.seed_rejections.items()))}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "EpisodeStats":
+        return cls(data["steps"], data["valid"], data.get("no_edit", 0), Counter(data["rejections"]),
+                   Counter(data.get("seed_rejections", {})))
 
 
 @dataclass(frozen=True)
@@ -74,7 +85,7 @@ def run_episode(env: Any, rewriter: Any, *, seed: int, rng: np.random.Generator,
         raise ValueError(f"expected keep in {KEEP_POLICIES}, got {keep!r}")
     obs, info = env.reset(seed=seed)
     seed_sample, p0 = info["sample"], info["pass_rate"]
-    stats = EpisodeStats()
+    stats = EpisodeStats(seed_rejections=Counter(info.get("seed_rejections", {})))
     kept: list[Kept] = []
     while True:
         try:

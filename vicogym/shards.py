@@ -18,6 +18,9 @@ from typing import Any
 from vicogym.errors import RunError
 
 SHARD_GLOB = "part-*.parquet"
+#: the columns a row's content hash covers (the trainer columns are derived from them)
+HASHED_COLUMNS = ("id", "env_id", "source_id", "question", "answer", "label_rule", "label", "structure",
+                  "seed_structure", "edit_trace", "pass_rate", "pass_rate_before", "reward", "provenance")
 RUN_FILE = "run.json"
 MANIFEST_FILE = "manifest.json"
 STATS_KEY = b"vicogym_stats"
@@ -35,6 +38,18 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def row_hash(row: dict[str, Any]) -> str:
+    """SHA-256 of a row's content: its label-bearing columns, its image and its payloads."""
+    from vicogym.core import canonical_json
+
+    digest = hashlib.sha256(canonical_json({c: row.get(c) for c in HASHED_COLUMNS}).encode("utf-8"))
+    digest.update(hashlib.sha256(bytes(row.get("image") or b"")).digest())
+    for column in ("payloads", "seed_payloads"):
+        for item in row.get(column) or []:
+            digest.update(str(item["name"]).encode("utf-8") + hashlib.sha256(bytes(item["data"])).digest())
+    return digest.hexdigest()
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
@@ -42,7 +57,8 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 
 def write_shard(out: Path, block: int, rows: list[dict[str, Any]], stats: dict[str, Any], schema: Any) -> dict[str, Any]:
-    """Write one shard atomically; its entry for the manifest (name, rows, sha256)."""
+    """Write one shard atomically; its entry for the manifest (name, rows, sha256, and each
+    row's content hash)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -52,7 +68,17 @@ def write_shard(out: Path, block: int, rows: list[dict[str, Any]], stats: dict[s
     tmp = path.with_suffix(".tmp")
     pq.write_table(table, tmp, compression="zstd")
     os.replace(tmp, path)
-    return {"name": path.name, "rows": len(rows), "sha256": file_sha256(path)}
+    return {"name": path.name, "rows": len(rows), "sha256": file_sha256(path),
+            "row_hashes": {row["id"]: row_hash(row) for row in rows}}
+
+
+def shard_entry(path: Path) -> dict[str, Any]:
+    """The manifest entry of a complete shard already on disk (a resumed run)."""
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(path).to_pylist()
+    return {"name": path.name, "rows": len(rows), "sha256": file_sha256(path),
+            "row_hashes": {row["id"]: row_hash(row) for row in rows}}
 
 
 def read_shard_stats(path: Path) -> dict[str, Any]:

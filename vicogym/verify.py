@@ -1,10 +1,14 @@
 """Independent verification of a generation run's folder (``vicogym verify``).
 
 Checks the folder against its manifest (every shard present, unchanged and of the
-recorded length; no shard the manifest does not list), then every row: a unique id,
-an image that decodes, trainer columns that agree with the label columns, and the label
-re-derived by the row's own arm (dispatched on ``env_id``). Any problem is reported;
-nothing is trusted because it is stored.
+recorded length; no shard the manifest does not list), then every row: a unique id, its
+content hash as recorded, trainer columns that agree with the label columns, the label
+re-derived and the question checked by the row's own arm (dispatched on ``env_id``), the
+structure rendered again and compared pixel for pixel with the stored image (which must
+decode), the arm's answerability checks on that render, and the whole episode replayed:
+the seed drawn again from the recorded seed (from the run's source, or from ``source``)
+and every recorded edit applied again, which must give the stored seed, question, rule,
+structure and answer. Any problem is reported; nothing is trusted because it is stored.
 """
 
 from __future__ import annotations
@@ -16,16 +20,20 @@ from typing import Any, Iterator
 
 from vicogym.errors import MissingExtra, RunError, UnknownEnvironment
 from vicogym.exporters import verl_mismatch
+from vicogym.arm import payload_dict
+from vicogym.errors import InvalidEdit
 from vicogym.images import decode_png
-from vicogym.shards import MANIFEST_FILE, SHARD_GLOB, file_sha256
+from vicogym.shards import MANIFEST_FILE, SHARD_GLOB, file_sha256, row_hash
 
 
 @dataclass
 class Report:
-    """What verification found: rows read, and (where, reason) for each problem."""
+    """What verification found: rows read, (where, reason) for each problem, and notes on
+    checks that could not run (a source folder that is not on this machine)."""
 
     rows: int = 0
     problems: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -66,11 +74,17 @@ def _read_shard(path: Path, report: Report) -> list[dict[str, Any]] | None:
 
 
 class _Arms:
-    """One arm per env id, built from the run's settings, for re-deriving labels."""
+    """One arm (and, for replays, one environment) per env id, built from the run's
+    settings; with ``source``, that folder replaces the run's source."""
 
-    def __init__(self, manifest: dict[str, Any]):
-        self._kwargs = {manifest.get("env", {}).get("id"): manifest.get("config", {}).get("env_kwargs", {})}
+    def __init__(self, manifest: dict[str, Any], report: Report, source: str | None = None):
+        kwargs = dict(manifest.get("config", {}).get("env_kwargs", {}))
+        if source is not None:
+            kwargs["source"] = str(source)
+        self._kwargs = {manifest.get("env", {}).get("id"): kwargs}
+        self._source, self._report = source, report
         self._arms: dict[str, Any] = {}
+        self._envs: dict[str, Any] = {}
 
     def get(self, env_id: str) -> Any:
         if env_id not in self._arms:
@@ -79,13 +93,36 @@ class _Arms:
             self._arms[env_id] = make_arm(env_id, self._kwargs.get(env_id))
         return self._arms[env_id]
 
+    def env(self, env_id: str) -> Any:
+        """An environment that draws the run's seeds again, or ``None`` where its source
+        cannot be opened here (noted; an error when ``source`` was given)."""
+        if env_id not in self._envs:
+            import gymnasium as gym
+
+            from vicogym.errors import SourceError
+
+            kwargs = dict(self._kwargs.get(env_id) or {}, k=1, actor="simulated")
+            try:
+                self._envs[env_id] = gym.make(env_id, **kwargs).unwrapped
+            except (SourceError, OSError) as exc:
+                if self._source is not None:
+                    raise
+                self._report.notes.append(f"{env_id}: episodes not replayed, the run's source cannot be opened here "
+                                          f"({exc}); pass --source DIR to replay them")
+                self._envs[env_id] = None
+        return self._envs[env_id]
+
     def close(self) -> None:
         for arm in self._arms.values():
             arm.close()
+        for env in self._envs.values():
+            if env is not None:
+                env.close()
 
 
-def verify(out: str | Path, *, images: bool = True) -> Report:
-    """Check every shard and row of the run in ``out``; a :class:`Report`."""
+def verify(out: str | Path, *, images: bool = True, source: str | Path | None = None) -> Report:
+    """Check every shard and row of the run in ``out``; a :class:`Report`. ``images=False``
+    skips decoding and re-rendering; ``source`` compares rows with that source folder."""
     out = Path(out)
     manifest = read_manifest(out)
     report = Report()
@@ -93,7 +130,7 @@ def verify(out: str | Path, *, images: bool = True) -> Report:
     for path in sorted(out.glob(SHARD_GLOB)):
         if path.name not in listed:
             report.add(path.name, "is not in the manifest (a shard from elsewhere, or a copy)")
-    arms = _Arms(manifest)
+    arms = _Arms(manifest, report, None if source is None else str(source))
     seen: dict[str, str] = {}
     try:
         for name, entry in listed.items():
@@ -108,8 +145,14 @@ def verify(out: str | Path, *, images: bool = True) -> Report:
                 continue
             if len(rows) != entry["rows"]:
                 report.add(name, f"holds {len(rows)} rows, the manifest recorded {entry['rows']}")
+            hashes = entry.get("row_hashes") or {}
             for row in rows:
                 report.rows += 1
+                recorded = hashes.get(str(row.get("id")))
+                if recorded is None:
+                    report.add(str(row.get("id")), f"is not among the rows the manifest records for {name}")
+                elif recorded != row_hash(row):
+                    report.add(str(row.get("id")), "content differs from the hash recorded at generation")
                 _check_row(row, name, seen, arms, report, images)
     finally:
         arms.close()
@@ -132,20 +175,78 @@ def _check_row(row: dict[str, Any], shard: str, seen: dict[str, str], arms: _Arm
     if missing:
         report.add(row_id, f"lacks columns {missing}")
         return
-    if images:
-        try:
-            decode_png(row["image"])
-        except ValueError as exc:
-            report.add(row_id, f"image does not decode ({exc})")
-            return
     try:
         arm = arms.get(row["env_id"])
-    except (UnknownEnvironment, MissingExtra, ValueError, TypeError) as exc:
+    except (UnknownEnvironment, MissingExtra, ValueError, TypeError, OSError) as exc:
         report.add(row_id, f"cannot be checked: {exc}")
         return
     problem = verl_mismatch(row, arm.export) or arm.verify_row(row)
+    if problem is None:
+        env = arms.env(row["env_id"])
+        problem = None if env is None else _replay_problem(row, env)
+    if problem is None and images:
+        problem = _image_problem(row, arm)
     if problem:
         report.add(row_id, problem)
+
+
+def _replay_problem(row: dict[str, Any], env: Any) -> str | None:
+    """Draw the row's seed again and apply its recorded edits: every stored label-bearing
+    column must come out the same."""
+    from vicogym.core import Edit
+    from vicogym.errors import GenerationError
+
+    arm = env.arm
+    try:
+        provenance = json.loads(row["provenance"])
+        trace = json.loads(row["edit_trace"])
+        _, info = env.reset(seed=int(provenance["seed"]))
+    except (ValueError, TypeError, KeyError, GenerationError) as exc:
+        return f"the episode cannot be replayed from its provenance ({type(exc).__name__}: {exc})"
+    seed = info["sample"]
+    if arm.encode(seed.structure)[0] != row.get("seed_structure"):
+        return "seed_structure differs from the seed its provenance draws"
+    if seed.question != row["question"]:
+        return f"question differs from the seed's question {seed.question!r}"
+    if json.loads(row["label"]) != seed.label_rule:
+        return "label differs from the seed's label rule"
+    if seed.provenance.source_id != row.get("source_id"):
+        return f"source_id differs from the seed's {seed.provenance.source_id!r}"
+    structure, answer = seed.structure, seed.answer
+    try:
+        for entry in trace:
+            structure = arm.apply(structure, Edit.parse(entry["edit"]), seed.label_rule)
+            answer = arm.relabel(structure, seed.label_rule)
+            if answer != entry.get("answer"):
+                return f"edit of turn {entry.get('turn')} gives the answer {answer!r}, the trace says {entry.get('answer')!r}"
+    except (InvalidEdit, ValueError, TypeError, KeyError) as exc:
+        return f"the recorded edits do not apply again: {exc}"
+    if arm.encode(structure)[0] != row["structure"]:
+        return "structure differs from the seed with the recorded edits applied"
+    if answer != row["answer"]:
+        return f"answer {row['answer']!r} differs from the replayed answer {answer!r}"
+    return None
+
+
+def _image_problem(row: dict[str, Any], arm: Any) -> str | None:
+    """Decode the stored image, render the stored structure again, compare, and re-run the
+    arm's answerability checks on the render."""
+    import numpy as np
+
+    try:
+        stored = decode_png(row["image"])
+    except ValueError as exc:
+        return f"image does not decode ({exc})"
+    try:
+        structure = arm.decode(row["structure"], payload_dict(row.get("payloads")))
+        render = arm.render_checked(structure, json.loads(row["label"]))
+    except InvalidEdit as exc:
+        return f"a reader could not answer from this image: {exc}"
+    except (ValueError, TypeError, KeyError) as exc:
+        return f"structure cannot be rendered again: {exc}"
+    if stored.shape != render.image.shape or not np.array_equal(stored, render.image):
+        return "image differs from a fresh render of the stored structure (swapped or edited pixels)"
+    return None
 
 
 def iter_rows(out: str | Path, columns: list[str] | None = None) -> Iterator[dict[str, Any]]:

@@ -1,0 +1,309 @@
+"""Answerability checks of the chart arm: can a careful reader answer the question from
+the rendered image alone?
+
+Pure functions of the structure, the label rule and the renderer's facts (text boxes,
+mark boxes, drawn colours, the value axis); each problem is an ``InvalidEdit`` with a
+stated code. Every accepted sample, seeds included, passes them.
+
+The thresholds, and why:
+
+- :data:`MIN_DELTA_E` (12, CIEDE2000): legend entries and pie slices must differ by about
+  five just-noticeable differences (2.3 each) to be matched at a glance;
+- :data:`READ_PX` (2 px) and :data:`TICK_DIVISIONS` (5): without data labels a reader
+  places a bar end or a point within 2 px, and between two ticks to a fifth of a step,
+  whichever is coarser; that is the resolution of one value read off the axis;
+- :data:`MIN_GAP_PX` (4 px): compared values, and a value and a threshold, must be at
+  least this far apart when unlabelled (with data labels, their printed values must
+  differ);
+- :data:`MIN_PIE_SHARE_GAP` (2% of the circle, 7.2 degrees): the same for pie slices;
+- :data:`TEXT_OVERLAP_PX` (1 px): text boxes may touch, not overlap by more;
+- a numeric answer is readable when the error that reading propagates into it stays
+  within the scorer's tolerance (5% for ChartQA's relaxed accuracy); pies show no scale,
+  so their values are readable only from data labels.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from vicogym.answers import format_number, parse_number
+from vicogym.errors import InvalidEdit
+from vicogym.programs.chart import ROW_ARGS
+from vicogym.structures.chart import ChartStructure, Table
+
+MIN_DELTA_E = 12.0
+READ_PX = 2.0
+TICK_DIVISIONS = 5.0
+MIN_GAP_PX = 4.0
+MIN_PIE_SHARE_GAP = 0.02
+TEXT_OVERLAP_PX = 1.0
+EDGE_SLACK_PX = 0.5
+
+#: ops whose answer is a value read off the chart (and how many readings add into it)
+VALUE_OPS = {"lookup": 1, "max": 1, "min": 1, "median": 1, "mean": 1, "pair_mean": 1, "range": 2, "absdiff": 2,
+             "pair_sum": 2}
+#: ops whose answer depends on which of two or more values is larger
+ORDER_OPS = {"argmax", "argmin", "greater", "less", "series_greater", "row_argmax"}
+
+
+def check(structure: ChartStructure, rule: Mapping[str, Any], facts: Any, tolerance: float = 0.05) -> None:
+    """Raise ``InvalidEdit`` for the first reason a reader could not answer from the image.
+
+    ``facts`` is the renderer's :class:`~vicogym.renderers.chart.ChartRender`;
+    ``tolerance`` the relative tolerance of the answer scorer (0 for exact match)."""
+    check_text(facts)
+    check_legend(structure, facts)
+    check_colours(facts)
+    check_values(structure, rule, facts, tolerance)
+
+
+# -- text ---------------------------------------------------------------------------------
+def check_text(facts: Any) -> None:
+    for text, missing in facts.facts.get("missing_glyphs", {}).items():
+        raise InvalidEdit("glyph", f"{text!r} has characters the chart font cannot draw ({missing!r}); write the "
+                          f"label with Latin, Greek or Cyrillic letters")
+    width, height = facts.facts["image_size"]
+    labels = facts.labels
+    for label in labels:
+        x0, y0, x1, y1 = label["box"]
+        if x0 < -EDGE_SLACK_PX or y0 < -EDGE_SLACK_PX or x1 > width + EDGE_SLACK_PX or y1 > height + EDGE_SLACK_PX:
+            raise InvalidEdit("clipped", f"the {_kind(label)} {label['text']!r} runs past the image edge; shorten it, "
+                              f"lower font_size or widen figure_size", field="font_size")
+    if len(labels) > 1:
+        boxes = np.array([label["box"] for label in labels], dtype=float)
+        overlap = _overlaps(boxes, boxes)
+        np.fill_diagonal(overlap, False)
+        for i, j in np.argwhere(np.triu(overlap)):
+            a, b = labels[i], labels[j]
+            if a.get("rotation") and a.get("rotation") == b.get("rotation") and not _turned_overlap(a, b):
+                continue  # the boxes of two turned labels meet, their glyphs do not
+            raise InvalidEdit("overlap", f"the {_kind(a)} {a['text']!r} runs into the {_kind(b)} {b['text']!r}; "
+                              f"{_overlap_hint(a, b)}", field=_overlap_field(a, b))
+    legend = facts.facts.get("legend_box")
+    if legend is not None:
+        others = [lab for lab in labels if lab["kind"] != "legend"]
+        if others:
+            hit = _overlaps(np.array([lab["box"] for lab in others], dtype=float), np.array([legend], dtype=float))
+            if hit.any():
+                label = others[int(np.argmax(hit[:, 0]))]
+                raise InvalidEdit("overlap", f"the legend covers the {_kind(label)} {label['text']!r}; use set_style "
+                                  f"legend 'outside', 'top' or 'none'", field="legend")
+
+
+def _overlaps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Pairwise: box ``a[i]`` overlaps box ``b[j]`` by more than the slack in both directions."""
+    dx = np.minimum(a[:, None, 2], b[None, :, 2]) - np.maximum(a[:, None, 0], b[None, :, 0])
+    dy = np.minimum(a[:, None, 3], b[None, :, 3]) - np.maximum(a[:, None, 1], b[None, :, 1])
+    return (dx > TEXT_OVERLAP_PX) & (dy > TEXT_OVERLAP_PX)
+
+
+def _turned_overlap(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether two labels turned by the same angle overlap: their boxes share a centre with
+    the turned text, so compare them in the text's own frame."""
+    angle = np.radians(a["rotation"])
+    u, n = np.array([np.cos(angle), -np.sin(angle)]), np.array([np.sin(angle), np.cos(angle)])  # image y points down
+    centre = lambda box: np.array([(box[0] + box[2]) / 2.0, (box[1] + box[3]) / 2.0])  # noqa: E731
+    d = centre(b["box"]) - centre(a["box"])
+    along = abs(float(d @ u)) - (a["size"][0] + b["size"][0]) / 2.0
+    across = abs(float(d @ n)) - (a["size"][1] + b["size"][1]) / 2.0
+    return along < -TEXT_OVERLAP_PX and across < -TEXT_OVERLAP_PX
+
+
+_KIND_NAMES = {"category": "category label", "value_tick": "axis number", "data_label": "data label",
+               "legend": "legend entry", "title": "title", "axis_title": "axis title"}
+
+
+def _kind(label: Mapping[str, Any]) -> str:
+    return _KIND_NAMES.get(label["kind"], label["kind"])
+
+
+def _overlap_hint(a: Mapping[str, Any], b: Mapping[str, Any]) -> str:
+    kinds = {a["kind"], b["kind"]}
+    if kinds == {"data_label"}:
+        return "turn data_labels off, or lower font_size, or use fewer rows"
+    if "category" in kinds:
+        return "use chart_type 'hbar', fewer rows, a wider figure_size or a smaller font_size"
+    return "lower font_size or widen figure_size"
+
+
+def _overlap_field(a: Mapping[str, Any], b: Mapping[str, Any]) -> str:
+    return "data_labels" if {a["kind"], b["kind"]} == {"data_label"} else "font_size"
+
+
+# -- legend and colours -------------------------------------------------------------------
+def check_legend(structure: ChartStructure, facts: Any) -> None:
+    t, spec = structure.table, structure.spec
+    pie = spec.chart_type == "pie"
+    if (pie or len(t.series) > 1) and not facts.facts.get("legend_entries"):
+        what = "slices" if pie else f"{len(t.series)} series"
+        raise InvalidEdit("unlabelled", f"the chart draws {what} with no legend to tell them apart; set_style legend "
+                          f"'outside' or 'top'", field="legend")
+
+
+def delta_e(colors: Sequence[Sequence[int]]) -> np.ndarray:
+    """Pairwise CIEDE2000 differences of RGB 0-255 colours (an n x n matrix)."""
+    from skimage.color import deltaE_ciede2000, rgb2lab
+
+    lab = rgb2lab(np.asarray(colors, dtype=float)[None, :, :] / 255.0)[0]
+    return deltaE_ciede2000(lab[:, None, :], lab[None, :, :])
+
+
+def check_colours(facts: Any) -> None:
+    entries = facts.facts.get("legend_entries") or []
+    if len(entries) < 2:
+        return
+    distance = delta_e([entry["color"] for entry in entries])
+    np.fill_diagonal(distance, np.inf)
+    i, j = np.unravel_index(int(np.argmin(distance)), distance.shape)
+    if distance[i, j] < MIN_DELTA_E:
+        raise InvalidEdit("indistinct", f"legend entries {entries[i]['text']!r} and {entries[j]['text']!r} are drawn "
+                          f"in colours only {distance[i, j]:.1f} apart (CIEDE2000, at least {MIN_DELTA_E:g} needed); "
+                          f"choose a palette with more distinct colours (tab10 has 10, Paired 12) or draw fewer "
+                          f"series", field="palette")
+
+
+# -- values -------------------------------------------------------------------------------
+def axis_resolution(facts: Any, chart_type: str) -> float:
+    """The value one unlabelled reading can be off by, in data units (see the module notes)."""
+    lo, hi = facts.value_limits
+    per_px = 1.0 / _px_per_unit(facts, "bar" if chart_type == "stacked_bar" else chart_type)
+    ticks = sorted({label["value"] for label in facts.labels if label["kind"] == "value_tick" and "value" in label})
+    step = min((b - a for a, b in zip(ticks, ticks[1:])), default=hi - lo)
+    return max(READ_PX * per_px, step / TICK_DIVISIONS)
+
+
+def _cells(rule: Mapping[str, Any], table: Table) -> tuple[str, list[tuple[str, str]]]:
+    """The rule's operation and the (row, series) cells its answer is read from."""
+    if rule["kind"] == "cell":
+        return "lookup", [(rule["row"], rule["series"])]
+    program = rule["program"]
+    op = program["op"]
+    rows = [program[k] for k in ROW_ARGS.get(op, ())]
+    if op in ("row_argmax", "row_sum"):
+        return op, [(rows[0], s) for s in table.series]
+    if op == "series_greater":
+        return op, [(rows[0], program["s1"]), (rows[0], program["s2"])]
+    if op == "count_rows":
+        return op, []
+    if rows:
+        return op, [(r, program["series"]) for r in rows]
+    return op, [(r, program["series"]) for r in table.rows]
+
+
+def check_values(structure: ChartStructure, rule: Mapping[str, Any], facts: Any, tolerance: float) -> None:
+    t, spec = structure.table, structure.spec
+    labelled = spec.data_labels
+    if rule["kind"] == "invariant":
+        if parse_number(str(rule["answer"])) is not None and not labelled:
+            raise InvalidEdit("unreadable", "this answer has no program, so the values it may need must be printed: "
+                              "keep data_labels true", field="data_labels")
+        return
+    op, cells = _cells(rule, t)
+    values = [t.cell(r, s) for r, s in cells]
+    if any(v is None for v in values) or op == "count_rows":
+        return  # missing values make the program ambiguous before any check runs
+    pie = spec.chart_type == "pie"
+    if op in ORDER_OPS:
+        _check_order(op, cells, values, t, spec, facts, labelled, pie)
+    elif op == "count_above":
+        _check_threshold(float(rule["program"]["threshold"]), cells, values, t, spec, facts, labelled, pie)
+    elif op in VALUE_OPS or op in ("sum", "row_sum", "ratio"):
+        if labelled:
+            return
+        if pie:
+            raise InvalidEdit("unreadable", "a pie shows no scale, so a value can be read only from data labels; "
+                              "set data_labels true", field="data_labels")
+        delta = axis_resolution(facts, spec.chart_type) * (2.0 if spec.chart_type == "stacked_bar" else 1.0)
+        _check_reading(op, values, delta, tolerance, rule)
+
+
+def _check_reading(op: str, values: list[float], delta: float, tolerance: float, rule: Mapping[str, Any]) -> None:
+    if op == "ratio":
+        a, b = values
+        relative = delta / max(abs(a), 1e-12) + delta / max(abs(b), 1e-12)
+        if relative > tolerance:
+            raise InvalidEdit("unreadable", f"read off the axis (about +-{format_number(delta)} each), the ratio is "
+                              f"uncertain by {relative:.0%}, more than the {tolerance:.0%} the scorer allows; set "
+                              f"data_labels true", field="data_labels")
+        return
+    readings = len(values) if op in ("sum", "row_sum") else VALUE_OPS[op]
+    answer = _answer(op, values)
+    error = readings * delta
+    if answer == 0 and op in ("lookup", "max", "min"):
+        return  # a bar or point on the zero line is read exactly
+    if error > tolerance * abs(answer):
+        raise InvalidEdit("unreadable", f"the answer {format_number(answer)} needs values read to "
+                          f"+-{format_number(tolerance * abs(answer))}, but without data labels this chart shows "
+                          f"them to about +-{format_number(delta)} each ({readings} reading"
+                          f"{'s' if readings > 1 else ''}); set data_labels true", field="data_labels")
+
+
+def _answer(op: str, values: list[float]) -> float:
+    if op in ("lookup",):
+        return values[0]
+    if op == "max":
+        return max(values)
+    if op == "min":
+        return min(values)
+    if op in ("mean", "pair_mean"):
+        return float(np.mean(values))
+    if op == "median":
+        return float(np.median(values))
+    if op in ("range", "absdiff"):
+        return max(values) - min(values)
+    return float(sum(values))
+
+
+def _px_per_unit(facts: Any, chart_type: str) -> float:
+    """Pixels per data unit along the value axis; halved for stacked bars, whose segments
+    are lengths to compare rather than positions on the axis."""
+    lo, hi = facts.value_limits
+    x0, y0, x1, y1 = facts.facts["plot_box"]
+    length = (x1 - x0) if chart_type == "hbar" else (y1 - y0)
+    return length / max(hi - lo, 1e-12) / (2.0 if chart_type == "stacked_bar" else 1.0)
+
+
+def _check_order(op: str, cells: list[tuple[str, str]], values: list[float], t: Table, spec: Any, facts: Any,
+                 labelled: bool, pie: bool) -> None:
+    ordered = sorted(range(len(values)), key=lambda k: values[k], reverse=op != "argmin")
+    a, b = ordered[0], ordered[1]
+    va, vb = values[a], values[b]
+    names = f"{cells[a][0]!r} and {cells[b][0]!r}" if cells[a][0] != cells[b][0] else f"{cells[a][1]!r} and {cells[b][1]!r}"
+    if labelled:
+        if format_number(va) == format_number(vb):
+            raise InvalidEdit("near_tie", f"{names} print the same value ({format_number(va)}), so the chart cannot show "
+                              f"which is larger", field="value")
+        return
+    if pie:
+        gap = abs(va - vb) / max(t.total(), 1e-12)
+        if gap < MIN_PIE_SHARE_GAP:
+            raise InvalidEdit("near_tie", f"the slices of {names} differ by {gap:.1%} of the pie, less than the "
+                              f"{MIN_PIE_SHARE_GAP:.0%} a reader can tell apart; set data_labels true", field="data_labels")
+        return
+    gap_px = abs(va - vb) * _px_per_unit(facts, spec.chart_type)
+    if gap_px < MIN_GAP_PX:
+        raise InvalidEdit("near_tie", f"{names} are drawn {gap_px:.1f} px apart, less than the {MIN_GAP_PX:g} px a "
+                          f"reader can tell apart; set data_labels true or make the values differ more",
+                          field="data_labels")
+
+
+def _check_threshold(threshold: float, cells: list[tuple[str, str]], values: list[float], t: Table, spec: Any,
+                     facts: Any, labelled: bool, pie: bool) -> None:
+    shown_threshold = format_number(threshold)
+    for (row, _series), v in zip(cells, values):
+        if labelled:
+            printed = float(format_number(v))
+            if printed == threshold or (printed > threshold) != (v > threshold):
+                raise InvalidEdit("near_tie", f"{row!r} prints {format_number(v)}, which does not show on which side of "
+                                  f"{shown_threshold} it lies", field="value")
+            continue
+        if pie:
+            raise InvalidEdit("unreadable", "a pie shows no scale: counting values above a threshold needs data "
+                              "labels; set data_labels true", field="data_labels")
+        gap_px = abs(v - threshold) * _px_per_unit(facts, spec.chart_type)
+        if gap_px < MIN_GAP_PX:
+            raise InvalidEdit("near_tie", f"{row!r} ({format_number(v)}) is drawn {gap_px:.1f} px from the threshold "
+                              f"{shown_threshold}, less than {MIN_GAP_PX:g} px; set data_labels true or move the value",
+                              field="data_labels")
