@@ -82,7 +82,7 @@ def main() -> None:
     from vicogym.programs.chart import relabel
     from vicogym.images import encode_png
 
-    env = gym.make("vicogym/Chart-v0", k=8, max_turns=10**6).unwrapped
+    env = gym.make("vicogym/Chart-v0", k=8, max_turns=10_000).unwrapped
 
     def chains(kind: str) -> list[tuple[int, list[dict]]]:
         """Per seed sample, a chain of edits the env accepts (found before any timing)."""

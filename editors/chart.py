@@ -110,10 +110,11 @@ def _number(value: Any, field: str, decimals: int | None = None) -> float:
 def _label(value: Any, field: str) -> str:
     if not isinstance(value, str):
         raise InvalidEdit("bad_field", f"{field} must be a string, got {_short(value)}", field=field)
-    if not value.strip() or value != value.strip() or "\n" in value or len(value) > MAX_LABEL_CHARS:
+    if not value.strip() or value != value.strip() or not value.isprintable() or len(value) > MAX_LABEL_CHARS:
         raise InvalidEdit(
             "bad_value",
-            f"{field} must be 1-{MAX_LABEL_CHARS} characters on one line without surrounding spaces, got {_short(value)}",
+            f"{field} must be 1-{MAX_LABEL_CHARS} printable characters on one line without surrounding spaces, "
+            f"got {_short(value)}",
             field=field,
         )
     return value

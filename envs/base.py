@@ -33,6 +33,12 @@ from vicogym.spaces import TextSpace, to_charset
 MAX_SEED = 2**63 - 1
 
 
+#: bounds of the integer settings: a run of 10^8 actor calls per sample or an observation
+#: too short for any question is a mistake to report, not to start
+LIMITS = {"k": (1, 4096), "max_turns": (1, 10_000), "max_tries": (1, 10_000), "max_question_chars": (64, 65_536),
+          "max_structure_chars": (1024, 1_048_576)}
+
+
 @dataclass(frozen=True)
 class EnvConfig:
     """Settings every arm shares. JSON-serialisable; arms extend it."""
@@ -49,10 +55,10 @@ class EnvConfig:
     max_structure_chars: int = 16384
 
     def __post_init__(self) -> None:
-        for name in ("k", "max_turns", "max_tries", "max_question_chars", "max_structure_chars"):
+        for name, (low, high) in LIMITS.items():
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"expected {name} to be a positive integer, got {v!r}")
+            if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
+                raise ValueError(f"expected {name} to be an integer in [{low}, {high}], got {v!r}")
         if isinstance(self.invalid_penalty, bool) or not isinstance(self.invalid_penalty, (int, float)):
             raise TypeError(f"expected invalid_penalty to be a number, got {self.invalid_penalty!r}")
         if not isinstance(self.sweet_zone, (tuple, list)) or len(self.sweet_zone) != 2:
@@ -207,6 +213,7 @@ class VicoEnv(gym.Env):
             for variant in self.arm.seed_variants(drawn):
                 text, render = self._render(variant.structure)
                 try:
+                    self._check_sizes(text, variant.question)
                     self.arm.validate(variant.structure, render, variant.label_rule)
                 except InvalidEdit as exc:
                     rejections[exc.code] += 1
@@ -216,6 +223,15 @@ class VicoEnv(gym.Env):
             if "index" in options:
                 raise GenerationError(f"seed {options['index']} ({drawn.source_id}) cannot be shown answerably: {last}")
         raise GenerationError(f"no answerable seed in {self.config.max_tries} draws ({dict(rejections)}; last: {last})")
+
+    def _check_sizes(self, text: str, question: str) -> None:
+        """Observations are never cut: a seed whose text does not fit is drawn again."""
+        if len(text) > self.config.max_structure_chars:
+            raise InvalidEdit("too_large", f"the structure's text has {len(text)} characters, more than "
+                              f"max_structure_chars={self.config.max_structure_chars}")
+        if len(question) > self.config.max_question_chars:
+            raise InvalidEdit("too_large", f"the question has {len(question)} characters, more than "
+                              f"max_question_chars={self.config.max_question_chars}")
 
     def _render(self, structure: Any) -> tuple[str, Render]:
         text, payloads = self.arm.encode(structure)
@@ -235,6 +251,13 @@ class VicoEnv(gym.Env):
             stage, t = "relabel", time.perf_counter()
             answer = self.arm.relabel(structure, rule)
             timings["relabel"] = time.perf_counter() - t
+            text, payloads = self.arm.encode(structure)
+            if text == self._text and payloads == self.arm.encode(sample.structure)[1]:
+                raise InvalidEdit("no_change", "the edit leaves the structure as it was; change something, or send "
+                                  "{\"op\": \"stop\"} to end the episode")
+            if len(text) > self.config.max_structure_chars:
+                raise InvalidEdit("too_large", f"the structure's text would be {len(text)} characters, more than "
+                                  f"max_structure_chars={self.config.max_structure_chars}; make the table smaller")
             stage, t = "render", time.perf_counter()
             try:
                 text, render = self._render(structure)

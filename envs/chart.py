@@ -295,11 +295,13 @@ class ChartArm(Arm):
             else:
                 edit = chart_editor.sample_edit(structure, rng, self.config.rewriter_max_ops, rule)
             try:
-                chart_programs.relabel(chart_editor.apply(structure, edit, rule).table, rule)
+                new = chart_editor.apply(structure, edit, rule)
+                chart_programs.relabel(new.table, rule)
             except InvalidEdit as exc:
                 last = exc
                 continue
-            return edit
+            if new != structure:  # an edit that changes nothing is refused by the environment
+                return edit
         raise GenerationError(f"no valid chart edit in {self.config.max_tries} tries (last rejection: {last})")
 
     def close(self) -> None:

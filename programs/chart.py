@@ -340,7 +340,7 @@ TEMPLATES: tuple[Template, ...] = (
     Template("ratio", "What is the ratio of the {series} value of {a} to that of {b}?", "ratio", rows=2),
     Template("greater", "Is the {series} value of {a} greater than that of {b}?", "greater", rows=2),
     Template("less", "Is the {series} value of {a} less than that of {b}?", "less", rows=2),
-    Template("count_above", "How many {index} values have a {series} value above {threshold}?", "count_above"),
+    Template("count_above", "For how many {index} values is the {series} value above {threshold}?", "count_above"),
     Template("count_rows", "How many {index} values does the chart show?", "count_rows", series=0),
     Template("pair_sum", "What is the sum of the {series} values of {a} and {b}?", "pair_sum", rows=2),
     Template("pair_mean", "What is the average {series} value of {a} and {b}?", "pair_mean", rows=2),

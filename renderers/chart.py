@@ -178,7 +178,10 @@ class ChartRenderer:
 
         table, spec = structure.table, structure.spec
         limits = value_limits(table, spec.chart_type)
-        with warnings.catch_warnings():
+        from matplotlib import rc_context
+
+        # labels are data, never TeX: "$5 to $10" is drawn as written
+        with warnings.catch_warnings(), rc_context({"text.parse_math": False}):
             warnings.filterwarnings("ignore", message=GLYPH_WARNING)
             key = self.frame_key(structure, limits)
             frame = self._frames.get(key)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -157,7 +158,7 @@ def parse_cell(text: str) -> float | None:
     if t.endswith(("M", "m")) and parse_number(t[:-1]) is not None:
         t = t[:-1]
     value = parse_number(t)
-    if value is None:
+    if value is None or not math.isfinite(value):
         raise ValueError(f"expected a number or a missing-value mark in a ChartQA cell, got {text!r}")
     return value
 
@@ -179,11 +180,31 @@ def _unique(labels: list[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _check_field_counts(path: Path) -> None:
+    """Every row has the header's number of fields (pandas would silently turn one field too
+    many on every row into an index column)."""
+    import csv
+
+    try:
+        with path.open(encoding="utf-8", newline="") as handle:
+            reader = csv.reader(handle)
+            header = next(reader, None)
+            for row in reader:
+                if row and any(cell.strip() for cell in row) and header is not None and len(row) != len(header):
+                    raise SourceError(f"{path}:{reader.line_num}: expected {len(header)} fields as in the header, got "
+                                      f"{len(row)}; quote fields that contain commas")
+    except UnicodeDecodeError as exc:
+        raise SourceError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save the CSV as UTF-8") from None
+    except csv.Error as exc:
+        raise SourceError(f"{path}: not a readable CSV file ({exc})") from None
+
+
 def load_chartqa_table(path: str | Path) -> Table:
     """Read one ChartQA CSV: quoting, thousands separators, %, M suffixes, missing cells.
     Raises :class:`SourceError` naming the file, the line and what to change."""
     import pandas as pd
 
+    _check_field_counts(Path(path))
     try:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8", skip_blank_lines=False)
     except UnicodeDecodeError as exc:

@@ -141,6 +141,10 @@ class Table:
         missing = {"rows", "series", "values"} - set(data)
         if missing:
             raise ValueError(f"expected table keys rows, series, values; missing {sorted(missing)}")
+        unknown = set(data) - {f.name for f in fields(cls)}
+        if unknown:
+            raise ValueError(f"expected table keys among {sorted(f.name for f in fields(cls))}, got unknown "
+                             f"{sorted(unknown)}")
         rows, series, values = data["rows"], data["series"], data["values"]
         for name, seq in (("rows", rows), ("series", series), ("values", values)):
             if not isinstance(seq, (list, tuple)):
@@ -199,6 +203,8 @@ class ChartSpec:
                 raise TypeError(f"expected {name} to be a string, got {value!r}")
             if len(value) > MAX_TITLE_CHARS:
                 raise ValueError(f"expected {name} of at most {MAX_TITLE_CHARS} characters, got {len(value)}")
+            if not value.isprintable():
+                raise ValueError(f"expected {name} of printable characters on one line, got {value!r}")
         for name in ("data_labels", "gridlines"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"expected {name} to be true or false, got {getattr(self, name)!r}")

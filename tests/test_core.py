@@ -64,7 +64,7 @@ def test_invalid_edit_codes_are_closed_and_located():
 
 def test_core_codes_are_generic_and_arms_register_their_own():
     assert set(CORE_ERROR_CODES) == {"malformed", "unknown_op", "bad_field", "bad_value", "not_found", "ambiguous",
-                                     "render_failed", "episode_over", "unhandled"}
+                                     "render_failed", "episode_over", "unhandled", "no_change", "too_large"}
     import vicogym.programs.chart  # noqa: F401  (the chart arm registers its codes on import)
 
     assert error_code_owner("invariance") == "chart" and error_code_owner("malformed") == "core"

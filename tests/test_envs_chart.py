@@ -20,7 +20,8 @@ FAST = {"k": 4, "max_turns": 3}
 def test_unknown_id_suggests_the_closest():
     with pytest.raises(UnknownEnvironment) as info:
         vicogym.make("vicogym/Chrat-v0")
-    assert str(info.value).startswith("no vicogym environment 'vicogym/Chrat-v0'; did you mean 'vicogym/Chart-v0'? Known: [")
+    assert str(info.value).startswith("no vicogym environment 'vicogym/Chrat-v0'; did you mean 'vicogym/Chart-v0'? "
+                                      "(known: vicogym/Chart-v0")
 
 
 def test_chart_step_info_and_episode_end():
@@ -29,7 +30,7 @@ def test_chart_step_info_and_episode_end():
     assert set(info) >= {"valid", "error", "answer", "label_rule", "pass_rate", "pass_rate_before", "timings"}
     structure = json.loads(obs["structure"])
     row, series = structure["table"]["rows"][0], structure["table"]["series"][0]
-    edit = json.dumps({"ops": [{"op": "set_style", "data_labels": True}]})
+    edit = json.dumps({"ops": [{"op": "set_style", "gridlines": not structure["spec"]["gridlines"]}]})
     obs, reward, terminated, truncated, info = env.step(edit)
     assert info["valid"] and info["error"] is None and reward in (0.0, 1.0)
     assert set(info["timings"]) >= {"edit", "relabel", "render", "actor", "total"}
@@ -69,8 +70,10 @@ def test_tier1_chartqa_answer_follows_the_cell(chartqa):
 
 
 def test_config_errors_say_what_to_change():
-    with pytest.raises(ValueError, match="expected k to be a positive integer, got 0"):
+    with pytest.raises(ValueError, match=r"expected k to be an integer in \[1, 4096\], got 0"):
         gym.make("vicogym/Chart-v0", k=0)
+    with pytest.raises(ValueError, match=r"expected max_question_chars to be an integer in \[64, 65536\], got 1"):
+        gym.make("vicogym/Chart-v0", max_question_chars=1)
     with pytest.raises(SourceError, match="expected source 'procedural' or a ChartQA folder"):
         gym.make("vicogym/Chart-v0", source="/no/such/folder")
     with pytest.raises(ValueError, match="expected actor name in \\['simulated'\\], got 'gpt'"):
@@ -146,3 +149,22 @@ def test_chartqa_index_option_is_checked(chartqa):
         env.reset(seed=0, options={"index": "a"})
     with pytest.raises(ValueError, match="the procedural source has none"):
         gym.make("vicogym/Chart-v0").reset(seed=0, options={"index": 1})
+
+
+def test_an_edit_that_changes_nothing_is_refused():
+    env = gym.make("vicogym/Chart-v0", **FAST).unwrapped
+    obs, info = env.reset(seed=2)
+    spec = info["sample"].structure.spec
+    for edit in ({"op": "set_style", "gridlines": spec.gridlines}, {"replace": json.loads(obs["structure"])}):
+        _, reward, _, _, info = env.step(edit)
+        assert reward == -1.0 and info["error"]["code"] == "no_change", info["error"]
+
+
+@pytest.mark.parametrize("label", ["bad\x00label", "tab\there", "\ud800x"])
+def test_unprintable_labels_are_refused_before_rendering(label):
+    env = gym.make("vicogym/Chart-v0", **FAST).unwrapped
+    _, info = env.reset(seed=0)
+    row = info["sample"].structure.table.rows[0]
+    for edit in ({"op": "set_style", "title": label}, {"op": "rename_row", "row": row, "to": label}):
+        _, _, _, _, info = env.step(edit)
+        assert info["error"]["code"] in ("bad_value", "anchor"), info["error"]

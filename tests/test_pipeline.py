@@ -301,7 +301,7 @@ def test_cli_lists_envs_and_reports_bad_input(tmp_path):
     [
         (["--set", "temlates=[\"lookup\"]"], "vicogym/Chart-v0 has no setting 'temlates'; did you mean 'templates'?"),
         (["--set", "k"], "expected --set KEY=VALUE, got 'k'"),
-        (["--set", "k=0"], "expected k to be a positive integer, got 0"),
+        (["--set", "k=0"], "expected k to be an integer in [1, 4096], got 0"),
         (["--set", "templates=[\"nope\"]"], "expected template ids in"),
         (["--source", "/no/such/folder"], "expected source 'procedural' or a ChartQA folder"),
     ],
@@ -330,3 +330,70 @@ def test_cli_config_files_and_set_reach_the_env(tmp_path):
     bad.write_text('{"n": 2,')
     result = runner.invoke(app, ["generate", "--config", str(bad)])
     assert result.exit_code == 2 and "not valid JSON" in result.output
+
+
+def test_resume_refuses_a_shard_changed_after_it_was_written(copy_run):
+    bad = copy_run()
+    path = sorted(bad.glob("part-*.parquet"))[0]
+    table = pq.read_table(path)
+    rows = table.to_pylist()
+    rows[0]["reward"] = 0.5
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema).replace_schema_metadata(table.schema.metadata), path)
+    result = runner.invoke(app, ["generate", "--out", str(bad), "--n", "10", "--seed", "7", "--episodes-per-shard", "4",
+                                 "--k", "4", "--max-turns", "2", "--no-progress"])
+    assert result.exit_code == 2, result.output
+    assert f"shard {path} changed since it was written" in " ".join(result.output.split())
+    assert not verify(bad).ok  # and nothing re-approved it
+
+
+def test_resume_names_a_shard_without_statistics(copy_run):
+    bad = copy_run()
+    (bad / "manifest.json").unlink()
+    path = sorted(bad.glob("part-*.parquet"))[-1]
+    pq.write_table(pq.read_table(path).replace_schema_metadata(None), path)
+    result = runner.invoke(app, ["generate", "--out", str(bad), "--n", "10", "--seed", "7", "--episodes-per-shard", "4",
+                                 "--k", "4", "--max-turns", "2", "--no-progress"])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "carries no vicogym statistics" in " ".join(result.output.split())
+
+
+@pytest.mark.parametrize("files, message", [
+    ({"notes.txt": "mine"}, "is not empty (notes.txt); use a new or empty --out"),
+    ({"run.json": '{"my": "config"}'}, "run.json is not a vicogym run file"),
+    ({"manifest.json": "{}"}, "holds manifest.json but no run.json: not a vicogym run"),
+])
+def test_generate_leaves_folders_that_are_not_runs_alone(tmp_path, files, message):
+    folder = tmp_path / "project"
+    folder.mkdir()
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    with pytest.raises(RunError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        generate(_config(folder, n=2), progress=False)
+    assert {p.name: p.read_text() for p in folder.iterdir() if p.name != ".lock"} == files
+    with pytest.raises(RunError, match="--out is empty"):
+        generate(_config("", n=2), progress=False)
+
+
+def test_a_second_writer_is_refused(tmp_path):
+    from vicogym.shards import RunFolder
+
+    holder = RunFolder(tmp_path / "busy")
+    holder.lock()
+    try:
+        with pytest.raises(RunError, match="another generate run is writing to"):
+            generate(_config(tmp_path / "busy", n=2), progress=False)
+    finally:
+        holder.unlock()
+    assert generate(_config(tmp_path / "busy", n=2), progress=False)["finished"]
+
+
+def test_an_interrupted_run_is_reported_by_verify_and_finished_by_the_same_command(small_run, tmp_path):
+    out, _ = small_run
+    partial = tmp_path / "partial"
+    generate(_config(partial), progress=False)
+    manifest = json.loads((partial / "manifest.json").read_text())
+    manifest["finished"] = False  # as the manifest written after each shard reads mid-run
+    (partial / "manifest.json").write_text(json.dumps(manifest))
+    assert "the run did not finish" in " ".join(p[1] for p in verify(partial).problems)
+    generate(_config(partial), progress=False)
+    assert verify(partial).ok and _bytes(partial) == _bytes(out)

@@ -186,7 +186,7 @@ def _assert_answered(env, action):
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_broken_edits_get_a_result_never_an_exception(env_id):
-    env = gym.make(env_id, k=2, max_turns=10**6).unwrapped
+    env = gym.make(env_id, k=2, max_turns=10_000).unwrapped
     env.reset(seed=1)
 
     @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -200,7 +200,7 @@ def test_broken_edits_get_a_result_never_an_exception(env_id):
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_any_action_gets_a_result_never_an_exception(env_id):
-    env = gym.make(env_id, k=2, max_turns=10**6).unwrapped
+    env = gym.make(env_id, k=2, max_turns=10_000).unwrapped
     env.reset(seed=1)
 
     @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

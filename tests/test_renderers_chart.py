@@ -96,3 +96,12 @@ def test_row_edits_reuse_the_frame_and_match_a_fresh_render():
     assert warm.frames_built == 1
     categories = [lab["text"] for lab in warm.render(ChartStructure(renamed, spec)).labels if lab["kind"] == "category"]
     assert categories == ["France", "Austria", "Italy"]
+
+
+def test_dollar_signs_are_drawn_as_written_not_as_math(renderer):
+    table = Table("Price", ("$5 to $10", "5 to 10"), ("Share",), ((1.0,), (2.0,)))
+    out = renderer.render(ChartStructure(table, ChartSpec(title="Price in $ and $ per unit")))
+    boxes = {lab["text"]: lab["box"] for lab in out.labels}
+    width = lambda text: boxes[text][2] - boxes[text][0]  # noqa: E731
+    assert width("$5 to $10") > width("5 to 10")  # math mode would have dropped the dollars
+    assert out.facts["missing_glyphs"] == {}

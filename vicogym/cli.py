@@ -55,7 +55,10 @@ def load_config_file(path: Path) -> dict[str, Any]:
     """Generate settings from a TOML or JSON file (``env_kwargs`` as a table/object)."""
     if not path.is_file():
         raise ValueError(f"--config {path} is not a file")
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"--config {path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8") from None
     try:
         if path.suffix.lower() == ".toml":
             data = tomllib.loads(text)
@@ -101,7 +104,10 @@ def generate(
         flags = {"env_id": env_id, "n": n, "out": out, "seed": seed, "workers": workers, "keep": keep,
                  "episodes_per_shard": episodes_per_shard, "max_episodes": max_episodes}
         data.update({key: value for key, value in flags.items() if value is not None})
-        env_kwargs = dict(data.get("env_kwargs") or {})
+        env_kwargs = data.get("env_kwargs") or {}
+        if not isinstance(env_kwargs, dict):
+            raise ValueError(f"expected env_kwargs as a table of environment settings, got {env_kwargs!r}")
+        env_kwargs = dict(env_kwargs)
         sugar = {"k": k, "max_turns": max_turns, "source": source, "tier2": tier2}
         env_kwargs.update({key: value for key, value in sugar.items() if value is not None})
         env_kwargs.update(parse_setting(text) for text in settings or [])
@@ -139,7 +145,8 @@ def verify(
     if len(report.problems) > MAX_PROBLEMS_SHOWN:
         errors.print(f"... and {len(report.problems) - MAX_PROBLEMS_SHOWN} more", highlight=False)
     if not report.ok:
-        console.print(f"{len(report.problems)} problems in {out} ({report.rows} rows read)")
+        count = len(report.problems)
+        console.print(f"{count} problem{'s' if count != 1 else ''} in {out} ({report.rows} rows read)")
         raise typer.Exit(1)
     console.print(f"all {report.rows} rows verified")
 

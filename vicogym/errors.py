@@ -21,6 +21,9 @@ CORE_ERROR_CODES: Mapping[str, str] = MappingProxyType({
     "ambiguous": "the question has no unique answer after the edit (a tie, a division by zero)",
     "render_failed": "the structure could not be rendered",
     "episode_over": "the episode has ended; call reset()",
+    "no_change": "the edit leaves the structure exactly as it was (a re-roll of the actor earns nothing)",
+    "too_large": "the structure's or question's text would not fit the observation (max_structure_chars, "
+                 "max_question_chars)",
     "unhandled": "the arm raised an unexpected error on this edit (a bug worth reporting); nothing changed",
 })
 

@@ -80,8 +80,8 @@ class GenerateConfig:
             if key not in known:
                 close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.5)
                 hint = f"; did you mean {close[0]!r}?" if close else ""
-                raise ValueError(f"unknown generate setting {key!r}{hint} Settings: {known} "
-                                 f"(environment settings go under env_kwargs)")
+                raise ValueError(f"unknown generate setting {key!r}{hint} (settings: {', '.join(known)}; "
+                                 f"environment settings go under env_kwargs)")
         return cls(**data)
 
     @property
@@ -179,64 +179,80 @@ def generate(config: GenerateConfig, progress: bool = True) -> dict[str, Any]:
     identity = config.identity()
     folder.check(identity)
     env = _env_for(config)  # builds the source: bad source data fails here, before any file is written
-    folder.open(identity)
+    previous = folder.open(identity)
     out = folder.out
     schema = _schema()
     blocks_total = math.ceil(config.episode_budget / config.episodes_per_shard)
-    totals = EpisodeStats()
-    episodes, count, block = 0, 0, 0
-    pass_rates: list[float] = []
-    shards: list[dict[str, Any]] = []
+    run = _Progress(config, env.arm.report())
     bar = tqdm(total=config.n, desc=f"generate {config.env_id}", unit="sample", disable=not progress)
-
-    def absorb(entry: dict[str, Any], stats: dict[str, Any]) -> None:
-        nonlocal count, episodes
-        count += entry["rows"]
-        episodes += stats["episodes"]
-        bar.update(entry["rows"])
-        totals.add(EpisodeStats.from_dict(stats))
-        pass_rates.extend(stats["pass_rates"])
-        shards.append(entry)
-
+    block = 0
     try:
-        # resume: complete shards are kept as they are
-        while block < blocks_total and count < config.n and shard_path(out, block).exists():
+        # resume: complete shards are kept, each checked against the manifest that recorded it
+        while block < blocks_total and run.count < config.n and shard_path(out, block).exists():
             path = shard_path(out, block)
             stats = read_shard_stats(path)
-            absorb(dict(shard_entry(path), episodes=_episodes(config, block)), stats)
+            run.absorb(dict(folder.resumed_entry(path, previous.get(path.name)), episodes=_episodes(config, block)),
+                       stats)
+            bar.update(stats["rows"])
             block += 1
 
         def finish(rows: list[dict[str, Any]], stats: dict[str, Any], b: int) -> None:
-            rows = rows[: config.n - count]  # the last shard stops at exactly n samples
+            rows = rows[: config.n - run.count]  # the last shard stops at exactly n samples
             stats = dict(stats, rows=len(rows), pass_rates=[r["pass_rate"] for r in rows])
             entry = write_shard(out, b, rows, stats, schema)
-            absorb(dict(entry, episodes=_episodes(config, b)), stats)
+            run.absorb(dict(entry, episodes=_episodes(config, b)), stats)
+            folder.write_manifest(run.manifest(finished=False))
+            bar.update(len(rows))
 
         if config.workers == 1:
-            while block < blocks_total and count < config.n:
+            while block < blocks_total and run.count < config.n:
                 finish(*run_block(config, block), block)
                 block += 1
         else:
             context = multiprocessing.get_context("spawn")
             with cf.ProcessPoolExecutor(max_workers=config.workers, mp_context=context,
                                         initializer=_worker_init, initargs=(os.getpid(),)) as pool:
-                while block < blocks_total and count < config.n:
+                while block < blocks_total and run.count < config.n:
                     window = range(block, min(block + config.workers, blocks_total))
                     futures = [pool.submit(run_block, config, b) for b in window]
                     for b, future in zip(window, futures):
-                        if count >= config.n:
+                        if run.count >= config.n:
                             break
                         finish(*future.result(), b)
                         block = b + 1
+        manifest = run.manifest(finished=True)
+        folder.write_manifest(manifest)
+        return manifest
     except BaseException:
         folder.release_if_empty()
         raise
     finally:
         bar.close()
-    manifest = _manifest(config, totals, episodes, count, pass_rates, shards)
-    manifest["source"] = env.arm.report()
-    folder.write_manifest(manifest)
-    return manifest
+        folder.unlock()
+
+
+class _Progress:
+    """What a run has written so far, and its manifest."""
+
+    def __init__(self, config: GenerateConfig, source_report: dict[str, Any]):
+        self.config, self.source_report = config, source_report
+        self.totals = EpisodeStats()
+        self.episodes = self.count = 0
+        self.pass_rates: list[float] = []
+        self.shards: list[dict[str, Any]] = []
+
+    def absorb(self, entry: dict[str, Any], stats: dict[str, Any]) -> None:
+        self.count += entry["rows"]
+        self.episodes += stats["episodes"]
+        self.totals.add(EpisodeStats.from_dict(stats))
+        self.pass_rates.extend(stats["pass_rates"])
+        self.shards.append(entry)
+
+    def manifest(self, finished: bool) -> dict[str, Any]:
+        manifest = _manifest(self.config, self.totals, self.episodes, self.count, self.pass_rates, self.shards)
+        manifest["finished"] = finished
+        manifest["source"] = self.source_report
+        return manifest
 
 
 def _schema():

@@ -59,7 +59,7 @@ def check_id(env_id: str) -> str:
         names = {known.split("/", 1)[-1].lower(): known for known in ENVIRONMENTS}
         close = difflib.get_close_matches(str(env_id).split("/", 1)[-1].lower(), list(names), n=3, cutoff=0.6)
         hint = f"; did you mean {' or '.join(repr(names[c]) for c in close)}?" if close else ""
-        raise UnknownEnvironment(f"no vicogym environment {env_id!r}{hint} Known: {sorted(ENVIRONMENTS)}")
+        raise UnknownEnvironment(f"no vicogym environment {env_id!r}{hint} (known: {', '.join(sorted(ENVIRONMENTS))})")
     return env_id
 
 
@@ -88,7 +88,7 @@ def env_kwargs(env_id: str, overrides: Mapping[str, Any] | None = None) -> dict[
         if name not in known:
             close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise ValueError(f"{env_id} has no setting {name!r}{hint} Settings: {sorted(known)}")
+            raise ValueError(f"{env_id} has no setting {name!r}{hint} (settings: {', '.join(sorted(known))})")
     return merged
 
 

@@ -2,9 +2,10 @@
 
 A run folder holds ``part-NNNNN.parquet`` shards (each written to a temporary file and
 renamed, so a shard is either whole or absent), ``run.json`` (the settings that fix the
-output, written with the first shard) and, when the run ends, ``manifest.json`` with
-each shard's row count and SHA-256. A run that wrote no shard leaves nothing that
-blocks a retry with other settings.
+output) and ``manifest.json``, rewritten after every shard, with each shard's row count,
+SHA-256 and row hashes, and ``finished`` once the run ends. A run that wrote no shard
+leaves nothing that blocks a retry with other settings; a resumed run checks every shard
+it keeps against the manifest.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ HASHED_COLUMNS = ("id", "env_id", "source_id", "question", "answer", "label_rule
                   "seed_structure", "edit_trace", "pass_rate", "pass_rate_before", "reward", "provenance")
 RUN_FILE = "run.json"
 MANIFEST_FILE = "manifest.json"
+LOCK_FILE = ".lock"
 STATS_KEY = b"vicogym_stats"
 
 
@@ -82,50 +84,126 @@ def shard_entry(path: Path) -> dict[str, Any]:
 
 
 def read_shard_stats(path: Path) -> dict[str, Any]:
+    """The statistics a shard carries; :class:`RunError` naming the shard when it has none or
+    cannot be read."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    meta = pq.read_schema(path).metadata or {}
-    return json.loads(meta[STATS_KEY])
+    try:
+        meta = pq.read_schema(path).metadata or {}
+        return json.loads(meta[STATS_KEY])
+    except (pa.ArrowException, OSError, KeyError, ValueError) as exc:
+        reason = "it carries no vicogym statistics (rewritten by another tool?)" if isinstance(exc, KeyError) else \
+            f"it cannot be read ({str(exc).splitlines()[0]})"
+        raise RunError(f"shard {path} is damaged: {reason}; delete it and run the same generate command again to "
+                       f"rewrite it") from None
+
+
+def _is_run_file(name: str) -> bool:
+    return name in (RUN_FILE, MANIFEST_FILE, LOCK_FILE) or name.endswith(".tmp") or (
+        name.startswith("part-") and name.endswith(".parquet"))
+
+
+def _is_identity(data: Any) -> bool:
+    return isinstance(data, dict) and {"env_id", "seed", "n", "env_kwargs"} <= set(data)
 
 
 class RunFolder:
-    """The ``--out`` folder of one run: checks it, locks it to one set of settings once a
-    shard exists, and finds the complete shards a crashed run left."""
+    """The ``--out`` folder of one run: checks that it is new, empty or a vicogym run, locks
+    it against a second writer, ties it to one set of settings once a shard exists, and
+    checks the shards a previous run left before resuming from them."""
 
     def __init__(self, out: str | Path):
+        if not str(out).strip():
+            raise RunError("--out is empty; name a folder for the run (new, empty, or from an earlier run)")
         self.out = Path(out)
         if self.out.exists() and not self.out.is_dir():
             raise RunError(f"--out {self.out} is an existing file; name a folder (new or from an earlier run)")
+        self._lock: Any = None
 
     def shards(self) -> list[Path]:
         return sorted(self.out.glob(SHARD_GLOB)) if self.out.is_dir() else []
 
-    def check(self, identity: dict[str, Any]) -> None:
-        """Refuse a folder whose shards come from other settings (before writing anything)."""
-        run_path = self.out / RUN_FILE
-        if not self.shards() or not run_path.is_file():
-            return
+    def _read_json(self, name: str) -> Any:
+        path = self.out / name
         try:
-            previous = json.loads(run_path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise RunError(f"{run_path} cannot be read ({exc}); use a new --out or delete the folder") from None
-        if previous != identity:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise RunError(f"{path} cannot be read ({exc}); use a new --out") from None
+
+    def check(self, identity: dict[str, Any]) -> None:
+        """Refuse, before anything is written, a folder that holds something other than a
+        vicogym run, or a run whose shards come from other settings."""
+        if not self.out.is_dir():
+            return
+        names = sorted(entry.name for entry in self.out.iterdir() if entry.name != LOCK_FILE)
+        ours = [n for n in names if _is_run_file(n)]
+        if (self.out / RUN_FILE).is_file():
+            previous = self._read_json(RUN_FILE)
+            if not _is_identity(previous):
+                raise RunError(f"{self.out / RUN_FILE} is not a vicogym run file; use a new or empty --out")
+        elif ours:
+            raise RunError(f"{self.out} holds {', '.join(ours)} but no {RUN_FILE}: not a vicogym run; use a new or "
+                           f"empty --out")
+        else:
+            if names:
+                raise RunError(f"{self.out} is not empty ({', '.join(names[:5])}{' ...' if len(names) > 5 else ''}); "
+                               f"use a new or empty --out")
+            return
+        if self.shards() and previous != identity:
             changed = sorted(k for k in set(previous) | set(identity) if previous.get(k) != identity.get(k))
             raise RunError(f"{self.out} holds a run with other settings (differing: {', '.join(changed)}); "
                            f"use a new --out, or the same settings to resume it")
 
-    def open(self, identity: dict[str, Any]) -> None:
-        """Create the folder, drop leftovers of a crash, and record the settings."""
-        self.check(identity)
+    def lock(self) -> None:
+        """Hold the folder for this process (a second ``generate`` on it is refused)."""
         self.out.mkdir(parents=True, exist_ok=True)
+        handle = (self.out / LOCK_FILE).open("a")
+        try:
+            import fcntl
+
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except ImportError:  # no advisory locks on this platform
+            pass
+        except OSError:
+            handle.close()
+            raise RunError(f"another generate run is writing to {self.out}; wait for it or use another --out") from None
+        self._lock = handle
+
+    def unlock(self) -> None:
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+
+    def open(self, identity: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        """Lock and prepare the folder; the manifest entries of the shards a previous run of
+        these settings wrote (empty for a new run)."""
+        self.check(identity)
+        self.lock()
         for stale in self.out.glob("*.tmp"):
             stale.unlink()
+        previous: dict[str, dict[str, Any]] = {}
+        if self.shards() and (self.out / MANIFEST_FILE).is_file():
+            manifest = self._read_json(MANIFEST_FILE)
+            previous = {e["name"]: e for e in manifest.get("shards", []) if isinstance(e, dict) and "name" in e}
         if not self.shards():
             (self.out / MANIFEST_FILE).unlink(missing_ok=True)
         write_json_atomic(self.out / RUN_FILE, identity)
+        return previous
+
+    def resumed_entry(self, path: Path, recorded: dict[str, Any] | None) -> dict[str, Any]:
+        """The entry of a shard a previous run left: checked against the manifest that
+        recorded it, or read whole when the run stopped before recording it."""
+        if recorded is not None:
+            if file_sha256(path) != recorded.get("sha256"):
+                raise RunError(f"shard {path} changed since it was written (its SHA-256 differs from "
+                               f"{MANIFEST_FILE}); delete it and run the same generate command again to rewrite it")
+            return recorded
+        read_shard_stats(path)  # a clear error for a damaged shard
+        return shard_entry(path)
 
     def release_if_empty(self) -> None:
-        """After a failed start: remove the lock when no shard was written."""
+        """After a failed start: remove the settings file when no shard was written."""
         if not self.shards():
             (self.out / RUN_FILE).unlink(missing_ok=True)
 

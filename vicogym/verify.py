@@ -156,6 +156,9 @@ def verify(out: str | Path, *, images: bool = True, source: str | Path | None = 
                 _check_row(row, name, seen, arms, report, images)
     finally:
         arms.close()
+    if manifest.get("finished") is False:
+        report.add(MANIFEST_FILE, "the run did not finish (interrupted); run the same generate command again to "
+                   "complete it")
     expected = manifest.get("counts", {}).get("samples")
     if report.rows != expected:
         report.add(MANIFEST_FILE, f"records {expected} samples, the shards hold {report.rows}")
@@ -180,7 +183,7 @@ def _check_row(row: dict[str, Any], shard: str, seen: dict[str, str], arms: _Arm
     except (UnknownEnvironment, MissingExtra, ValueError, TypeError, OSError) as exc:
         report.add(row_id, f"cannot be checked: {exc}")
         return
-    problem = verl_mismatch(row, arm.export) or arm.verify_row(row)
+    problem = verl_mismatch(row, arm.export) or _reward_problem(row, arm) or arm.verify_row(row)
     if problem is None:
         env = arms.env(row["env_id"])
         problem = None if env is None else _replay_problem(row, env)
@@ -188,6 +191,20 @@ def _check_row(row: dict[str, Any], shard: str, seen: dict[str, str], arms: _Arm
         problem = _image_problem(row, arm)
     if problem:
         report.add(row_id, problem)
+
+
+def _reward_problem(row: dict[str, Any], arm: Any) -> str | None:
+    from vicogym.rewards import difficulty_reward
+
+    try:
+        expected = difficulty_reward(float(row["pass_rate"]), arm.config.reward_config())
+    except (KeyError, TypeError, ValueError) as exc:
+        return f"pass_rate cannot be read ({exc})"
+    if row.get("reward") != expected:
+        return f"reward {row.get('reward')!r} differs from the reward {expected!r} of its pass rate"
+    if not 0.0 <= float(row.get("pass_rate_before", -1)) <= 1.0:
+        return f"pass_rate_before {row.get('pass_rate_before')!r} is not a pass rate"
+    return None
 
 
 def _replay_problem(row: dict[str, Any], env: Any) -> str | None:
