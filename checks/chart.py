@@ -24,6 +24,7 @@ The thresholds, and why:
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -31,7 +32,7 @@ import numpy as np
 from vicogym.answers import format_number, parse_number
 from vicogym.errors import InvalidEdit
 from vicogym.programs.chart import ROW_ARGS
-from vicogym.structures.chart import ChartStructure, Table
+from vicogym.structures.chart import ChartStructure, Table, label_key
 
 MIN_DELTA_E = 12.0
 READ_PX = 2.0
@@ -144,10 +145,15 @@ def check_legend(structure: ChartStructure, facts: Any) -> None:
 
 def delta_e(colors: Sequence[Sequence[int]]) -> np.ndarray:
     """Pairwise CIEDE2000 differences of RGB 0-255 colours (an n x n matrix)."""
+    return np.array(_delta_e(tuple(tuple(int(v) for v in c) for c in colors)))
+
+
+@lru_cache(maxsize=256)
+def _delta_e(colors: tuple[tuple[int, ...], ...]) -> tuple[tuple[float, ...], ...]:
     from skimage.color import deltaE_ciede2000, rgb2lab
 
     lab = rgb2lab(np.asarray(colors, dtype=float)[None, :, :] / 255.0)[0]
-    return deltaE_ciede2000(lab[:, None, :], lab[None, :, :])
+    return tuple(map(tuple, deltaE_ciede2000(lab[:, None, :], lab[None, :, :]).tolist()))
 
 
 def check_colours(facts: Any) -> None:
@@ -196,7 +202,9 @@ def check_values(structure: ChartStructure, rule: Mapping[str, Any], facts: Any,
     t, spec = structure.table, structure.spec
     labelled = spec.data_labels
     if rule["kind"] == "invariant":
-        if parse_number(str(rule["answer"])) is not None and not labelled:
+        names = {label_key(x) for x in t.rows + t.series}
+        answer = str(rule["answer"])
+        if parse_number(answer) is not None and label_key(answer) not in names and not labelled:
             raise InvalidEdit("unreadable", "this answer has no program, so the values it may need must be printed: "
                               "keep data_labels true", field="data_labels")
         return

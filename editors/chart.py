@@ -454,6 +454,20 @@ def _fresh(structure: ChartStructure, axis: str) -> list[str]:
     return [label for label in pool if label_key(label) not in taken]
 
 
+def _position(structure: ChartStructure, label: str, rng: np.random.Generator) -> int:
+    """Where a new row goes: where the vocabulary's order puts it among the rows when the
+    rows follow that order (years, months), anywhere otherwise."""
+    t, order = structure.table, structure.vocabulary.rows
+    rank = {x: i for i, x in enumerate(order)}
+    ranks = [rank.get(r) for r in t.rows]
+    if None not in ranks and label in rank:
+        if ranks == sorted(ranks):
+            return sum(r < rank[label] for r in ranks)
+        if ranks == sorted(ranks, reverse=True):
+            return sum(r > rank[label] for r in ranks)
+    return int(rng.integers(len(t.rows) + 1))
+
+
 def sample_op(structure: ChartStructure, rng: np.random.Generator) -> dict[str, Any]:
     """One op drawn from the arm's edit space (it may still be rejected under a rule)."""
     t = structure.table
@@ -478,7 +492,7 @@ def sample_op(structure: ChartStructure, rng: np.random.Generator) -> dict[str, 
         for s in t.series:
             known = [v for v in t.column(s) if v is not None] or [1.0]
             values.append(_perturb(float(known[int(rng.integers(len(known)))]), rng, t.decimals))
-        return {"op": "add_row", "row": label, "values": values, "position": int(rng.integers(len(t.rows) + 1))}
+        return {"op": "add_row", "row": label, "values": values, "position": _position(structure, label, rng)}
     if kind == "remove_row":
         return {"op": "remove_row", "row": row}
     if kind == "reorder_rows":
@@ -493,9 +507,24 @@ def sample_op(structure: ChartStructure, rng: np.random.Generator) -> dict[str, 
     return sample_style_op(structure, rng)
 
 
+def ordered_rows(structure: ChartStructure) -> bool:
+    """Whether the rows follow an order (years, months ...: the vocabulary's order, or
+    numbers), which a line chart implies."""
+    rows, order = structure.table.rows, structure.vocabulary.rows
+    rank = {x: i for i, x in enumerate(order)}
+    if all(r in rank for r in rows):
+        ranks = [rank[r] for r in rows]
+        return ranks in (sorted(ranks), sorted(ranks, reverse=True))
+    keys = [r.rstrip("*") for r in rows]
+    if all(k.isdigit() for k in keys):
+        numbers = [int(k) for k in keys]
+        return numbers in (sorted(numbers), sorted(numbers, reverse=True))
+    return False
+
+
 def sample_style_op(structure: ChartStructure, rng: np.random.Generator) -> dict[str, Any]:
     t = structure.table
-    fitting = [c for c in CHART_TYPES if chart_type_fits(t, c) is None]
+    fitting = [c for c in CHART_TYPES if chart_type_fits(t, c) is None and (c != "line" or ordered_rows(structure))]
     choice = int(rng.integers(6))
     if choice == 0 and fitting:
         return {"op": "set_style", "chart_type": fitting[int(rng.integers(len(fitting)))]}

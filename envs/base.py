@@ -12,7 +12,7 @@ and the random generator exactly as they were.
 
 from __future__ import annotations
 
-import copy
+import json
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, replace
@@ -108,6 +108,7 @@ class VicoEnv(gym.Env):
         self.pass_rate: float | None = None
         self.pass_rate_before: float | None = None
         self.trace: list[dict[str, Any]] = []
+        self._trace_json: list[str] = []  # the same entries as JSON, to hand out fresh copies cheaply
         self._turn = 0
         self._done = True
         self._render_out: Render | None = None
@@ -138,6 +139,7 @@ class VicoEnv(gym.Env):
         self.pass_rate, answers = self._probe(self.sample, render)
         self.pass_rate_before = self.pass_rate
         self.trace = []
+        self._trace_json = []
         self._turn = 0
         self._done = False
         info = self._info(valid=True, error=None, timings={}, answers=answers)
@@ -176,7 +178,9 @@ class VicoEnv(gym.Env):
         # commit: every stage succeeded
         self.pass_rate_before, self.pass_rate = self.pass_rate, pass_rate
         self.sample, self._render_out, self._text = new_sample, render, text
-        self.trace.append({"turn": self._turn, "edit": edit.to_dict(), "answer": answer, "pass_rate": pass_rate})
+        entry = {"turn": self._turn, "edit": edit.to_dict(), "answer": answer, "pass_rate": pass_rate}
+        self.trace.append(entry)
+        self._trace_json.append(json.dumps(entry, ensure_ascii=False))
         self._done = truncated
         timings["total"] = time.perf_counter() - t0
         return StepResult(self._observation(), float(reward), False, truncated,
@@ -252,7 +256,7 @@ class VicoEnv(gym.Env):
             answer = self.arm.relabel(structure, rule)
             timings["relabel"] = time.perf_counter() - t
             text, payloads = self.arm.encode(structure)
-            if text == self._text and payloads == self.arm.encode(sample.structure)[1]:
+            if text == self._text and (not payloads or payloads == self.arm.encode(sample.structure)[1]):
                 raise InvalidEdit("no_change", "the edit leaves the structure as it was; change something, or send "
                                   "{\"op\": \"stop\"} to end the episode")
             if len(text) > self.config.max_structure_chars:
@@ -266,8 +270,9 @@ class VicoEnv(gym.Env):
             except Exception as exc:  # any renderer failure rejects the edit, state kept
                 raise InvalidEdit("render_failed", f"{type(exc).__name__}: {exc}") from None
             timings["render"] = time.perf_counter() - t
-            stage = "validate"
+            stage, t = "validate", time.perf_counter()
             self.arm.validate(structure, render, rule)
+            timings["checks"] = time.perf_counter() - t
         except InvalidEdit:
             raise
         except Exception as exc:  # an arm bug must not take the caller's episode down
@@ -305,14 +310,14 @@ class VicoEnv(gym.Env):
             "error": None if error is None else error.to_dict(),
             "answer": None if s is None else s.answer,
             "label_rule": None if s is None else s.rule_kind,
-            "label": None if s is None else copy.deepcopy(dict(s.label_rule)),
+            "label": None if s is None else json.loads(json.dumps(s.label_rule)),
             "pass_rate": self.pass_rate,
             "pass_rate_before": self.pass_rate_before,
             "sweet": self.pass_rate is not None and in_sweet_zone(self.pass_rate, self._reward),
             "actor_answers": answers or [],
             "turn": self._turn,
             "stopped": stopped,
-            "edit_trace": copy.deepcopy(self.trace),
+            "edit_trace": json.loads("[" + ",".join(self._trace_json) + "]"),
             "sample": s,
             "timings": dict(timings),
         }

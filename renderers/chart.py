@@ -126,6 +126,7 @@ class _Frame:
     layers: OrderedDict = field(default_factory=OrderedDict)
     legend_box: list[float] | None = None
     legend_entries: list[dict[str, Any]] = field(default_factory=list)
+    legend_on_top: Any = None  # a legend inside the plot, drawn over the marks
     plot_box: list[float] | None = None
 
 
@@ -180,13 +181,15 @@ class ChartRenderer:
         limits = value_limits(table, spec.chart_type)
         from matplotlib import rc_context
 
-        # labels are data, never TeX: "$5 to $10" is drawn as written
-        with warnings.catch_warnings(), rc_context({"text.parse_math": False}):
+        with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=GLYPH_WARNING)
             key = self.frame_key(structure, limits)
             frame = self._frames.get(key)
             if frame is None:
-                frame = self._build_frame(key)
+                # labels are data, never TeX: "$5 to $10" is drawn as written (tick labels and
+                # data labels, made later, are set the same way where they are made)
+                with rc_context({"text.parse_math": False}):
+                    frame = self._build_frame(key)
                 self._frames[key] = frame
                 self.frames_built += 1
                 if len(self._frames) > self.cache_size:
@@ -296,7 +299,8 @@ class ChartRenderer:
                 ax.legend(handles=handles, loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=fs * 0.85, frameon=False)
             else:
                 loc = "upper center" if spec.legend == "top" else spec.legend
-                ax.legend(handles=handles, loc=loc, fontsize=fs * 0.85, framealpha=0.85)
+                # inside the plot the legend goes over the marks: drawn after them, every render
+                ax.legend(handles=handles, loc=loc, fontsize=fs * 0.85, framealpha=0.85).set_animated(True)
         _fit_margins(fig, canvas, key, show_legend and spec.legend == "outside")
         axis_titles = []
         if not pie:
@@ -317,6 +321,9 @@ class ChartRenderer:
         legend = ax.get_legend()
         texts += [("legend", lab) for lab in legend.get_texts()] if legend is not None else []
         if legend is not None:
+            if legend.get_animated():  # not in the background: lay it out now to measure it
+                legend.draw(renderer)
+                frame.legend_on_top = legend
             frame.legend_box = _box(legend.get_window_extent(renderer), frame.height)
             for text, handle, color in zip(legend.get_texts(), legend.legend_handles, colors):
                 frame.legend_entries.append({"text": text.get_text(), "color": rgb255(color),
@@ -352,7 +359,7 @@ class ChartRenderer:
     def _text(self, frame: _Frame, k: int) -> Any:
         while len(frame.texts) <= k:
             frame.texts.append(frame.ax.text(0.0, 0.0, "", fontsize=frame.key.spec.font_size * 0.8,
-                                             animated=True, clip_on=False))
+                                             animated=True, clip_on=False, parse_math=False))
         return frame.texts[k]
 
     def _axes_layer(self, frame: _Frame, rows: tuple[str, ...], limits: tuple[float, float],
@@ -382,6 +389,7 @@ class ChartRenderer:
             # Axis.draw would also place the axis title from every tick label's box, which
             # these frames draw statically: draw the ticks alone
             for tick in axis._update_ticks():
+                tick.label1.set_parse_math(False)
                 tick.draw(renderer)
                 if tick.label1.get_visible() and tick.label1.get_text():
                     fact = {"kind": kind, "text": tick.label1.get_text(), "value": float(tick.get_loc()),
@@ -488,13 +496,15 @@ class ChartRenderer:
                 text = self._text(frame, k_text)
                 k_text += 1
                 x, y, ha, va = anchors[k]
-                text.set_position((x, y))
+                text.set_position(_nudged(ax, x, y, ha, va))
                 text.set_text(format_number(v) + (t.unit if t.unit == "%" else ""))
                 text.set_horizontalalignment(ha)
                 text.set_verticalalignment(va)
                 fig.draw_artist(text)
                 labels.append({"kind": "data_label", "text": text.get_text(), "row": t.rows[i], "series": t.series[j],
                                "box": _box(text.get_window_extent(renderer), frame.height)})
+        if frame.legend_on_top is not None:
+            fig.draw_artist(frame.legend_on_top)
         import cv2
 
         image = cv2.cvtColor(np.asarray(canvas.buffer_rgba()), cv2.COLOR_RGBA2RGB)
@@ -508,6 +518,21 @@ class ChartRenderer:
             "missing_glyphs": {lab["text"]: m for lab in labels if (m := self.missing_glyphs(lab["text"]))},
         }
         return ChartRender(image=image, marks=marks, labels=labels, value_limits=limits, facts=facts)
+
+
+LABEL_GAP_PX = 3.0  # data labels sit this far off the end of their mark, not on it
+
+
+def _nudged(ax: Any, x: float, y: float, ha: str, va: str) -> tuple[float, float]:
+    """``(x, y)`` moved LABEL_GAP_PX away from the mark end in the direction the label
+    extends (centred labels stay where they are)."""
+    dx = LABEL_GAP_PX if ha == "left" else -LABEL_GAP_PX if ha == "right" else 0.0
+    dy = LABEL_GAP_PX if va == "bottom" else -LABEL_GAP_PX if va == "top" else 0.0
+    if not dx and not dy:
+        return x, y
+    px, py = ax.transData.transform((x, y))
+    nx, ny = ax.transData.inverted().transform((px + dx, py + dy))
+    return float(nx), float(ny)
 
 
 def _rounded_room(px: float) -> int:

@@ -253,14 +253,15 @@ _YEAR = re.compile(r"^(19|20)\d\d$")
 
 
 def chartqa_vocabulary(table: Table) -> Vocabulary:
-    """Labels edits may add to a ChartQA table: neighbouring years when an axis holds years,
+    """Labels edits may add to a ChartQA table: the years around the table's own when an axis
+    holds years (listed in order, the table's included, so new rows find their place),
     nothing otherwise (a made-up country or category would not belong to the table)."""
 
     def years(labels: tuple[str, ...]) -> tuple[str, ...]:
         if len(labels) < 2 or not all(_YEAR.match(x) for x in labels):
             return ()
         numbers = sorted(int(x) for x in labels)
-        return tuple(str(y) for y in range(numbers[0] - 3, numbers[-1] + 4) if str(y) not in labels)
+        return tuple(str(y) for y in range(numbers[0] - 3, numbers[-1] + 4))  # in order, the table's own too
 
     return Vocabulary(rows=years(table.rows), series=years(table.series))
 
@@ -445,6 +446,10 @@ def classify_record(table: Table, query: str, label: str, tier2: str = "drop") -
     mark = next(iter(marks)) if len(marks) == 1 else None
     if len(marks) > 1 or (mark is not None and not any(chart_type_fits(table, c) is None
                                                         for c in MARK_CHART_TYPES[mark])):
+        return Classified("dropped", reason="mark_reference")
+    if mark == "line" and label_key(label) in {label_key(r) for r in table.rows} - {label_key(x) for x in table.series}:
+        # "which line ...?" answered by a row: the original chart drew rows as lines, the
+        # table holds them across the axis; redrawn from the table, the answer is no line
         return Classified("dropped", reason="mark_reference")
     target = parse_number(label)
     if target is not None and _plain(query, table):

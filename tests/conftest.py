@@ -1,9 +1,14 @@
 import os
-from pathlib import Path
 
-import pytest
+# native thread pools would spin on the few cores the tests share with the renderer
+for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
 
-import vicogym
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+import vicogym  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 REQUIRE_DATA = os.environ.get("VICOGYM_REQUIRE_DATA") == "1"

@@ -26,7 +26,7 @@ from vicogym.core import canonical_json
 from vicogym.exporters import verl_fields, verl_schema
 from vicogym.registry import check_id, env_class, make_config
 from vicogym.rollout import KEEP_POLICIES, EpisodeStats, row_schema, run_episode, sample_row
-from vicogym.shards import RunFolder, read_shard_stats, shard_entry, shard_path, write_shard
+from vicogym.shards import RunFolder, read_shard_stats, shard_path, write_shard
 
 #: what generation sets unless ``env_kwargs`` says otherwise
 GENERATION_DEFAULTS: Mapping[str, Any] = {"max_turns": 3}

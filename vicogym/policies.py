@@ -73,20 +73,23 @@ class SimulatedActor:
         p = self.p_correct(float(context["difficulty"]))
         truth = str(context["answer"])
         distractors = [str(d) for d in context.get("distractors", ()) if str(d) != truth]
-        return [truth if rng.random() < p else plausible_wrong(truth, distractors, rng) for _ in range(k)]
+        parsed = [(d, parse_number(d)) for d in distractors]  # once per call, not per wrong answer
+        return [truth if rng.random() < p else plausible_wrong(truth, distractors, rng, parsed) for _ in range(k)]
 
 
-def plausible_wrong(truth: str, distractors: list[str], rng: np.random.Generator) -> str:
+def plausible_wrong(truth: str, distractors: list[str], rng: np.random.Generator,
+                    parsed: list[tuple[str, float | None]] | None = None) -> str:
     """A wrong answer of the right kind: the other polarity, another label, or a nearby
     value off by 8-50% (outside the 5% relaxed tolerance)."""
     lowered = truth.strip().lower()
     if lowered in ("yes", "no"):
         return "No" if lowered == "yes" else "Yes"
     number = parse_number(truth)
+    parsed = parsed if parsed is not None else [(d, parse_number(d)) for d in distractors]
     if number is None:
-        labels = [d for d in distractors if parse_number(d) is None and normalize_text(d) != normalize_text(truth)]
+        labels = [d for d, v in parsed if v is None and normalize_text(d) != normalize_text(truth)]
         return labels[int(rng.integers(len(labels)))] if labels else f"not {truth}"
-    numeric = [d for d in distractors if parse_number(d) is not None and _far(parse_number(d), number)]
+    numeric = [d for d, v in parsed if v is not None and _far(v, number)]
     if numeric and rng.random() < 0.5:
         return numeric[int(rng.integers(len(numeric)))]
     if number == 0:
