@@ -12,14 +12,21 @@ The thresholds, and why:
 - :data:`READ_PX` (2 px) and :data:`TICK_DIVISIONS` (5): without data labels a reader
   places a bar end or a point within 2 px, and between two ticks to a fifth of a step,
   whichever is coarser; that is the resolution of one value read off the axis;
-- :data:`MIN_GAP_PX` (4 px): compared values, and a value and a threshold, must be at
-  least this far apart when unlabelled (with data labels, their printed values must
-  differ);
+- :data:`MIN_FILL_CONTRAST` (10) and :data:`MIN_LINE_CONTRAST` (20): bars and slices,
+  and thinner lines, must stand out from the white background by that much;
+- :data:`MIN_GAP_PX` (8 px): compared values, and a value and a threshold, must be at
+  least this far apart when unlabelled, as bars compared across the plot are (with data
+  labels, their printed values must differ);
+- :data:`MIN_PLOT_SHARE` (35%): the plot keeps at least this share of the image's width
+  and height, whatever room the labels and the legend take;
 - :data:`MIN_PIE_SHARE_GAP` (2% of the circle, 7.2 degrees): the same for pie slices;
 - :data:`TEXT_OVERLAP_PX` (1 px): text boxes may touch, not overlap by more;
 - a numeric answer is readable when the error that reading propagates into it stays
   within the scorer's tolerance (5% for ChartQA's relaxed accuracy); pies show no scale,
-  so their values are readable only from data labels.
+  so their values are readable only from data labels; a question with no program (Tier
+  2), or one that names a value to find, needs data labels;
+- every series the question names is named in the legend, and data labels do not lie on
+  other marks.
 """
 
 from __future__ import annotations
@@ -29,18 +36,22 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from vicogym.answers import format_number, parse_number
+from vicogym.answers import format_number
 from vicogym.errors import InvalidEdit
 from vicogym.programs.chart import ROW_ARGS
-from vicogym.structures.chart import ChartStructure, Table, label_key
+from vicogym.structures.chart import ChartStructure, Table
 
 MIN_DELTA_E = 12.0
+MIN_FILL_CONTRAST = 10.0
+MIN_LINE_CONTRAST = 20.0
 READ_PX = 2.0
 TICK_DIVISIONS = 5.0
-MIN_GAP_PX = 4.0
+MIN_GAP_PX = 8.0
 MIN_PIE_SHARE_GAP = 0.02
+MIN_PLOT_SHARE = 0.35
 TEXT_OVERLAP_PX = 1.0
 EDGE_SLACK_PX = 0.5
+WHITE = (255, 255, 255)
 
 #: ops whose answer is a value read off the chart (and how many readings add into it)
 VALUE_OPS = {"lookup": 1, "max": 1, "min": 1, "median": 1, "mean": 1, "pair_mean": 1, "range": 2, "absdiff": 2,
@@ -55,9 +66,38 @@ def check(structure: ChartStructure, rule: Mapping[str, Any], facts: Any, tolera
     ``facts`` is the renderer's :class:`~vicogym.renderers.chart.ChartRender`;
     ``tolerance`` the relative tolerance of the answer scorer (0 for exact match)."""
     check_text(facts)
-    check_legend(structure, facts)
-    check_colours(facts)
+    check_room(facts)
+    check_marks_under_labels(structure, facts)
+    check_legend(structure, rule, facts)
+    check_colours(facts, structure.spec.chart_type)
     check_values(structure, rule, facts, tolerance)
+
+
+def check_room(facts: Any) -> None:
+    width, height = facts.facts["image_size"]
+    x0, y0, x1, y1 = facts.facts["plot_box"]
+    if (x1 - x0) < MIN_PLOT_SHARE * width or (y1 - y0) < MIN_PLOT_SHARE * height:
+        raise InvalidEdit("cramped", f"labels and legend leave the plot {x1 - x0:.0f} x {y1 - y0:.0f} px of the "
+                          f"{width} x {height} image; shorten labels, put the legend on top, or lower font_size",
+                          field="legend")
+
+
+def check_marks_under_labels(structure: ChartStructure, facts: Any) -> None:
+    """A data label must not lie on another mark (a neighbouring bar), where it reads as
+    that mark's value or cannot be read at all."""
+    if structure.spec.chart_type == "pie":
+        return  # a slice's label sits inside the slice; wedge boxes overlap by nature
+    labels = [lab for lab in facts.labels if lab["kind"] == "data_label"]
+    marks = [m for m in facts.marks if m["box"] is not None]
+    if not labels or not marks:
+        return
+    hit = _overlaps(np.array([lab["box"] for lab in labels], dtype=float), np.array([m["box"] for m in marks], dtype=float))
+    for i, j in np.argwhere(hit):
+        label, mark = labels[i], marks[j]
+        if (label["row"], label["series"]) != (mark["row"], mark["series"]):
+            raise InvalidEdit("overlap", f"the data label {label['text']!r} of {label['row']!r} lies on the mark of "
+                              f"{mark['row']!r} in {mark['series']!r}; turn data_labels off, widen figure_size or "
+                              f"use chart_type 'hbar'", field="data_labels")
 
 
 # -- text ---------------------------------------------------------------------------------
@@ -134,13 +174,31 @@ def _overlap_field(a: Mapping[str, Any], b: Mapping[str, Any]) -> str:
 
 
 # -- legend and colours -------------------------------------------------------------------
-def check_legend(structure: ChartStructure, facts: Any) -> None:
+def named_series(rule: Mapping[str, Any], table: Table) -> list[str]:
+    """The series a question names (or whose names it asks for)."""
+    if rule["kind"] == "cell":
+        return [rule["series"]] if rule.get("series_named", True) else []
+    if rule["kind"] != "program":
+        return []
+    program = rule["program"]
+    if program["op"] in ("row_argmax", "row_sum"):
+        return list(table.series)
+    return [program[k] for k in ("series", "s1", "s2") if k in program]
+
+
+def check_legend(structure: ChartStructure, rule: Mapping[str, Any], facts: Any) -> None:
     t, spec = structure.table, structure.spec
     pie = spec.chart_type == "pie"
-    if (pie or len(t.series) > 1) and not facts.facts.get("legend_entries"):
+    shown = {entry["text"] for entry in facts.facts.get("legend_entries") or []}
+    if (pie or len(t.series) > 1) and not shown:
         what = "slices" if pie else f"{len(t.series)} series"
         raise InvalidEdit("unlabelled", f"the chart draws {what} with no legend to tell them apart; set_style legend "
                           f"'outside' or 'top'", field="legend")
+    if not pie:
+        missing = [s for s in named_series(rule, t) if s not in shown]
+        if missing:
+            raise InvalidEdit("unlabelled", f"the question names the series {missing[0]!r}, which the chart does not "
+                              f"name; set_style legend 'outside' or 'top'", field="legend")
 
 
 def delta_e(colors: Sequence[Sequence[int]]) -> np.ndarray:
@@ -156,8 +214,17 @@ def _delta_e(colors: tuple[tuple[int, ...], ...]) -> tuple[tuple[float, ...], ..
     return tuple(map(tuple, deltaE_ciede2000(lab[:, None, :], lab[None, :, :]).tolist()))
 
 
-def check_colours(facts: Any) -> None:
+def check_colours(facts: Any, chart_type: str = "bar") -> None:
     entries = facts.facts.get("legend_entries") or []
+    if not entries:
+        return
+    against_white = delta_e([WHITE] + [entry["color"] for entry in entries])[0, 1:]
+    least = MIN_LINE_CONTRAST if chart_type == "line" else MIN_FILL_CONTRAST
+    faint = int(np.argmin(against_white))
+    if against_white[faint] < least:
+        raise InvalidEdit("indistinct", f"{entries[faint]['text']!r} is drawn in a colour only "
+                          f"{against_white[faint]:.1f} from the white background (CIEDE2000, at least {least:g} "
+                          f"needed); choose another palette", field="palette")
     if len(entries) < 2:
         return
     distance = delta_e([entry["color"] for entry in entries])
@@ -202,9 +269,7 @@ def check_values(structure: ChartStructure, rule: Mapping[str, Any], facts: Any,
     t, spec = structure.table, structure.spec
     labelled = spec.data_labels
     if rule["kind"] == "invariant":
-        names = {label_key(x) for x in t.rows + t.series}
-        answer = str(rule["answer"])
-        if parse_number(answer) is not None and label_key(answer) not in names and not labelled:
+        if not labelled:
             raise InvalidEdit("unreadable", "this answer has no program, so the values it may need must be printed: "
                               "keep data_labels true", field="data_labels")
         return
@@ -213,6 +278,11 @@ def check_values(structure: ChartStructure, rule: Mapping[str, Any], facts: Any,
     if any(v is None for v in values) or op == "count_rows":
         return  # missing values make the program ambiguous before any check runs
     pie = spec.chart_type == "pie"
+    if op == "row_with_value":
+        if not labelled:
+            raise InvalidEdit("unreadable", "the question names a value to find, which a reader finds by its printed "
+                              "label: set data_labels true", field="data_labels")
+        return
     if op in ORDER_OPS:
         _check_order(op, cells, values, t, spec, facts, labelled, pie)
     elif op == "count_above":

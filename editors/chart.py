@@ -40,6 +40,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from vicogym.answers import format_number
 from vicogym.core import Edit
 from vicogym.errors import InvalidEdit
 from vicogym.programs.chart import (
@@ -91,6 +92,16 @@ def _short(value: Any, limit: int = 60) -> str:
         return f"an integer of about {int(value.bit_length() * 0.30103)} digits"
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _value(value: Any, field: str, table: Table) -> float:
+    """A table value: a number at the table's precision within its bounds."""
+    number = _number(value, field, table.decimals)
+    if not table.in_bounds(number):
+        low, high = table.bounds  # type: ignore[misc]
+        raise InvalidEdit("bad_value", f"{field} {_short(value)} is outside what this table's values can be "
+                          f"({format_number(low)} to {format_number(high)})", field=field)
+    return number
 
 
 def _number(value: Any, field: str, decimals: int | None = None) -> float:
@@ -158,10 +169,14 @@ def _new_label(s: ChartStructure, rule: Mapping[str, Any], value: Any, field: st
     return label
 
 
-def _values(value: Any, n: int, field: str, decimals: int) -> tuple[float, ...]:
+def _values(value: Any, n: int, field: str, table: Table) -> tuple[float, ...]:
     if not isinstance(value, list) or len(value) != n:
         raise InvalidEdit("bad_field", f"{field} must be a list of {n} numbers, got {_short(value)}", field=field)
-    return tuple(_number(v, f"{field}[{i}]", decimals) for i, v in enumerate(value))
+    return tuple(_value(v, f"{field}[{i}]", table) for i, v in enumerate(value))
+
+
+def series_label(table: Table, j: int) -> str:
+    return repr(table.series[j])
 
 
 def _check_fields(op: Mapping[str, Any]) -> None:
@@ -194,7 +209,7 @@ def _op_set_cell(s: ChartStructure, op: Mapping[str, Any], rule: Mapping[str, An
     i = _existing(t.rows, op["row"], "row", "row")
     j = _existing(t.series, op["series"], "series", "series")
     values = [list(r) for r in t.values]
-    values[i][j] = _number(op["value"], "value", t.decimals)
+    values[i][j] = _value(op["value"], "value", t)
     return s.with_table(_set_values(t, values))
 
 
@@ -207,14 +222,19 @@ def _op_scale_series(s: ChartStructure, op: Mapping[str, Any], rule: Mapping[str
     values = [list(r) for r in t.values]
     for r in values:
         if r[j] is not None:  # scaled values keep the table's precision (no float noise)
-            r[j] = _number(round(r[j] * factor, t.decimals), "factor")
+            r[j] = round(r[j] * factor, t.decimals)
+            if not t.in_bounds(r[j]):
+                low, high = t.bounds  # type: ignore[misc]
+                raise InvalidEdit("bad_value", f"factor {_short(op['factor'])} takes {series_label(t, j)} values to "
+                                  f"{format_number(r[j])}, outside what they can be ({format_number(low)} to "
+                                  f"{format_number(high)})", field="factor")
     return s.with_table(_set_values(t, values))
 
 
 def _op_add_row(s: ChartStructure, op: Mapping[str, Any], rule: Mapping[str, Any]) -> ChartStructure:
     t = s.table
     label = _new_label(s, rule, op["row"], "row", "row")
-    new = _values(op["values"], len(t.series), "values", t.decimals)
+    new = _values(op["values"], len(t.series), "values", t)
     position = op.get("position", len(t.rows))
     if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position <= len(t.rows):
         raise InvalidEdit("bad_value", f"position must be an integer in [0, {len(t.rows)}], got {_short(position)}", field="position")
@@ -251,7 +271,7 @@ def _op_reorder_rows(s: ChartStructure, op: Mapping[str, Any], rule: Mapping[str
 def _op_add_series(s: ChartStructure, op: Mapping[str, Any], rule: Mapping[str, Any]) -> ChartStructure:
     t = s.table
     label = _new_label(s, rule, op["series"], "series", "series")
-    new = _values(op["values"], len(t.rows), "values", t.decimals)
+    new = _values(op["values"], len(t.rows), "values", t)
     values = tuple(row + (v,) for row, v in zip(t.values, new))
     return s.with_table(replace(t, series=t.series + (label,), values=values))
 
@@ -324,14 +344,26 @@ def _check_rule_for_op(op: Mapping[str, Any], rule: Mapping[str, Any]) -> None:
         raise InvalidEdit("anchor", f"series {op['series']!r} anchors the answer and must stay", field="series")
 
 
-def check_structure(s: ChartStructure) -> None:
-    """Size and chart-type validity of a whole structure."""
+def ordered_rows(structure: ChartStructure) -> bool:
+    """Whether the rows follow the order their vocabulary has (years, months ...)."""
+    return structure.vocabulary.ordered and structure.vocabulary.rows_in_order(structure.table.rows)
+
+
+def check_structure(s: ChartStructure, before: ChartStructure | None = None) -> None:
+    """Size and chart-type validity of a whole structure; with ``before``, rows that were in
+    order (years, months) must stay in order."""
     t = s.table
     if not 2 <= len(t.rows) <= MAX_ROWS:
         raise InvalidEdit("size", f"a chart needs 2-{MAX_ROWS} rows, this edit leaves {len(t.rows)}")
     if not 1 <= len(t.series) <= MAX_SERIES:
         raise InvalidEdit("size", f"a chart needs 1-{MAX_SERIES} series, this edit leaves {len(t.series)}")
+    if before is not None and ordered_rows(before) and not ordered_rows(s):
+        raise InvalidEdit("order", f"the rows follow an order ({', '.join(before.table.rows[:4])} ...); keep it: "
+                          f"add a row at its place, rename only to a label that keeps the order, do not reorder",
+                          field="rows")
     problem = chart_type_fits(t, s.spec.chart_type)
+    if problem is None and s.spec.chart_type == "line" and not ordered_rows(s):
+        problem = "line joins its points in order, and these rows have no order (years, months ...)"
     if problem:
         raise InvalidEdit("chart_type", f"{problem}; change chart_type with set_style first", field="chart_type")
 
@@ -352,7 +384,8 @@ def diff(old: ChartStructure, new: ChartStructure) -> dict[str, Any]:
         "reordered": [r for r in o.rows if r in n.rows] != [r for r in n.rows if r in o.rows],
         "style_changed": sorted(k for k, v in new_spec.items() if old_spec[k] != v),
         "index_renamed": o.index_name != n.index_name or o.unit != n.unit,
-        "table_kind_changed": o.decimals != n.decimals or o.part_of_whole != n.part_of_whole,
+        "table_kind_changed": (o.decimals, o.part_of_whole, o.stackable, o.bounds) != (
+            n.decimals, n.part_of_whole, n.stackable, n.bounds),
         "vocabulary_changed": old.vocabulary != new.vocabulary,
     }
 
@@ -371,11 +404,11 @@ def _apply_replace(s: ChartStructure, data: Mapping[str, Any], rule: Mapping[str
             raise InvalidEdit("duplicate_label", f"replacement {axis} repeat a label", op="replace", field=axis)
     d = diff(s, new)
     if d["index_renamed"] or d["table_kind_changed"] or d["vocabulary_changed"]:
-        raise InvalidEdit("bad_value", "index_name, unit, decimals, part_of_whole and the vocabulary belong to the "
-                          "question's table and cannot change", op="replace", field="table")
+        raise InvalidEdit("bad_value", "index_name, unit, decimals, part_of_whole, stackable, bounds and the vocabulary "
+                          "belong to the question's table and cannot change", op="replace", field="table")
     for v in new.table.all_values():
         if v is not None:
-            _number(v, "values", s.table.decimals)
+            _value(v, "values", s.table)
     if d["series_added"] and single_series_required(rule):
         raise InvalidEdit("anchor", "the question names no series, so the chart must keep its single series", op="replace")
     table_changed = any(d[k] for k in ("rows_added", "rows_removed", "series_added", "series_removed", "cells_changed",
@@ -417,7 +450,7 @@ def apply(structure: ChartStructure, edit: Edit | Mapping[str, Any] | str, rule:
     if edit.replace is not None:
         new = _apply_replace(structure, edit.replace, rule)
         try:
-            check_structure(new)
+            check_structure(new, structure)
         except InvalidEdit as exc:
             raise exc.at("replace") from None
         return new
@@ -435,17 +468,22 @@ def apply(structure: ChartStructure, edit: Edit | Mapping[str, Any] | str, rule:
         except InvalidEdit as exc:
             raise exc.at(where) from None
     try:
-        check_structure(current)
+        check_structure(current, structure)
     except InvalidEdit as exc:
         raise exc.at(f"ops[{len(edit.ops) - 1}] {edit.ops[-1]['op']}") from None
     return current
 
 
 # -- sampling the edit space -----------------------------------------------------------
-def _perturb(value: float, rng: np.random.Generator, decimals: int) -> float:
+def _perturb(value: float, rng: np.random.Generator, table: Table) -> float:
+    """A value 5-60% away from ``value``, at the table's precision, within its bounds."""
     scale = abs(value) if value else 1.0
-    new = value + rng.choice([-1.0, 1.0]) * scale * rng.uniform(0.05, 0.6)
-    return round(float(new), decimals)
+    new = round(float(value + rng.choice([-1.0, 1.0]) * scale * rng.uniform(0.05, 0.6)), table.decimals)
+    if table.bounds is not None:  # the nearest value at the table's precision inside the bounds
+        unit = 10.0 ** -table.decimals
+        low, high = math.ceil(table.bounds[0] / unit) * unit, math.floor(table.bounds[1] / unit) * unit
+        new = round(min(max(new, low), high), table.decimals)
+    return new
 
 
 def _fresh(structure: ChartStructure, axis: str) -> list[str]:
@@ -455,16 +493,12 @@ def _fresh(structure: ChartStructure, axis: str) -> list[str]:
 
 
 def _position(structure: ChartStructure, label: str, rng: np.random.Generator) -> int:
-    """Where a new row goes: where the vocabulary's order puts it among the rows when the
-    rows follow that order (years, months), anywhere otherwise."""
-    t, order = structure.table, structure.vocabulary.rows
-    rank = {x: i for i, x in enumerate(order)}
-    ranks = [rank.get(r) for r in t.rows]
-    if None not in ranks and label in rank:
-        if ranks == sorted(ranks):
-            return sum(r < rank[label] for r in ranks)
-        if ranks == sorted(ranks, reverse=True):
-            return sum(r > rank[label] for r in ranks)
+    """Where a new row goes: its place in the order of rows that follow one (years,
+    months), anywhere otherwise."""
+    t = structure.table
+    if ordered_rows(structure):
+        rank = {x: i for i, x in enumerate(structure.vocabulary.rows)}
+        return sum(rank[r] < rank[label] for r in t.rows)
     return int(rng.integers(len(t.rows) + 1))
 
 
@@ -473,6 +507,8 @@ def sample_op(structure: ChartStructure, rng: np.random.Generator) -> dict[str, 
     t = structure.table
     kinds = ["set_cell", "set_cell", "set_cell", "scale_series", "add_row", "remove_row", "reorder_rows",
              "add_series", "remove_series", "rename_row", "set_style", "set_style"]
+    if ordered_rows(structure):  # rows in order stay in order: no shuffles, no renames
+        kinds = [k for k in kinds if k not in ("reorder_rows", "rename_row")]
     kind = kinds[int(rng.integers(len(kinds)))]
     row = t.rows[int(rng.integers(len(t.rows)))]
     series = t.series[int(rng.integers(len(t.series)))]
@@ -481,7 +517,7 @@ def sample_op(structure: ChartStructure, rng: np.random.Generator) -> dict[str, 
         column = t.column(series)
         old = t.cell(row, series)
         base = old if old is not None else float(np.nanmean([v for v in column if v is not None] or [1.0]))
-        return {"op": "set_cell", "row": row, "series": series, "value": _perturb(base, rng, t.decimals)}
+        return {"op": "set_cell", "row": row, "series": series, "value": _perturb(base, rng, t)}
     if kind == "scale_series":
         return {"op": "scale_series", "series": series, "factor": float(rng.choice([0.5, 0.8, 0.9, 1.1, 1.25, 1.5, 2.0]))}
     if kind in ("add_row", "rename_row") and fresh_rows:
@@ -491,7 +527,7 @@ def sample_op(structure: ChartStructure, rng: np.random.Generator) -> dict[str, 
         values = []
         for s in t.series:
             known = [v for v in t.column(s) if v is not None] or [1.0]
-            values.append(_perturb(float(known[int(rng.integers(len(known)))]), rng, t.decimals))
+            values.append(_perturb(float(known[int(rng.integers(len(known)))]), rng, t))
         return {"op": "add_row", "row": label, "values": values, "position": _position(structure, label, rng)}
     if kind == "remove_row":
         return {"op": "remove_row", "row": row}
@@ -501,25 +537,10 @@ def sample_op(structure: ChartStructure, rng: np.random.Generator) -> dict[str, 
     if kind == "add_series" and fresh_series:
         name = fresh_series[int(rng.integers(len(fresh_series)))]
         return {"op": "add_series", "series": name,
-                "values": [_perturb(float(v if v is not None else 1.0), rng, t.decimals) for v in t.column(series)]}
+                "values": [_perturb(float(v if v is not None else 1.0), rng, t) for v in t.column(series)]}
     if kind == "remove_series" and len(t.series) > 1:
         return {"op": "remove_series", "series": series}
     return sample_style_op(structure, rng)
-
-
-def ordered_rows(structure: ChartStructure) -> bool:
-    """Whether the rows follow an order (years, months ...: the vocabulary's order, or
-    numbers), which a line chart implies."""
-    rows, order = structure.table.rows, structure.vocabulary.rows
-    rank = {x: i for i, x in enumerate(order)}
-    if all(r in rank for r in rows):
-        ranks = [rank[r] for r in rows]
-        return ranks in (sorted(ranks), sorted(ranks, reverse=True))
-    keys = [r.rstrip("*") for r in rows]
-    if all(k.isdigit() for k in keys):
-        numbers = [int(k) for k in keys]
-        return numbers in (sorted(numbers), sorted(numbers, reverse=True))
-    return False
 
 
 def sample_style_op(structure: ChartStructure, rng: np.random.Generator) -> dict[str, Any]:

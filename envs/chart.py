@@ -30,7 +30,7 @@ OP_COST = {
     "cell": 0.0, "lookup": 0.0, "invariant": 0.6, "max": 0.3, "min": 0.3, "argmax": 0.2, "argmin": 0.2,
     "greater": 0.2, "less": 0.2, "series_greater": 0.3, "row_argmax": 0.3, "count_rows": 0.1,
     "count_above": 0.6, "range": 0.8, "absdiff": 0.8, "ratio": 1.0, "sum": 1.0, "mean": 1.2,
-    "median": 1.0, "row_sum": 0.9, "pair_sum": 0.8, "pair_mean": 1.0,
+    "median": 1.0, "row_sum": 0.9, "pair_sum": 0.8, "pair_mean": 1.0, "row_with_value": 0.5,
 }
 COMPARISON_OPS = {"max", "min", "argmax", "argmin", "greater", "less", "series_greater", "row_argmax"}
 

@@ -16,6 +16,7 @@ A *label rule* says how a sample's answer follows from its table:
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
@@ -45,6 +46,8 @@ ERROR_CODES = {
     "indistinct": "two legend entries or slices drawn in colours too close to tell apart",
     "unreadable": "the answer needs more precision than the chart shows (data labels, scale)",
     "near_tie": "compared values, or a value and a threshold, too close to tell apart in the image",
+    "order": "the edit breaks the order the rows follow (years, months)",
+    "cramped": "labels leave the plot too little room to read the marks",
 }
 register_error_codes("chart", ERROR_CODES)
 
@@ -115,6 +118,15 @@ def _pair(combine: Callable[[float, float], Answer]) -> Handler:
     return handler
 
 
+def _row_with_value(t: Table, a: Mapping[str, Any]) -> str:
+    """The row whose value in the series is ``value`` (as the chart prints it)."""
+    j, target = _series(t, a), format_number(float(a["value"]))
+    winners = [label for label, row in zip(t.rows, t.values) if row[j] is not None and format_number(row[j]) == target]
+    if len(winners) != 1:
+        raise InvalidEdit("ambiguous", f"{len(winners)} rows have the value {target} in {t.series[j]!r}")
+    return winners[0]
+
+
 def _row_values(t: Table, a: Mapping[str, Any]) -> list[float]:
     i = _row(t, a)
     return [_cell(t, i, j) for j in range(len(t.series))]
@@ -126,8 +138,9 @@ HANDLERS: dict[str, Handler] = {
     "min": _aggregate(min),
     "argmax": _extreme_label(max),
     "argmin": _extreme_label(min),
-    "sum": _aggregate(lambda v: float(sum(v))),
-    "mean": _aggregate(lambda v: float(sum(v) / len(v))),
+    # math.fsum is exact, so a sum does not depend on the order of the rows
+    "sum": _aggregate(lambda v: math.fsum(v)),
+    "mean": _aggregate(lambda v: math.fsum(v) / len(v)),
     "median": _aggregate(lambda v: float(statistics.median(v))),
     "range": _aggregate(lambda v: max(v) - min(v)),
     "absdiff": _pair(lambda x, y: abs(x - y)),
@@ -136,10 +149,11 @@ HANDLERS: dict[str, Handler] = {
     "less": _pair(lambda x, y: _yes_no(x, y, False)),
     "count_above": lambda t, a: float(sum(v > a["threshold"] for v in _column(t, a))),
     "count_rows": lambda t, a: float(len(t.rows)),
+    "row_with_value": lambda t, a: _row_with_value(t, a),
     "pair_sum": _pair(lambda x, y: x + y),
     "pair_mean": _pair(lambda x, y: (x + y) / 2.0),
     "row_argmax": lambda t, a: _unique_extreme(t.series, _row_values(t, a), max),
-    "row_sum": lambda t, a: float(sum(_row_values(t, a))),
+    "row_sum": lambda t, a: math.fsum(_row_values(t, a)),
     "series_greater": lambda t, a: _yes_no(
         _cell(t, _row(t, a), _series(t, a, "s1")), _cell(t, _row(t, a), _series(t, a, "s2")), True
     ),
@@ -160,7 +174,8 @@ def validate_program(program: Mapping[str, Any]) -> None:
     if not isinstance(program, Mapping) or program.get("op") not in HANDLERS:
         raise ValueError(f"expected a program with op in {sorted(HANDLERS)}, got {program!r}")
     row_args, series_args = _arg_names(program["op"])
-    needed = set(row_args) | set(series_args) | ({"threshold"} if program["op"] == "count_above" else set())
+    extra = {"count_above": {"threshold"}, "row_with_value": {"value"}}.get(program["op"], set())
+    needed = set(row_args) | set(series_args) | extra
     missing = needed - set(program)
     if missing:
         raise ValueError(f"expected program {program['op']!r} to have {sorted(needed)}, missing {sorted(missing)}")
@@ -342,6 +357,7 @@ TEMPLATES: tuple[Template, ...] = (
     Template("less", "Is the {series} value of {a} less than that of {b}?", "less", rows=2),
     Template("count_above", "For how many {index} values is the {series} value above {threshold}?", "count_above"),
     Template("count_rows", "How many {index} values does the chart show?", "count_rows", series=0),
+    Template("row_with_value", "Which {index} has a {series} value of {value}?", "row_with_value"),
     Template("pair_sum", "What is the sum of the {series} values of {a} and {b}?", "pair_sum", rows=2),
     Template("pair_mean", "What is the average {series} value of {a} and {b}?", "pair_mean", rows=2),
     Template("row_argmax", "For {a}, which series has the largest value?", "row_argmax", rows=1, series=0, min_series=2),
@@ -368,6 +384,8 @@ def question_text(template: Template, program: Mapping[str, Any], index_name: st
     fills.update((k, program[k]) for k in series_args)
     if template.op == "count_above":
         fills["threshold"] = format_number(program["threshold"])
+    if template.op == "row_with_value":
+        fills["value"] = format_number(program["value"])
     return template.text.format(**fills)
 
 
@@ -381,6 +399,11 @@ def instantiate(template: Template, table: Table, rng: np.random.Generator) -> t
     program: dict[str, Any] = {"op": template.op, **dict(zip(row_args, rows)), **dict(zip(series_args, series))}
     if template.op == "count_above":
         program["threshold"] = _threshold(table, series[0], rng)
+    if template.op == "row_with_value":
+        present = [v for v in table.column(series[0]) if v is not None]
+        if not present:
+            raise InvalidEdit("ambiguous", f"series {series[0]!r} has no values")
+        program["value"] = float(format_number(present[int(rng.integers(len(present)))]))
     return question_text(template, program, table.index_name), program
 
 

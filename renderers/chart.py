@@ -292,7 +292,7 @@ class ChartRenderer:
                 handles = [Line2D([], [], color=c, marker="o", markersize=4, label=n) for n, c in zip(names, colors)]
             else:
                 handles = [Patch(facecolor=c, label=n) for n, c in zip(names, colors)]
-        show_legend = spec.legend != "none" and (pie or len(key.series) > 1)
+        show_legend = spec.legend != "none"  # a single series is named in the legend too
         if show_legend:
             # "best" placement would depend on the marks, which the frame does not hold
             if spec.legend == "outside":
@@ -581,7 +581,15 @@ def _fit_margins(fig: Any, canvas: Any, key: FrameKey, legend_outside: bool) -> 
         right += max(_text_size(canvas, str(n), fs * 0.85)[0] for n in names) + 3.5 * fs * pt
     left, right = min(left + pad, width * 0.55), min(right, width * 0.45)
     bottom, top = min(bottom + pad, height * 0.5), min(top, height * 0.3)
+    # margins that would leave no plot are shrunk to leave a sliver (the checks call it cramped)
+    left, right = _shrunk(left, right, width)
+    bottom, top = _shrunk(bottom, top, height)
     fig.subplots_adjust(left=left / width, right=1 - right / width, bottom=bottom / height, top=1 - top / height)
+
+
+def _shrunk(a: float, b: float, total: float) -> tuple[float, float]:
+    scale = min(1.0, 0.9 * total / max(a + b, 1e-9))
+    return a * scale, b * scale
 
 
 def _data_box(ax: Any, x: float, y: float, w: float, h: float, height: int) -> list[float]:

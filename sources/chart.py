@@ -67,6 +67,7 @@ from vicogym.structures.chart import (
 )
 
 TIER2_POLICIES = ("drop", "keep")
+_YEAR = re.compile(r"^(19|20)\d\d$")
 
 
 @lru_cache(maxsize=1)
@@ -90,6 +91,20 @@ def _shares_of_100(values: np.ndarray, decimals: int) -> np.ndarray:
     shares = np.round(values / values.sum() * 100.0, decimals)
     shares[int(np.argmax(shares))] += round(100.0 - float(shares.sum()), decimals)
     return np.round(shares, decimals)
+
+
+def topic_bounds(topic: Mapping[str, Any]) -> tuple[float, float]:
+    """What a topic's values can be: its drawing range widened by a quarter on each side,
+    never below zero for a topic that has no negative values, never above 100 for its
+    percentages."""
+    low, high = float(topic["low"]), float(topic["high"])
+    span = high - low
+    lo, hi = low - 0.25 * span, high + 0.25 * span
+    if low >= 0:
+        lo = max(lo, 0.0)
+        if topic["unit"] == "%":
+            hi = min(hi, 100.0)
+    return lo, hi
 
 
 def procedural_seed(rng: np.random.Generator, max_tries: int = 16, templates: tuple[str, ...] | None = None) -> Seed:
@@ -117,6 +132,8 @@ def procedural_seed(rng: np.random.Generator, max_tries: int = 16, templates: tu
             unit=topic["unit"],
             decimals=decimals,
             part_of_whole=whole,
+            stackable=bool(topic.get("stackable", False)) and len(series) > 1,
+            bounds=topic_bounds(topic),
         )
         candidates = ("bar", "hbar", "grouped_bar", "stacked_bar", "line", "pie") if ordered else ("bar", "hbar", "grouped_bar", "stacked_bar", "pie")
         chart_types = [c for c in candidates if chart_type_fits(table, c) is None]
@@ -138,7 +155,7 @@ def procedural_seed(rng: np.random.Generator, max_tries: int = 16, templates: tu
             question, program, answer = generate_question(table, rng, templates=templates)
         except GenerationError:
             continue
-        vocabulary = Vocabulary(rows=tuple(pool), series=tuple(topic["multi"]) if multi else ())
+        vocabulary = Vocabulary(rows=tuple(pool), series=tuple(topic["multi"]) if multi else (), ordered=ordered)
         structure = ChartStructure(table, spec, vocabulary)
         rule = program_rule(program)
         digest = hashlib.sha256(canonical_json([structure.to_dict(), rule]).encode()).hexdigest()[:12]
@@ -232,24 +249,54 @@ def load_chartqa_table(path: str | Path) -> Table:
                                   f"80% / 0.26M) or a missing-value mark (empty, -, nan)") from None
         values.append(tuple(parsed))
     cells = frame.iloc[:, 1:].to_numpy().ravel()
-    units = {"%" if "%" in c else "M" if c.strip()[-1:] in "Mm" and parse_number(c.strip()[:-1]) is not None else ""
-             for c in cells if c.strip()}
-    unit = "%" if "%" in units else "M" if "M" in units else ""
+    # a unit counts only when every value carries it (a stray "%" in a column of counts does not)
+    units = {_unit(c) for c in cells if c.strip() and c.strip().lower() not in _MISSING}
+    unit = units.pop() if len(units) == 1 else ""
     present = [v for row in values for v in row if v is not None]
     whole = (len(raw) == 2 and unit == "%" and bool(present) and len(present) == len(values) and min(present) >= 0
              and abs(sum(present) - 100.0) <= PERCENT_TOTAL_SLACK)
+    rows = _unique([_clean_label(r) for r in frame.iloc[:, 0]])
+    if _years_descending(rows):  # listed newest first, drawn (as charts draw time) oldest first
+        rows, values = rows[::-1], values[::-1]
     return Table(
         index_name=_clean_label(raw[0]),
-        rows=_unique([_clean_label(r) for r in frame.iloc[:, 0]]),
+        rows=rows,
         series=_unique([_clean_label(c) for c in raw[1:]]),
         values=tuple(values),
         unit=unit,
         decimals=min(MAX_DECIMALS, max((decimals_of(v) for v in present), default=0)),
         part_of_whole=whole,
+        bounds=observed_bounds(present, unit),
     )
 
 
-_YEAR = re.compile(r"^(19|20)\d\d$")
+def _unit(cell: str) -> str:
+    text = cell.strip()
+    if "%" in text:
+        return "%"
+    return "M" if text[-1:] in "Mm" and parse_number(text[:-1]) is not None else ""
+
+
+def _year(label: str) -> int | None:
+    key = label.rstrip("*")
+    return int(key) if _YEAR.match(key) else None
+
+
+def _years_descending(rows: tuple[str, ...]) -> bool:
+    years = [_year(r) for r in rows]
+    return len(rows) >= 2 and None not in years and years == sorted(years, reverse=True) and len(set(years)) == len(years)
+
+
+def observed_bounds(values: list[float], unit: str) -> tuple[float, float] | None:
+    """What a real table's values can plausibly be: percentages within 0-100, otherwise
+    the observed range widened by itself (and not below zero where none is)."""
+    if not values:
+        return None
+    low, high = min(values), max(values)
+    if unit == "%" and low >= 0 and high <= 100:
+        return (0.0, 100.0)
+    span = (high - low) or abs(high) or 1.0
+    return (0.0 if low >= 0 else low - span, high + span)
 
 
 def chartqa_vocabulary(table: Table) -> Vocabulary:
@@ -263,7 +310,9 @@ def chartqa_vocabulary(table: Table) -> Vocabulary:
         numbers = sorted(int(x) for x in labels)
         return tuple(str(y) for y in range(numbers[0] - 3, numbers[-1] + 4))  # in order, the table's own too
 
-    return Vocabulary(rows=years(table.rows), series=years(table.series))
+    rows = years(table.rows)
+    ordered = bool(rows) and Vocabulary(rows).rows_in_order(table.rows)
+    return Vocabulary(rows=rows, series=years(table.series), ordered=ordered)
 
 
 MARK_CHART_TYPES = {"line": ("line",), "bar": ("bar", "grouped_bar", "hbar"), "pie": ("pie",)}
@@ -427,6 +476,17 @@ def answers_agree(computed: float | str, label: str) -> bool:
     return abs(float(computed) - target) <= 0.5 * 10.0 ** -places + 1e-9 * abs(target)
 
 
+def garbled(table: Table) -> bool:
+    """A table that lost its shape on extraction: a multi-series row of zeros only (a
+    placeholder), or three or more rows that repeat the row before them."""
+    if len(table.series) < 2:
+        return False
+    if any(row and all(v == 0.0 for v in row) for row in table.values):
+        return True
+    repeats = sum(a == b for a, b in zip(table.values, table.values[1:]))
+    return repeats >= 3
+
+
 @dataclass(frozen=True)
 class Classified:
     """How a ChartQA record is used: ``status`` is cell, program, invariant or dropped."""
@@ -447,6 +507,10 @@ def classify_record(table: Table, query: str, label: str, tier2: str = "drop") -
     if len(marks) > 1 or (mark is not None and not any(chart_type_fits(table, c) is None
                                                         for c in MARK_CHART_TYPES[mark])):
         return Classified("dropped", reason="mark_reference")
+    if garbled(table):
+        return Classified("dropped", reason="garbled_table")
+    if mark == "line" and not chartqa_vocabulary(table).ordered:
+        return Classified("dropped", reason="mark_reference")  # a line over categories with no order
     if mark == "line" and label_key(label) in {label_key(r) for r in table.rows} - {label_key(x) for x in table.series}:
         # "which line ...?" answered by a row: the original chart drew rows as lines, the
         # table holds them across the axis; redrawn from the table, the answer is no line

@@ -4,7 +4,10 @@ A :class:`Table` has a category axis (row labels, the first CSV column) and one 
 more numeric series (the other columns). Values are floats or ``None`` (missing), kept
 at the table's precision (``decimals``); ``part_of_whole`` says whether the values are
 parts of one total (the only data a pie may draw). A :class:`Vocabulary` lists the
-labels edits may add, so a rewritten table still makes sense. Everything round-trips
+labels edits may add, so a rewritten table still makes sense, and whether the rows follow
+an order (years, months) that edits must keep. ``bounds`` limit values to what the topic
+allows (no 150% shares), and ``stackable`` says whether series add up (parts of one total
+per row), the only ones a stacked bar may draw. Everything round-trips
 through JSON (``to_dict`` / ``from_dict``) and CSV text.
 """
 
@@ -78,14 +81,23 @@ class Table:
     unit: str = ""
     decimals: int = 2
     part_of_whole: bool = False
+    stackable: bool = False
+    bounds: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.index_name, str):
             raise TypeError(f"expected index_name to be a string, got {self.index_name!r}")
         if isinstance(self.decimals, bool) or not isinstance(self.decimals, int) or not 0 <= self.decimals <= MAX_DECIMALS:
             raise ValueError(f"expected decimals as an integer in [0, {MAX_DECIMALS}], got {self.decimals!r}")
-        if not isinstance(self.part_of_whole, bool):
-            raise TypeError(f"expected part_of_whole to be true or false, got {self.part_of_whole!r}")
+        for name in ("part_of_whole", "stackable"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"expected {name} to be true or false, got {getattr(self, name)!r}")
+        if self.bounds is not None:
+            b = self.bounds
+            if (not isinstance(b, (list, tuple)) or len(b) != 2 or not all(_is_number(v) and math.isfinite(v) for v in b)
+                    or not b[0] < b[1]):
+                raise ValueError(f"expected bounds as [low, high] with low < high, got {b!r}")
+            object.__setattr__(self, "bounds", (float(b[0]), float(b[1])))
         if len(self.values) != len(self.rows):
             raise ValueError(f"expected {len(self.rows)} value rows, got {len(self.values)}")
         for label, row in zip(self.rows, self.values):
@@ -129,7 +141,12 @@ class Table:
             "unit": self.unit,
             "decimals": self.decimals,
             "part_of_whole": self.part_of_whole,
+            "stackable": self.stackable,
+            "bounds": None if self.bounds is None else list(self.bounds),
         }
+
+    def in_bounds(self, value: float) -> bool:
+        return self.bounds is None or self.bounds[0] <= value <= self.bounds[1]
 
     def total(self) -> float:
         return float(sum(v for v in self.all_values() if v is not None))
@@ -164,6 +181,8 @@ class Table:
             unit=str(data.get("unit", "")),
             decimals=data.get("decimals", inferred),
             part_of_whole=data.get("part_of_whole", False),
+            stackable=data.get("stackable", False),
+            bounds=data.get("bounds"),
         )
 
     def to_csv(self) -> str:
@@ -246,6 +265,7 @@ class Vocabulary:
 
     rows: tuple[str, ...] = ()
     series: tuple[str, ...] = ()
+    ordered: bool = False
 
     def __post_init__(self) -> None:
         for name in ("rows", "series"):
@@ -253,15 +273,23 @@ class Vocabulary:
             if not isinstance(labels, (list, tuple)) or not all(isinstance(x, str) for x in labels):
                 raise TypeError(f"expected vocabulary {name} as a list of strings, got {labels!r}")
             object.__setattr__(self, name, tuple(labels))
+        if not isinstance(self.ordered, bool):
+            raise TypeError(f"expected ordered to be true or false, got {self.ordered!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"rows": list(self.rows), "series": list(self.series)}
+        return {"rows": list(self.rows), "series": list(self.series), "ordered": self.ordered}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Vocabulary":
-        if not isinstance(data, Mapping) or set(data) - {"rows", "series"}:
-            raise ValueError(f"expected a vocabulary object with rows and series, got {data!r}")
-        return cls(tuple(data.get("rows", ())), tuple(data.get("series", ())))
+        if not isinstance(data, Mapping) or set(data) - {"rows", "series", "ordered"}:
+            raise ValueError(f"expected a vocabulary object with rows, series and ordered, got {data!r}")
+        return cls(tuple(data.get("rows", ())), tuple(data.get("series", ())), data.get("ordered", False))
+
+    def rows_in_order(self, rows: tuple[str, ...]) -> bool:
+        """For an ordered vocabulary (years, months ...): whether ``rows`` follow its order."""
+        rank = {x: i for i, x in enumerate(self.rows)}
+        ranks = [rank.get(r) for r in rows]
+        return None not in ranks and ranks == sorted(ranks)  # type: ignore[type-var]
 
 
 @dataclass(frozen=True)
@@ -310,6 +338,8 @@ def chart_type_fits(table: Table, chart_type: str) -> str | None:
         return f"{chart_type} draws exactly one series, the table has {n_series}"
     if chart_type in ("grouped_bar", "stacked_bar") and n_series < 2:
         return f"{chart_type} needs at least two series, the table has {n_series}"
+    if chart_type == "stacked_bar" and not table.stackable:
+        return "stacked_bar adds series up, and this table's series are not parts of one total"
     if chart_type in ("stacked_bar", "pie") and table.has_negative():
         return f"{chart_type} cannot draw negative values"
     if chart_type == "pie":

@@ -40,6 +40,10 @@ def reference(table: Table, program: dict):
         return float((col(program["series"]) > program["threshold"]).sum())
     if op == "count_rows":
         return float(len(table.rows))
+    if op == "row_with_value":
+        shown = lambda v: round(v, 2) if abs(v) >= 1 else float(f"{v:.4g}")  # noqa: E731  (as charts print)
+        hits = [r for r, v in zip(table.rows, col(program["series"])) if shown(v) == shown(program["value"])]
+        return hits[0] if len(hits) == 1 else None
     row = np.array(table.values[table.rows.index(program["row"])], dtype=float)
     if op == "row_sum":
         return row.sum()

@@ -54,9 +54,14 @@ def test_a_plain_readable_chart_passes():
     ([[10], [20], [35], [28]], program_rule({"op": "sum", "series": "Sales"}), False, None),
     ([[1], [2], [3.5], [2.8]], program_rule({"op": "ratio", "a": "2015", "b": "2016", "series": "Sales"}), False,
      "unreadable"),
-    # no program: the values it may need must be printed
+    # no program: whatever values it may need must be printed
     ([[10], [20], [35], [28]], invariant_rule(_table([[10], [20], [35], [28]]), "35", "q?"), False, "unreadable"),
-    ([[10], [20], [35], [28]], invariant_rule(_table([[10], [20], [35], [28]]), "2017", "q?"), False, None),
+    ([[10], [20], [35], [28]], invariant_rule(_table([[10], [20], [35], [28]]), "2017", "q?"), False, "unreadable"),
+    ([[10], [20], [35], [28]], invariant_rule(_table([[10], [20], [35], [28]]), "2017", "q?"), True, None),
+    # a value to find is found by its printed label
+    ([[10], [20], [35], [28]], program_rule({"op": "row_with_value", "series": "Sales", "value": 35.0}), False,
+     "unreadable"),
+    ([[10], [20], [35], [28]], program_rule({"op": "row_with_value", "series": "Sales", "value": 35.0}), True, None),
 ])
 def test_values_must_be_readable_at_the_precision_the_answer_needs(values, rule, labels, code):
     structure = ChartStructure(_table(values, decimals=3), ChartSpec(data_labels=labels))
