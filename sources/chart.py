@@ -438,6 +438,11 @@ def parse_question(question: str, table: Table, label: str) -> dict[str, Any] | 
         return None
     if not forms and len(rows) == 1 and numeric:
         return {"op": "lookup", "row": rows[0], "series": series}
+    # a number that is no row label and no year (a year in a question dates it, it is no value)
+    numbers = [n for n in _NUMBER.findall(question)
+               if not any(label_key(n) == label_key(r) for r in table.rows) and not _YEAR.match(n)]
+    if not forms and not rows and label_is_row and len(numbers) == 1 and words & {"which", "what", "when", "where"}:
+        return {"op": "row_with_value", "series": series, "value": float(numbers[0].replace(",", ""))}
     if len(forms) != 1:
         return None
     form = next(iter(forms))
@@ -465,6 +470,11 @@ def _plain(question: str, table: Table) -> bool:
     words = set(label_key(question).split()) - naming
     combining = _FORMS["difference"] | _FORMS["ratio"] | _FORMS["median"] | {"times"}
     return not words & (combining | _ORDINALS | _CHANGE | _NEGATION)
+
+
+def _has_value(table: Table, program: Mapping[str, Any]) -> bool:
+    target = format_number(float(program["value"]))
+    return any(v is not None and format_number(v) == target for v in table.column(program["series"]))
 
 
 def answers_agree(computed: float | str, label: str) -> bool:
@@ -530,6 +540,8 @@ def classify_record(table: Table, query: str, label: str, tier2: str = "drop") -
             computed = execute(table, program)
         except InvalidEdit:  # a missing value or a tie: the form does not apply to this table
             computed = None
+            if program["op"] == "row_with_value" and not _has_value(table, program):
+                computed = ""  # no row has the value the question names: the table contradicts it
         if computed is not None and answers_agree(computed, label):
             return Classified("program", program_rule(program, query, refers), mark=mark)
         if computed is not None and tier2 == "drop":

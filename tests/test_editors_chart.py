@@ -8,7 +8,6 @@ from hypothesis import strategies as st
 
 from reference_chart import reference
 from strategies import LABELS, VALUES, structures
-from vicogym.answers import format_number
 from vicogym.editors.chart import OP_FIELDS, apply, diff, sample_edit
 from vicogym.errors import GenerationError, InvalidEdit
 from vicogym.programs.chart import cell_rule, generate_question, invariant_rule, program_rule, relabel
