@@ -21,7 +21,7 @@ def test_unknown_id_suggests_the_closest():
     with pytest.raises(UnknownEnvironment) as info:
         vicogym.make("vicogym/Chrat-v0")
     assert str(info.value).startswith("no vicogym environment 'vicogym/Chrat-v0'; did you mean 'vicogym/Chart-v0'? "
-                                      "(known: vicogym/Chart-v0")
+                                      "(known: vicogym/CLEVR-v0, vicogym/Chart-v0")
 
 
 def test_chart_step_info_and_episode_end():

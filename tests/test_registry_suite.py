@@ -17,14 +17,24 @@ from hypothesis import strategies as st
 import vicogym
 from vicogym.errors import EDIT_ERROR_CODES
 from vicogym.pipeline import GenerateConfig, generate
+from vicogym.registry import env_class
 from vicogym.verify import verify
 
 ENV_IDS = [env_id for env_id, _ in vicogym.list_environments()]
 FAST = {"k": 4, "max_turns": 3}
 
 
+def smoke(env_id):
+    """The environment's own settings for quick runs (a fast engine, a small image)."""
+    return dict(getattr(env_class(env_id), "smoke_settings", {}))
+
+
+def make(env_id, **kwargs):
+    return gym.make(env_id, **{**smoke(env_id), **kwargs})
+
+
 def test_the_suite_covers_more_than_one_arm():
-    arms = {gym.make(env_id, **FAST).unwrapped.arm.name for env_id in ENV_IDS}
+    arms = {make(env_id, **FAST).unwrapped.arm.name for env_id in ENV_IDS}
     assert {"chart", "toy"} <= arms
 
 
@@ -54,28 +64,28 @@ def _same(a, b):
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_check_env(env_id):
-    env = gym.make(env_id, **FAST)
+    env = make(env_id, **FAST)
     check_env(env.unwrapped, skip_render_check=False)
     env.close()
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_same_seed_same_episode_different_seed_differs(env_id):
-    a = _episode(gym.make(env_id, **FAST), seed=3)
-    b = _episode(gym.make(env_id, **FAST), seed=3)
+    a = _episode(make(env_id, **FAST), seed=3)
+    b = _episode(make(env_id, **FAST), seed=3)
     assert _same(a, b)
-    c = _episode(gym.make(env_id, **FAST), seed=4)
+    c = _episode(make(env_id, **FAST), seed=4)
     assert not _same(a, c)
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_unseeded_reset_records_a_seed_that_regenerates_the_episode(env_id):
-    env = gym.make(env_id, **FAST)
+    env = make(env_id, **FAST)
     env.reset(seed=11)
     obs, info = env.reset()  # no seed
     seed = info["sample"].provenance.seed
     assert isinstance(seed, int) and seed >= 0
-    again, info2 = gym.make(env_id, **FAST).reset(seed=seed)
+    again, info2 = make(env_id, **FAST).reset(seed=seed)
     assert np.array_equal(obs["image"], again["image"]) and obs["question"] == again["question"]
     assert info2["sample"] == info["sample"]
 
@@ -92,7 +102,7 @@ class _Oracle:
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_the_oracle_answer_scores_one_and_a_wrong_one_does_not(env_id):
-    env = gym.make(env_id, **FAST).unwrapped
+    env = make(env_id, **FAST).unwrapped
     arm = env.arm
     for seed in range(6):
         obs, info = env.reset(seed=seed)
@@ -110,7 +120,7 @@ def test_the_oracle_answer_scores_one_and_a_wrong_one_does_not(env_id):
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_an_oracle_actor_passes_every_probe_and_a_blank_one_none(env_id):
     oracle = _Oracle()
-    env = gym.make(env_id, actor=oracle, **FAST).unwrapped
+    env = make(env_id, actor=oracle, **FAST).unwrapped
     obs, info = env.reset(seed=0)
     assert info["pass_rate"] == 0.0
     rng = np.random.default_rng(0)
@@ -130,7 +140,7 @@ BAD_EDITS = ["{", "", "[" * 100000 + "]" * 100000, '{"ops": [{"op": "' + "x" * 5
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_invalid_edits_leave_state_unchanged(env_id):
-    env = gym.make(env_id, k=4, max_turns=100).unwrapped
+    env = make(env_id, k=4, max_turns=100).unwrapped
     env.reset(seed=0)
     before = (copy.deepcopy(env.sample.structure), env.sample.answer, env.sample.image.copy(), env.pass_rate,
               copy.deepcopy(env.trace))
@@ -186,7 +196,7 @@ def _assert_answered(env, action):
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_broken_edits_get_a_result_never_an_exception(env_id):
-    env = gym.make(env_id, k=2, max_turns=10_000).unwrapped
+    env = make(env_id, k=2, max_turns=10_000).unwrapped
     env.reset(seed=1)
 
     @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -200,7 +210,7 @@ def test_broken_edits_get_a_result_never_an_exception(env_id):
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_any_action_gets_a_result_never_an_exception(env_id):
-    env = gym.make(env_id, k=2, max_turns=10_000).unwrapped
+    env = make(env_id, k=2, max_turns=10_000).unwrapped
     env.reset(seed=1)
 
     @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -213,10 +223,11 @@ def test_any_action_gets_a_result_never_an_exception(env_id):
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_spec_and_config_round_trip_through_json(env_id):
-    env = gym.make(env_id, **FAST)
+    env = make(env_id, **FAST)
     spec = gym.spec(env_id)
     assert gym.envs.registration.EnvSpec.from_json(spec.to_json()) == spec
-    assert gym.envs.registration.EnvSpec.from_json(env.spec.to_json()).kwargs == env.spec.kwargs == FAST
+    assert gym.envs.registration.EnvSpec.from_json(env.spec.to_json()).kwargs == env.spec.kwargs == {**smoke(env_id),
+                                                                                                  **FAST}
     remade = gym.make(env.spec)
     assert remade.unwrapped.config == env.unwrapped.config
     config = env.unwrapped.config.to_dict()
@@ -226,7 +237,7 @@ def test_spec_and_config_round_trip_through_json(env_id):
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_render_is_the_observation_canvas(env_id):
-    env = gym.make(env_id, render_mode="rgb_array", **FAST)
+    env = make(env_id, render_mode="rgb_array", **FAST)
     obs, info = env.reset(seed=5)
     frame = env.render()
     assert frame.shape == env.observation_space["image"].shape == obs["image"].shape
@@ -239,8 +250,8 @@ def test_render_is_the_observation_canvas(env_id):
 @pytest.mark.parametrize("env_id", ENV_IDS)
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_vector_envs_return_what_single_envs_return(env_id, mode):
-    vec = gym.make_vec(env_id, num_envs=2, vectorization_mode=mode, **FAST)
-    singles = [gym.make(env_id, **FAST) for _ in range(2)]
+    vec = gym.make_vec(env_id, num_envs=2, vectorization_mode=mode, **FAST, **smoke(env_id))
+    singles = [make(env_id, **FAST) for _ in range(2)]
     try:
         obs, _ = vec.reset(seed=[5, 6])
         expected = [s.reset(seed=seed)[0] for s, seed in zip(singles, (5, 6))]
@@ -258,7 +269,7 @@ def test_vector_envs_return_what_single_envs_return(env_id, mode):
 def test_generate_and_verify_serve_every_arm(env_id, tmp_path):
     out = tmp_path / "run"
     manifest = generate(GenerateConfig(env_id=env_id, n=4, out=str(out), seed=2, episodes_per_shard=2,
-                                       env_kwargs={"k": 2, "max_turns": 2}), progress=False)
+                                       env_kwargs={"k": 2, "max_turns": 2, **smoke(env_id)}), progress=False)
     assert manifest["counts"]["samples"] == 4 and manifest["env"]["id"] == env_id
     report = verify(out)
     assert report.ok and report.rows == 4, report.problems

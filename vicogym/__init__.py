@@ -16,5 +16,10 @@ register(
     "vicogym.envs.chart:ChartEnv",
     description="chart questions (matplotlib) from tables; edits of values, rows, series and style",
 )
+register(
+    "vicogym/CLEVR-v0",
+    "vicogym.envs.clevr:ClevrEnv",
+    description="CLEVR scenes (Blender) with functional programs; edits of objects, camera and lights",
+)
 
 __all__ = ["__version__", "list_environments", "make", "register"]

@@ -97,6 +97,12 @@ class Arm(abc.ABC):
         """Pixels and facts. ``rng`` is derived from the structure's canonical text, so the
         same structure gives the same bytes (per render engine)."""
 
+    @property
+    def pixel_tolerance(self) -> int:
+        """How far (0-255, per channel) two renders of the same structure may differ: 0 for
+        renderers that give the same bytes (the convention), more for ones that cannot."""
+        return 0
+
     def validate(self, structure: Any, render: Render, rule: Mapping[str, Any]) -> None:
         """Checks on a rendered edit (visibility, protection): raise ``InvalidEdit``."""
 

@@ -14,8 +14,6 @@ import difflib
 import math
 import multiprocessing
 import os
-import threading
-import time
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Mapping
 
@@ -24,6 +22,7 @@ import numpy as np
 import vicogym
 from vicogym.core import canonical_json
 from vicogym.exporters import verl_fields, verl_schema
+from vicogym.processes import die_with_parent
 from vicogym.registry import check_id, env_class, make_config
 from vicogym.rollout import KEEP_POLICIES, EpisodeStats, row_schema, run_episode, sample_row
 from vicogym.shards import RunFolder, read_shard_stats, shard_path, write_shard
@@ -148,28 +147,6 @@ def run_block(config: GenerateConfig, block: int) -> tuple[list[dict[str, Any]],
     return rows, dict(total.to_dict(), episodes=episodes)
 
 
-def _worker_init(parent: int) -> None:
-    """Workers die with the process that started them (``kill -9`` or SIGTERM included).
-    ``parent`` is passed in: by the time this runs the parent may already be gone."""
-    try:
-        import ctypes
-        import signal
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG (Linux)
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() != parent:  # the parent died before the line above took effect
-        os._exit(1)
-
-    def watch() -> None:  # where prctl is missing: notice the parent is gone
-        while os.getppid() == parent:
-            time.sleep(1.0)
-        os._exit(1)
-
-    threading.Thread(target=watch, daemon=True, name="vicogym-parent-watch").start()
-
-
 # -- the run -----------------------------------------------------------------------------
 def generate(config: GenerateConfig, progress: bool = True) -> dict[str, Any]:
     """Generate ``config.n`` samples into ``config.out``; resume what a crash left."""
@@ -211,7 +188,7 @@ def generate(config: GenerateConfig, progress: bool = True) -> dict[str, Any]:
         else:
             context = multiprocessing.get_context("spawn")
             with cf.ProcessPoolExecutor(max_workers=config.workers, mp_context=context,
-                                        initializer=_worker_init, initargs=(os.getpid(),)) as pool:
+                                        initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
                 while block < blocks_total and run.count < config.n:
                     window = range(block, min(block + config.workers, blocks_total))
                     futures = [pool.submit(run_block, config, b) for b in window]

@@ -57,7 +57,7 @@ def check_id(env_id: str) -> str:
     if env_id not in ENVIRONMENTS:
         # compare the names after the shared "vicogym/" prefix, which would make every id look close
         names = {known.split("/", 1)[-1].lower(): known for known in ENVIRONMENTS}
-        close = difflib.get_close_matches(str(env_id).split("/", 1)[-1].lower(), list(names), n=3, cutoff=0.6)
+        close = difflib.get_close_matches(str(env_id).split("/", 1)[-1].lower(), list(names), n=3, cutoff=0.7)
         hint = f"; did you mean {' or '.join(repr(names[c]) for c in close)}?" if close else ""
         raise UnknownEnvironment(f"no vicogym environment {env_id!r}{hint} (known: {', '.join(sorted(ENVIRONMENTS))})")
     return env_id

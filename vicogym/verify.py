@@ -261,7 +261,7 @@ def _image_problem(row: dict[str, Any], arm: Any) -> str | None:
         return f"a reader could not answer from this image: {exc}"
     except (ValueError, TypeError, KeyError) as exc:
         return f"structure cannot be rendered again: {exc}"
-    if stored.shape != render.image.shape or not np.array_equal(stored, render.image):
+    if stored.shape != render.image.shape or np.abs(stored.astype(int) - render.image).max() > arm.pixel_tolerance:
         return "image differs from a fresh render of the stored structure (swapped or edited pixels)"
     return None
 

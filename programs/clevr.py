@@ -1,0 +1,479 @@
+"""Label logic of the CLEVR arm: CLEVR's functional programs, their executor, and question
+templates for CLEVR's nine families.
+
+A program is CLEVR's node list: ``{"function", "inputs", "value_inputs"}`` per node, the last
+node's output being the answer. Files spell nodes either way (``function`` in the released
+question files, ``type`` in the generator's own output; ``value_inputs`` or
+``side_inputs``): :func:`normalize_program` reads both and writes the released spelling,
+so CLEVR's own executor can run a stored program on a stored scene.
+
+The executor is one table of small handlers (:data:`HANDLERS`) with one signature. ``unique``
+on anything but exactly one object raises ``InvalidEdit("ambiguous")``: a question whose
+object is gone or doubled has no answer, never a guess.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from vicogym.errors import GenerationError, InvalidEdit
+from vicogym.structures.clevr import ATTRIBUTES, RELATIONS, Scene
+
+Objects = list[int]
+Handler = Callable[[Scene, list[Any], list[str], "Context"], Any]
+
+
+@dataclass
+class Context:
+    """What handlers share while one program runs: the scene's relationships, computed once."""
+
+    relationships: dict[str, list[list[int]]]
+
+
+# -- handlers -------------------------------------------------------------------------------
+def _objects(value: Any, function: str) -> Objects:
+    if not isinstance(value, list):
+        raise ValueError(f"{function} expects a set of objects, got {value!r}")
+    return value
+
+
+def _object(value: Any, function: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{function} expects one object (the output of unique), got {value!r}")
+    return value
+
+
+def _filter(attribute: str) -> Handler:
+    def handler(scene: Scene, inputs: list[Any], values: list[str], ctx: Context) -> Objects:
+        return [i for i in _objects(inputs[0], f"filter_{attribute}") if getattr(scene.objects[i], attribute) == values[0]]
+
+    return handler
+
+
+def _query(attribute: str) -> Handler:
+    return lambda scene, inputs, values, ctx: getattr(scene.objects[_object(inputs[0], f"query_{attribute}")], attribute)
+
+
+def _same(attribute: str) -> Handler:
+    def handler(scene: Scene, inputs: list[Any], values: list[str], ctx: Context) -> Objects:
+        i = _object(inputs[0], f"same_{attribute}")
+        target = getattr(scene.objects[i], attribute)
+        return [j for j, o in enumerate(scene.objects) if j != i and getattr(o, attribute) == target]
+
+    return handler
+
+
+def _unique(scene: Scene, inputs: list[Any], values: list[str], ctx: Context) -> int:
+    objects = _objects(inputs[0], "unique")
+    if len(objects) != 1:
+        raise InvalidEdit("ambiguous", f"the question's object is not unique: {len(objects)} objects fit its description")
+    return objects[0]
+
+
+def _relate(scene: Scene, inputs: list[Any], values: list[str], ctx: Context) -> Objects:
+    if values[0] not in RELATIONS:
+        raise ValueError(f"relate expects one of {list(RELATIONS)}, got {values[0]!r}")
+    return list(ctx.relationships[values[0]][_object(inputs[0], "relate")])
+
+
+def _compare(op: Callable[[Any, Any], bool]) -> Handler:
+    return lambda scene, inputs, values, ctx: bool(op(inputs[0], inputs[1]))
+
+
+def _integers(op: Callable[[int, int], bool]) -> Handler:
+    def handler(scene: Scene, inputs: list[Any], values: list[str], ctx: Context) -> bool:
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in inputs):
+            raise ValueError(f"an integer comparison expects two counts, got {inputs!r}")
+        return bool(op(inputs[0], inputs[1]))
+
+    return handler
+
+
+HANDLERS: dict[str, Handler] = {
+    "scene": lambda scene, inputs, values, ctx: list(range(len(scene.objects))),
+    "unique": _unique,
+    "relate": _relate,
+    "union": lambda scene, inputs, values, ctx: sorted(set(_objects(inputs[0], "union")) | set(_objects(inputs[1], "union"))),
+    "intersect": lambda scene, inputs, values, ctx: sorted(set(_objects(inputs[0], "intersect"))
+                                                           & set(_objects(inputs[1], "intersect"))),
+    "count": lambda scene, inputs, values, ctx: len(_objects(inputs[0], "count")),
+    "exist": lambda scene, inputs, values, ctx: len(_objects(inputs[0], "exist")) > 0,
+    "equal_integer": _integers(lambda a, b: a == b),
+    "less_than": _integers(lambda a, b: a < b),
+    "greater_than": _integers(lambda a, b: a > b),
+    **{f"filter_{a}": _filter(a) for a in ATTRIBUTES},
+    **{f"query_{a}": _query(a) for a in ATTRIBUTES},
+    **{f"same_{a}": _same(a) for a in ATTRIBUTES},
+    **{f"equal_{a}": _compare(lambda x, y: x == y) for a in ATTRIBUTES},
+}
+#: how many inputs and value inputs each function takes
+ARITY: dict[str, tuple[int, int]] = {
+    "scene": (0, 0), "unique": (1, 0), "relate": (1, 1), "union": (2, 0), "intersect": (2, 0), "count": (1, 0),
+    "exist": (1, 0), "equal_integer": (2, 0), "less_than": (2, 0), "greater_than": (2, 0),
+    **{f"filter_{a}": (1, 1) for a in ATTRIBUTES}, **{f"query_{a}": (1, 0) for a in ATTRIBUTES},
+    **{f"same_{a}": (1, 0) for a in ATTRIBUTES}, **{f"equal_{a}": (2, 0) for a in ATTRIBUTES},
+}
+
+
+# -- programs -------------------------------------------------------------------------------
+def normalize_program(nodes: Any) -> list[dict[str, Any]]:
+    """A program in the released spelling (``function``, ``inputs``, ``value_inputs``), from
+    either spelling; ``ValueError`` naming the node when it is not a CLEVR program."""
+    if not isinstance(nodes, list) or not nodes:
+        raise ValueError(f"expected a program as a non-empty list of nodes, got {type(nodes).__name__}")
+    out = []
+    for k, node in enumerate(nodes):
+        if not isinstance(node, Mapping):
+            raise ValueError(f"program node {k} is not an object")
+        function = node.get("function", node.get("type"))
+        if function not in HANDLERS:
+            raise ValueError(f"program node {k}: unknown function {function!r}")
+        inputs = node.get("inputs", [])
+        values = node.get("value_inputs", node.get("side_inputs", []))
+        if not isinstance(inputs, list) or not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < k
+                                                   for i in inputs):
+            raise ValueError(f"program node {k} ({function}): inputs must be indices of earlier nodes, got {inputs!r}")
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            raise ValueError(f"program node {k} ({function}): value inputs must be strings, got {values!r}")
+        n_inputs, n_values = ARITY[function]
+        if (len(inputs), len(values)) != (n_inputs, n_values):
+            raise ValueError(f"program node {k} ({function}) takes {n_inputs} inputs and {n_values} value inputs, got "
+                             f"{len(inputs)} and {len(values)}")
+        out.append({"function": function, "inputs": list(inputs), "value_inputs": list(values)})
+    return out
+
+
+def run(scene: Scene, program: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """Every node's output (the answer is the last). ``InvalidEdit("ambiguous")`` when a
+    ``unique`` step does not find exactly one object."""
+    ctx = Context(scene.relationships())
+    outputs: list[Any] = []
+    for node in program:
+        outputs.append(HANDLERS[node["function"]](scene, [outputs[i] for i in node["inputs"]], node["value_inputs"], ctx))
+    return outputs
+
+
+def execute(scene: Scene, program: Sequence[Mapping[str, Any]]) -> Any:
+    return run(scene, program)[-1]
+
+
+def answer_text(value: Any) -> str:
+    """CLEVR's answer spelling: ``yes``/``no``, counts as digits, attribute values as they are."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return value
+    raise ValueError(f"a program's answer is a yes/no, a count or an attribute value, got {value!r}")
+
+
+def program_rule(program: Sequence[Mapping[str, Any]], question: str, template: str | None = None,
+                 family: str | None = None) -> dict[str, Any]:
+    rule: dict[str, Any] = {"kind": "program", "program": normalize_program(list(program)), "question": question}
+    if template is not None:
+        rule["template"], rule["family"] = template, family
+    return rule
+
+
+def relabel(scene: Scene, rule: Mapping[str, Any]) -> str:
+    if rule.get("kind") != "program":
+        raise ValueError(f"expected a CLEVR program rule, got kind {rule.get('kind')!r}")
+    return answer_text(execute(scene, rule["program"]))
+
+
+def asked_objects(scene: Scene, program: Sequence[Mapping[str, Any]]) -> list[int]:
+    """The objects a reader must find: those singled out by ``unique`` and those in the sets
+    the answer is read from (for difficulty features)."""
+    outputs = run(scene, program)
+    asked: set[int] = set()
+    for node, out in zip(program, outputs):
+        if node["function"] == "unique":
+            asked.add(out)
+        if node["function"] in ("count", "exist") and isinstance(outputs[node["inputs"][0]], list):
+            asked.update(outputs[node["inputs"][0]])
+    return sorted(asked)
+
+
+# -- question templates ------------------------------------------------------------------------
+RELATION_TEXT = {"left": "left of", "right": "right of", "front": "in front of", "behind": "behind"}
+ANSWER_SPACE = {"count": [str(n) for n in range(0, 7)], "bool": ["yes", "no"],
+                **{f"query_{a}": list(v) for a, v in ATTRIBUTES.items()}}
+
+
+@dataclass(frozen=True)
+class Template:
+    """A question pattern. ``build(scene, rng)`` instantiates it: ``(text, program)``, or
+    ``None`` when this scene offers no valid instance on this draw."""
+
+    id: str
+    family: str
+    answer: str  # "count", "bool" or "query_<attribute>"
+    build: Callable[[Scene, np.random.Generator], tuple[str, list[dict[str, Any]]] | None]
+
+
+class _Program:
+    """Builds a node list step by step and checks CLEVR's rules against degenerate
+    instances as it goes: a filter must remove something, a relate must leave something out."""
+
+    def __init__(self, scene: Scene):
+        self.scene, self.nodes, self.outputs = scene, [], []
+        self.ctx = Context(scene.relationships())
+
+    def add(self, function: str, inputs: list[int] = (), values: list[str] = ()) -> int:
+        node = {"function": function, "inputs": list(inputs), "value_inputs": list(values)}
+        out = HANDLERS[function](self.scene, [self.outputs[i] for i in inputs], node["value_inputs"], self.ctx)
+        self.nodes.append(node)
+        self.outputs.append(out)
+        return len(self.nodes) - 1
+
+
+def _describe(p: _Program, source: int, rng: np.random.Generator, unique: bool, exclude: str | None = None,
+              target: int | None = None) -> tuple[int, dict[str, str]] | None:
+    """Filter the set at node ``source`` by a random description: to one object (``target``
+    or a random one) when ``unique``, else to a random non-empty or empty subset. Every
+    filter removes something (CLEVR's rule); ``exclude`` keeps one attribute out (the one a
+    query will ask for)."""
+    candidates = p.outputs[source]
+    if not candidates:
+        return None
+    attributes = [a for a in ("size", "color", "material", "shape") if a != exclude]
+    order = [attributes[i] for i in rng.permutation(len(attributes))]
+    described: dict[str, str] = {}
+    node = source
+    if unique:
+        goal = target if target is not None else candidates[int(rng.integers(len(candidates)))]
+        for attribute in order:
+            if len(p.outputs[node]) == 1:
+                break
+            value = getattr(p.scene.objects[goal], attribute)
+            kept = [i for i in p.outputs[node] if getattr(p.scene.objects[i], attribute) == value]
+            if len(kept) < len(p.outputs[node]):
+                node = p.add(f"filter_{attribute}", [node], [value])
+                described[attribute] = value
+        return (node, described) if p.outputs[node] == [goal] else None
+    for attribute in order[: int(rng.integers(1, 4))]:
+        pool = sorted({getattr(p.scene.objects[i], attribute) for i in p.outputs[node]})
+        values = pool if pool and rng.random() < 0.75 else list(ATTRIBUTES[attribute])
+        value = values[int(rng.integers(len(values)))]
+        kept = [i for i in p.outputs[node] if getattr(p.scene.objects[i], attribute) == value]
+        if len(kept) == len(p.outputs[node]):
+            continue  # a filter that changes nothing
+        node = p.add(f"filter_{attribute}", [node], [value])
+        described[attribute] = value
+    return (node, described) if described else None
+
+
+def phrase(described: Mapping[str, str], plural: bool = False) -> str:
+    """``large red metal cube``, ``small things``: a CLEVR noun phrase."""
+    words = [described[a] for a in ("size", "color", "material") if a in described]
+    noun = described.get("shape", "thing")
+    return " ".join(words + [noun + ("s" if plural else "")])
+
+
+def _zero_hop_count(scene, rng):
+    p = _Program(scene)
+    d = _describe(p, p.add("scene"), rng, unique=False)
+    if d is None:
+        return None
+    p.add("count", [d[0]])
+    return f"How many {phrase(d[1], plural=True)} are there?", p.nodes
+
+
+def _zero_hop_exist(scene, rng):
+    p = _Program(scene)
+    d = _describe(p, p.add("scene"), rng, unique=False)
+    if d is None:
+        return None
+    p.add("exist", [d[0]])
+    return f"Is there a {phrase(d[1])}?", p.nodes
+
+
+def _query(attribute: str):
+    questions = {"color": "What color is the {x}?", "shape": "What shape is the {x}?",
+                 "material": "What is the {x} made of?", "size": "How big is the {x}?"}
+
+    def build(scene, rng):
+        p = _Program(scene)
+        d = _describe(p, p.add("scene"), rng, unique=True, exclude=attribute)
+        if d is None:
+            return None
+        p.add(f"query_{attribute}", [p.add("unique", [d[0]])])
+        return questions[attribute].format(x=phrase(d[1])), p.nodes
+
+    return build
+
+
+def _hops(p: _Program, rng: np.random.Generator, hops: int) -> tuple[int, str] | None:
+    """A chain "the X1 [R1 the X2 ...]": the node of its last object set and its text."""
+    d = _describe(p, p.add("scene"), rng, unique=True)
+    if d is None:
+        return None
+    node, text = p.add("unique", [d[0]]), f"the {phrase(d[1])}"
+    for _ in range(hops):
+        relation = RELATIONS[int(rng.integers(len(RELATIONS)))]
+        related = p.add("relate", [node], [relation])
+        if not p.outputs[related] or len(p.outputs[related]) == len(p.scene.objects) - 1:
+            return None  # a relation that points at nothing, or at everything, says nothing
+        d = _describe(p, related, rng, unique=True)
+        if d is None:
+            return None
+        node, text = p.add("unique", [d[0]]), f"the {phrase(d[1])} that is {RELATION_TEXT[relation]} {text}"
+    return node, text
+
+
+def _hop_query(hops: int, attribute: str):
+    def build(scene, rng):
+        p = _Program(scene)
+        chain = _hops(p, rng, hops - 1)
+        if chain is None:
+            return None
+        relation = RELATIONS[int(rng.integers(len(RELATIONS)))]
+        related = p.add("relate", [chain[0]], [relation])
+        d = _describe(p, related, rng, unique=True, exclude=attribute)
+        if d is None:
+            return None
+        p.add(f"query_{attribute}", [p.add("unique", [d[0]])])
+        noun = phrase(d[1])
+        verb = {"color": "What color is", "shape": "What shape is", "material": "What material is",
+                "size": "What size is"}[attribute]
+        return f"{verb} the {noun} that is {RELATION_TEXT[relation]} {chain[1]}?", p.nodes
+
+    return build
+
+
+def _hop_count(hops: int):
+    def build(scene, rng):
+        p = _Program(scene)
+        chain = _hops(p, rng, hops - 1)
+        if chain is None:
+            return None
+        relation = RELATIONS[int(rng.integers(len(RELATIONS)))]
+        related = p.add("relate", [chain[0]], [relation])
+        if not p.outputs[related]:
+            return None
+        d = _describe(p, related, rng, unique=False)
+        if d is None:
+            return None
+        p.add("count", [d[0]])
+        return f"How many {phrase(d[1], plural=True)} are {RELATION_TEXT[relation]} {chain[1]}?", p.nodes
+
+    return build
+
+
+def _single_and(scene, rng):
+    p = _Program(scene)
+    a = _hops(p, rng, 0)
+    b = _hops(p, rng, 0) if a else None
+    if a is None or b is None or p.outputs[a[0]] == p.outputs[b[0]]:
+        return None
+    r1, r2 = (RELATIONS[int(rng.integers(len(RELATIONS)))] for _ in range(2))
+    both = p.add("intersect", [p.add("relate", [a[0]], [r1]), p.add("relate", [b[0]], [r2])])
+    p.add("count", [both])
+    return (f"How many things are both {RELATION_TEXT[r1]} {a[1]} and {RELATION_TEXT[r2]} {b[1]}?", p.nodes)
+
+
+def _single_or(scene, rng):
+    p = _Program(scene)
+    all_objects = p.add("scene")
+    a = _describe(p, all_objects, rng, unique=False)
+    b = _describe(p, all_objects, rng, unique=False)
+    if a is None or b is None or p.outputs[a[0]] == p.outputs[b[0]]:
+        return None
+    p.add("count", [p.add("union", [a[0], b[0]])])
+    return f"How many things are {phrase(a[1], plural=True)} or {phrase(b[1], plural=True)}?", p.nodes
+
+
+def _same_relate(attribute: str):
+    wording = {"color": "color", "shape": "shape", "material": "material", "size": "size"}[attribute]
+
+    def build(scene, rng):
+        p = _Program(scene)
+        d = _describe(p, p.add("scene"), rng, unique=True, exclude=attribute)
+        if d is None:
+            return None
+        p.add("count", [p.add(f"same_{attribute}", [p.add("unique", [d[0]])])])
+        return f"How many other things have the same {wording} as the {phrase(d[1])}?", p.nodes
+
+    return build
+
+
+def _comparison(attribute: str):
+    def build(scene, rng):
+        p = _Program(scene)
+        a = _describe(p, p.add("scene"), rng, unique=True, exclude=attribute)
+        b = _describe(p, p.add("scene"), rng, unique=True, exclude=attribute)
+        if a is None or b is None or p.outputs[a[0]] == p.outputs[b[0]]:
+            return None
+        qa = p.add(f"query_{attribute}", [p.add("unique", [a[0]])])
+        qb = p.add(f"query_{attribute}", [p.add("unique", [b[0]])])
+        p.add(f"equal_{attribute}", [qa, qb])
+        return f"Does the {phrase(a[1])} have the same {attribute} as the {phrase(b[1])}?", p.nodes
+
+    return build
+
+
+def _compare_integer(function: str):
+    wording = {"greater_than": "Are there more {a} than {b}?", "less_than": "Are there fewer {a} than {b}?",
+               "equal_integer": "Are there the same number of {a} and {b}?"}[function]
+
+    def build(scene, rng):
+        p = _Program(scene)
+        all_objects = p.add("scene")
+        a = _describe(p, all_objects, rng, unique=False)
+        b = _describe(p, all_objects, rng, unique=False)
+        if a is None or b is None or phrase(a[1]) == phrase(b[1]):
+            return None
+        p.add(function, [p.add("count", [a[0]]), p.add("count", [b[0]])])
+        return wording.format(a=phrase(a[1], plural=True), b=phrase(b[1], plural=True)), p.nodes
+
+    return build
+
+
+TEMPLATES: tuple[Template, ...] = (
+    Template("zero_hop_count", "zero_hop", "count", _zero_hop_count),
+    Template("zero_hop_exist", "zero_hop", "bool", _zero_hop_exist),
+    *(Template(f"zero_hop_query_{a}", "zero_hop", f"query_{a}", _query(a)) for a in ATTRIBUTES),
+    *(Template(f"one_hop_query_{a}", "one_hop", f"query_{a}", _hop_query(1, a)) for a in ("color", "shape")),
+    Template("one_hop_count", "one_hop", "count", _hop_count(1)),
+    Template("two_hop_query_material", "two_hop", "query_material", _hop_query(2, "material")),
+    Template("two_hop_count", "two_hop", "count", _hop_count(2)),
+    Template("three_hop_query_size", "three_hop", "query_size", _hop_query(3, "size")),
+    Template("three_hop_count", "three_hop", "count", _hop_count(3)),
+    Template("single_and_count", "single_and", "count", _single_and),
+    Template("single_or_count", "single_or", "count", _single_or),
+    *(Template(f"same_relate_{a}", "same_relate", "count", _same_relate(a)) for a in ("color", "shape", "material")),
+    *(Template(f"comparison_{a}", "comparison", "bool", _comparison(a)) for a in ("color", "size", "material")),
+    *(Template(f"compare_integer_{f}", "compare_integer", "bool", _compare_integer(f))
+      for f in ("greater_than", "less_than", "equal_integer")),
+)
+TEMPLATE_BY_ID = {t.id: t for t in TEMPLATES}
+INSTANCE_TRIES = 24  # instances drawn per wanted answer before another template is tried
+FAMILIES = tuple(dict.fromkeys(t.family for t in TEMPLATES))
+
+
+def generate_question(scene: Scene, rng: np.random.Generator, templates: Sequence[str] | None = None,
+                      max_tries: int = 32) -> tuple[str, dict[str, Any], str]:
+    """A question with a valid, non-degenerate program and a balanced answer: the answer is
+    drawn first (uniformly from the template's answer space) and instances are drawn until
+    one gives it, within ``max_tries``. Returns ``(question, rule, answer)``."""
+    pool = [TEMPLATE_BY_ID[t] for t in templates] if templates else list(TEMPLATES)
+    for _ in range(max_tries):
+        template = pool[int(rng.integers(len(pool)))]
+        space = ANSWER_SPACE[template.answer]
+        wanted = space[int(rng.integers(len(space)))]
+        for _ in range(INSTANCE_TRIES):
+            try:
+                built = template.build(scene, rng)
+            except InvalidEdit:
+                built = None
+            if built is None:
+                continue
+            text, nodes = built
+            answer = answer_text(execute(scene, nodes))
+            if answer == wanted:
+                return text, program_rule(nodes, text, template.id, template.family), answer
+    raise GenerationError(f"no valid, balanced question for this scene in {max_tries} tries")

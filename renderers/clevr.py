@@ -1,0 +1,434 @@
+"""CLEVR renderer: scenes drawn by Blender (``bpy``), headless on the CPU, in a worker process.
+
+The scene is built in code (ground plane, camera, three-point area lights, rubber and metal
+materials, bevelled cube, smooth sphere and cylinder); no ``.blend`` file. Engines: Cycles
+(``samples``, ``denoise``) and Workbench (a fast preview in the objects' colours). Both draw
+the same bytes for the same scene and seed, in any process, except Cycles with ``denoise``:
+OpenImageDenoise rounds a few pixels one step differently from one process to the next
+(measured: at most 1 of 255, in a handful of pixels), so that setting is off by default
+and, when on, ``pixel_tolerance`` is 1.
+
+One Blender scene stays alive in the worker across renders: a request carries the whole
+scene JSON, and the worker updates only what differs from the scene it drew last (an
+object's mesh, material, placement; the camera; the lights). Rendering in a separate
+process means a Blender crash costs one retried render, never the environment or the run,
+and a render that hangs past ``timeout`` seconds is killed and its worker replaced.
+
+Every render also draws a mask pass (Workbench, flat colours, no anti-aliasing, Standard
+view transform) that gives each object's visible pixels: the facts the arm's visibility
+checks read (pixel counts, boxes, whether an object touches the image edge).
+"""
+
+from __future__ import annotations
+
+import atexit
+import math
+import os
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from vicogym.structures.clevr import COLORS, Scene
+
+ENGINES = ("cycles", "workbench")
+
+
+@dataclass(frozen=True)
+class RenderSettings:
+    """What the worker needs besides the scene. Changing any of these starts another worker."""
+
+    engine: str = "cycles"
+    samples: int = 16
+    denoise: bool = False
+    threads: int = 2
+
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise ValueError(f"expected engine in {ENGINES}, got {self.engine!r}")
+        if isinstance(self.samples, bool) or not isinstance(self.samples, int) or not 1 <= self.samples <= 4096:
+            raise ValueError(f"expected samples as an integer in [1, 4096], got {self.samples!r}")
+        if not isinstance(self.denoise, bool):
+            raise TypeError(f"expected denoise to be true or false, got {self.denoise!r}")
+        if isinstance(self.threads, bool) or not isinstance(self.threads, int) or not 1 <= self.threads <= 64:
+            raise ValueError(f"expected threads as an integer in [1, 64], got {self.threads!r}")
+
+    @property
+    def pixel_tolerance(self) -> int:
+        """How far (0-255) two renders of the same scene and seed may differ per channel."""
+        return 1 if self.engine == "cycles" and self.denoise else 0
+
+
+class RenderFailed(RuntimeError):
+    """Blender could not draw the scene (it crashed twice, raised, or timed out)."""
+
+
+@dataclass(frozen=True)
+class ClevrRender:
+    """One rendered scene: the image, and per object its visible pixel count, its box
+    ``[x0, y0, x1, y1]`` (``None`` when unseen) and whether it touches the image edge."""
+
+    image: np.ndarray
+    visible: list[int]
+    boxes: list[list[int] | None]
+    at_edge: list[bool]
+
+
+class ClevrRenderer:
+    """The parent's side: sends scenes to a Blender worker and reads back what it drew."""
+
+    def __init__(self, settings: RenderSettings, timeout: float = 120.0):
+        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
+            raise ValueError(f"expected timeout as positive seconds, got {timeout!r}")
+        self.settings, self.timeout = settings, float(timeout)
+        self.renders = 0
+        self.restarts = 0
+
+    def render(self, scene: Scene, seed: int, rebuild: bool = False) -> ClevrRender:
+        """Draw ``scene`` (``seed`` seeds Cycles' sampling). ``rebuild`` draws it in a fresh
+        Blender scene instead of updating the live one (the benchmark's baseline)."""
+        request = {"scene": scene.to_dict(), "size": [scene.width, scene.height], "seed": int(seed) % (2**31),
+                   "rebuild": rebuild}
+        reply = self._ask(request)
+        self.renders += 1
+        import cv2
+
+        image = cv2.imdecode(np.frombuffer(reply["png"], np.uint8), cv2.IMREAD_COLOR)
+        if image is None:
+            raise RenderFailed("the worker returned an image that does not decode")
+        return ClevrRender(cv2.cvtColor(image, cv2.COLOR_BGR2RGB), reply["visible"], reply["boxes"], reply["at_edge"])
+
+    def visibility(self, scene: Scene) -> ClevrRender:
+        """Only the mask pass (fast, whatever the engine): the objects' visible pixels, with
+        an empty image. For screening scenes before drawing them for real."""
+        reply = self._ask({"scene": scene.to_dict(), "size": [scene.width, scene.height], "seed": 0,
+                           "rebuild": False, "masks_only": True})
+        return ClevrRender(np.zeros((scene.height, scene.width, 3), np.uint8), reply["visible"], reply["boxes"],
+                           reply["at_edge"])
+
+    def _ask(self, request: dict[str, Any]) -> dict[str, Any]:
+        worker = _worker(self.settings)
+        try:
+            reply = worker.ask(request, self.timeout)
+        except _WorkerDied:
+            self.restarts += 1
+            reply = _worker(self.settings).ask(request, self.timeout)  # one retry in a fresh worker
+        if reply.get("error"):
+            raise RenderFailed(reply["error"])
+        return reply
+
+
+# -- the worker pool: one live Blender scene per settings, shared by every env in the process ----
+class _WorkerDied(RuntimeError):
+    pass
+
+
+class _Worker:
+    """A Blender worker: a fresh interpreter (``python -m vicogym.renderers.clevr``), so it
+    needs nothing from the parent's main module, talking over a socket pair."""
+
+    def __init__(self, settings: RenderSettings):
+        import json
+        import socket
+        import subprocess
+        import sys
+        from multiprocessing.connection import Connection
+
+        ours, theirs = socket.socketpair()
+        command = [sys.executable, "-m", "vicogym.renderers.clevr", str(theirs.fileno()),
+                   json.dumps(settings.__dict__), str(os.getpid())]
+        self.process = subprocess.Popen(command, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        theirs.close()
+        self.conn = Connection(ours.detach())
+
+    def ask(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
+        try:
+            self.conn.send(request)
+            if not self.conn.poll(timeout):
+                self.stop()
+                raise RenderFailed(f"Blender did not finish the render within {timeout:g} s; the worker was "
+                                   f"replaced (raise the timeout, or lower samples or the resolution)")
+            return self.conn.recv()
+        except (EOFError, BrokenPipeError, ConnectionResetError, OSError) as exc:
+            self.stop()
+            raise _WorkerDied(f"the Blender worker died ({type(exc).__name__})") from None
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(timeout=10)
+        self.conn.close()
+
+
+_WORKERS: dict[RenderSettings, _Worker] = {}
+
+
+def _worker(settings: RenderSettings) -> _Worker:
+    worker = _WORKERS.get(settings)
+    if worker is None or not worker.alive():
+        worker = _WORKERS[settings] = _Worker(settings)
+    return worker
+
+
+@atexit.register
+def stop_workers() -> None:
+    """Stop every Blender worker this process started."""
+    for worker in _WORKERS.values():
+        worker.stop()
+    _WORKERS.clear()
+
+
+# -- inside the worker process (the only place that imports bpy) -------------------------------
+KEY, FILL, BACK = (6.44, -2.95, 10.0), (-4.67, -4.0, 3.0), (-1.19, 4.6, 6.0)
+LIGHT_ENERGY = {"key": 700.0, "fill": 150.0, "back": 400.0}
+GROUND_RGB = (0.35, 0.35, 0.35)
+BACKGROUND_RGB = (0.05, 0.05, 0.05)
+
+
+def _serve(conn: Any, settings: RenderSettings, parent: int) -> None:
+    from vicogym.processes import die_with_parent
+
+    die_with_parent(parent)
+    studio = _Studio(settings)
+    while True:
+        try:
+            request = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            reply = studio.draw(request)
+        except Exception as exc:  # reported to the parent, which rejects the edit
+            reply = {"error": f"{type(exc).__name__}: {exc}"}
+        conn.send(reply)
+
+
+def _linear(channel: float) -> float:
+    """sRGB (0-1) to Blender's linear colour."""
+    return channel / 12.92 if channel <= 0.04045 else ((channel + 0.055) / 1.055) ** 2.4
+
+
+def _srgb8(linear: float) -> int:
+    value = linear * 12.92 if linear <= 0.0031308 else 1.055 * linear ** (1 / 2.4) - 0.055
+    return int(round(max(0.0, min(1.0, value)) * 255))
+
+
+#: flat colours of the mask pass: index 0 is the ground, 1.. the objects (well apart in 8-bit sRGB)
+MASK_LINEAR = [(0.0, 0.0, 0.0), (0.5, 0.5, 0.5)] + [
+    (_linear(r / 255), _linear(g / 255), _linear(b / 255)) for r, g, b in
+    ((255, 0, 0), (0, 255, 0), (0, 0, 255), (255, 255, 0), (255, 0, 255), (0, 255, 255), (255, 128, 0),
+     (128, 0, 255), (0, 128, 64), (128, 255, 128))]
+
+
+class _Studio:
+    """The live Blender scene of one worker."""
+
+    def __init__(self, settings: RenderSettings):
+        import bpy
+
+        self.bpy, self.settings = bpy, settings
+        self.out = tempfile.mkdtemp(prefix="vicogym-blender-")
+        self._build()
+
+    # -- building ---------------------------------------------------------------------------
+    def _build(self) -> None:
+        bpy = self.bpy
+        bpy.ops.wm.read_factory_settings(use_empty=True)
+        scene = self.scene = bpy.context.scene
+        scene.render.resolution_percentage = 100
+        scene.render.image_settings.file_format = "PNG"
+        scene.render.image_settings.color_mode = "RGB"
+        scene.render.image_settings.color_depth = "8"
+        scene.render.dither_intensity = 0.0
+        scene.view_settings.view_transform = "Standard"
+        scene.render.threads_mode = "FIXED"
+        scene.render.threads = self.settings.threads
+        world = bpy.data.worlds.new("world")
+        world.color = BACKGROUND_RGB
+        world.use_nodes = True
+        world.node_tree.nodes["Background"].inputs["Color"].default_value = (*BACKGROUND_RGB, 1.0)
+        scene.world = world
+        bpy.ops.mesh.primitive_plane_add(size=60.0, location=(0.0, 0.0, 0.0))
+        self.ground = bpy.context.active_object
+        self.ground.data.materials.append(self._material("ground", GROUND_RGB, 0.0, 0.8))
+        camera = bpy.data.objects.new("camera", bpy.data.cameras.new("camera"))
+        scene.collection.objects.link(camera)
+        scene.camera = self.camera = camera
+        camera.data.sensor_fit = "HORIZONTAL"
+        self.lights = {}
+        for name, size in (("key", 1.0), ("fill", 2.0), ("back", 1.0)):
+            light = bpy.data.lights.new(name, "AREA")
+            light.size = size
+            obj = bpy.data.objects.new(name, light)
+            scene.collection.objects.link(obj)
+            self.lights[name] = obj
+        self.meshes = {}
+        for shape in ("cube", "sphere", "cylinder"):
+            if shape == "cube":
+                bpy.ops.mesh.primitive_cube_add(size=2.0)
+            elif shape == "sphere":
+                bpy.ops.mesh.primitive_uv_sphere_add(radius=1.0, segments=48, ring_count=24)
+            else:
+                bpy.ops.mesh.primitive_cylinder_add(radius=1.0, depth=2.0, vertices=64)
+            holder = bpy.context.active_object
+            mesh = holder.data
+            mesh.name = shape
+            if shape != "cube":
+                for polygon in mesh.polygons:
+                    polygon.use_smooth = True
+            bpy.data.objects.remove(holder)
+            mesh.use_fake_user = True
+            mesh.materials.append(None)  # one slot, which each object fills with its own material
+            self.meshes[shape] = mesh
+        self.materials: dict[tuple[str, str], Any] = {}
+        self.slots: list[Any] = []
+        self.drawn: list[dict[str, Any]] = []
+
+    def _material(self, name: str, rgb: tuple[float, float, float], metallic: float, roughness: float) -> Any:
+        material = self.bpy.data.materials.new(name)
+        material.use_nodes = True
+        bsdf = material.node_tree.nodes["Principled BSDF"]
+        bsdf.inputs["Base Color"].default_value = (*rgb, 1.0)
+        bsdf.inputs["Metallic"].default_value = metallic
+        bsdf.inputs["Roughness"].default_value = roughness
+        material.diffuse_color = (*rgb, 1.0)  # what Workbench shows
+        return material
+
+    def _object_material(self, color: str, material: str) -> Any:
+        key = (color, material)
+        if key not in self.materials:
+            rgb = tuple(_linear(c / 255) for c in COLORS[color])
+            self.materials[key] = self._material(f"{color}-{material}", rgb, 1.0 if material == "metal" else 0.0,
+                                                 0.25 if material == "metal" else 0.9)
+        return self.materials[key]
+
+    def _slot(self, k: int) -> Any:
+        while len(self.slots) <= k:
+            obj = self.bpy.data.objects.new(f"object-{len(self.slots)}", self.meshes["sphere"])
+            self.scene.collection.objects.link(obj)
+            bevel = obj.modifiers.new("bevel", "BEVEL")
+            bevel.width, bevel.segments = 0.08, 3
+            self.slots.append(obj)
+            self.drawn.append({})
+        return self.slots[k]
+
+    # -- drawing ------------------------------------------------------------------------------
+    def draw(self, request: dict[str, Any]) -> dict[str, Any]:
+        if request.get("rebuild"):
+            self._build()
+        scene_json = request["scene"]
+        objects = scene_json["objects"]
+        for k, o in enumerate(objects):
+            self._update(k, o)
+        for obj in self.slots[len(objects):]:
+            self.bpy.data.objects.remove(obj)
+        del self.slots[len(objects):], self.drawn[len(objects):]
+        self._place_camera(scene_json["camera"], request["size"])
+        self._place_lights(scene_json["lights"])
+        png = b"" if request.get("masks_only") else self._draw_image(request["seed"])
+        visible, boxes, at_edge = self._draw_masks(len(objects))
+        return {"png": png, "visible": visible, "boxes": boxes, "at_edge": at_edge}
+
+    def _update(self, k: int, o: dict[str, Any]) -> None:
+        obj, drawn = self._slot(k), self.drawn[k]
+        if drawn.get("shape") != o["shape"]:
+            obj.data = self.meshes[o["shape"]]
+            obj.modifiers["bevel"].show_render = obj.modifiers["bevel"].show_viewport = o["shape"] == "cube"
+        if (drawn.get("shape"), drawn.get("color"), drawn.get("material")) != (o["shape"], o["color"], o["material"]):
+            # linked to the object, not to the mesh every object of this shape shares
+            obj.material_slots[0].link = "OBJECT"
+            obj.material_slots[0].material = self._object_material(o["color"], o["material"])
+        x, y, z = o["3d_coords"]
+        obj.location = (x, y, z)
+        obj.scale = (z, z, z)  # z is the drawn scale: objects stand on the floor
+        obj.rotation_euler = (0.0, 0.0, math.radians(o["rotation"]))
+        self.drawn[k] = dict(o)
+
+    def _place_camera(self, camera: dict[str, Any], size: list[int]) -> None:
+        self.camera.location = camera["location"]
+        self.camera.rotation_euler = [math.radians(a) for a in camera["rotation"]]
+        self.camera.data.lens, self.camera.data.sensor_width = camera["lens"], camera["sensor"]
+        self.scene.render.resolution_x, self.scene.render.resolution_y = size
+
+    def _place_lights(self, lights: dict[str, Any]) -> None:
+        for name, base in (("key", KEY), ("fill", FILL), ("back", BACK)):
+            obj = self.lights[name]
+            from mathutils import Vector
+
+            obj.location = tuple(b + d for b, d in zip(base, lights[name]))
+            # an area light shines down its local -Z: turn that to the scene's centre
+            obj.rotation_euler = (-Vector(obj.location)).to_track_quat("-Z", "Y").to_euler()
+            obj.data.energy = LIGHT_ENERGY[name] * lights["intensity"]
+
+    def _render_to(self, name: str) -> str:
+        path = os.path.join(self.out, name)
+        self.scene.render.filepath = path
+        self.bpy.ops.render.render(write_still=True)
+        return path
+
+    def _draw_image(self, seed: int) -> bytes:
+        scene, settings = self.scene, self.settings
+        if settings.engine == "cycles":
+            scene.render.engine = "CYCLES"
+            scene.cycles.device = "CPU"
+            scene.cycles.samples = settings.samples
+            scene.cycles.use_denoising = settings.denoise
+            scene.cycles.seed = seed
+            scene.cycles.use_adaptive_sampling = False
+        else:
+            scene.render.engine = "BLENDER_WORKBENCH"
+            scene.display.shading.light = "STUDIO"
+            scene.display.shading.color_type = "MATERIAL"
+            scene.display.render_aa = "8"
+        self.ground.hide_render = False
+        with open(self._render_to("image.png"), "rb") as handle:
+            return handle.read()
+
+    def _draw_masks(self, n: int) -> tuple[list[int], list[list[int] | None], list[bool]]:
+        import cv2
+
+        scene = self.scene
+        scene.render.engine = "BLENDER_WORKBENCH"
+        scene.display.shading.light = "FLAT"
+        scene.display.shading.color_type = "OBJECT"
+        scene.display.render_aa = "OFF"
+        world_color = tuple(self.scene.world.color)
+        self.scene.world.color = MASK_LINEAR[0]
+        self.ground.color = (*MASK_LINEAR[1], 1.0)
+        for k, obj in enumerate(self.slots[:n]):
+            obj.color = (*MASK_LINEAR[2 + k], 1.0)
+        mask = cv2.cvtColor(cv2.imread(self._render_to("mask.png"), cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
+        self.scene.world.color = world_color
+        palette = np.array([[_srgb8(c) for c in rgb] for rgb in MASK_LINEAR], dtype=int)
+        distance = np.abs(mask.reshape(-1, 1, 3).astype(int) - palette[None, :, :]).sum(axis=2)
+        labels = distance.argmin(axis=1).reshape(mask.shape[:2])
+        visible, boxes, at_edge = [], [], []
+        for k in range(n):
+            ys, xs = np.nonzero(labels == 2 + k)
+            visible.append(int(len(xs)))
+            if len(xs):
+                boxes.append([int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1])
+                h, w = labels.shape
+                at_edge.append(bool(xs.min() == 0 or ys.min() == 0 or xs.max() == w - 1 or ys.max() == h - 1))
+            else:
+                boxes.append(None)
+                at_edge.append(False)
+        return visible, boxes, at_edge
+
+
+def _main() -> None:
+    """``python -m vicogym.renderers.clevr FD SETTINGS PARENT``: serve renders on socket FD."""
+    import json
+    import sys
+    from multiprocessing.connection import Connection
+
+    fd, settings, parent = int(sys.argv[1]), RenderSettings(**json.loads(sys.argv[2])), int(sys.argv[3])
+    _serve(Connection(fd), settings, parent)
+
+
+if __name__ == "__main__":
+    _main()

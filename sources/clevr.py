@@ -1,0 +1,193 @@
+"""Seed samples of the CLEVR arm: a procedural scene sampler and a loader of CLEVR's release.
+
+The sampler draws scenes with CLEVR's properties (8 colours, 2 materials, 3 shapes, 2 sizes,
+3 to 10 objects placed by CLEVR's spacing and margin rules, camera and lights jittered)
+and asks a templated question (:mod:`vicogym.programs.clevr`). Whether every object shows
+enough pixels is checked on the render by the arm.
+
+The loader reads a folder in CLEVR's release layout: ``scenes/CLEVR_<split>_scenes.json``,
+``questions/CLEVR_<split>_questions.json`` (optional: without it, the templates ask the
+questions) and ``images/<split>/`` (not needed: scenes are drawn again). Programs load in
+either spelling; every question's stored answer is reproduced by the executor on its scene
+before the question is used, and one that does not reproduce is counted and skipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from vicogym.core import Seed, canonical_json
+from vicogym.errors import GenerationError, InvalidEdit, SourceError
+from vicogym.programs.clevr import answer_text, execute, generate_question, normalize_program, program_rule
+from vicogym.structures.clevr import ATTRIBUTES, Camera, Lights, Obj, Scene, free_spot
+
+CAMERA_JITTER = 0.5
+LIGHT_JITTER = 1.0
+PLACEMENT_TRIES = 50
+
+
+def procedural_scene(rng: np.random.Generator, width: int, height: int, min_objects: int = 3,
+                     max_objects: int = 10, max_tries: int = 16) -> Scene:
+    """A random scene that keeps CLEVR's placement rules (bounded: ``max_tries`` scenes of
+    up to :data:`PLACEMENT_TRIES` positions per object)."""
+    for _ in range(max_tries):
+        base = Camera()
+        camera = Camera(tuple(round(float(c + d), 4) for c, d in zip(base.location, rng.uniform(-CAMERA_JITTER,
+                                                                                                 CAMERA_JITTER, 3))),
+                        base.rotation, base.lens, base.sensor)
+        lights = Lights(*(tuple(round(float(v), 3) for v in rng.uniform(-LIGHT_JITTER, LIGHT_JITTER, 3))
+                          for _ in range(3)))
+        scene = Scene((), camera, lights, width=width, height=height)
+        n = int(rng.integers(min_objects, max_objects + 1))
+        while len(scene.objects) < n:
+            size = ("large", "small")[int(rng.integers(2))]
+            spot = free_spot(scene, size, rng, tries=PLACEMENT_TRIES)
+            if spot is None:
+                break
+            obj = Obj(ATTRIBUTES["shape"][int(rng.integers(3))], ATTRIBUTES["color"][int(rng.integers(8))],
+                      ATTRIBUTES["material"][int(rng.integers(2))], size, spot[0], spot[1],
+                      round(float(rng.uniform(0, 360)), 2))
+            scene = scene.with_objects(scene.objects + (obj,))
+        if len(scene.objects) == n:
+            return scene
+    raise GenerationError(f"no CLEVR scene of {min_objects}-{max_objects} objects placed in {max_tries} tries")
+
+
+def scene_id(scene: Scene, rule: Mapping[str, Any]) -> str:
+    return hashlib.sha256(canonical_json([scene.to_dict(), rule]).encode()).hexdigest()[:12]
+
+
+class ProceduralSource:
+    """Scenes from the sampler, questions from the templates."""
+
+    def __init__(self, width: int, height: int, templates: tuple[str, ...] | None = None, min_objects: int = 3,
+                 max_objects: int = 10, max_tries: int = 16):
+        self.width, self.height, self.templates = width, height, templates
+        self.min_objects, self.max_objects, self.max_tries = min_objects, max_objects, max_tries
+
+    def scene(self, rng: np.random.Generator) -> Scene:
+        return procedural_scene(rng, self.width, self.height, self.min_objects, self.max_objects, self.max_tries)
+
+    def ask(self, scene: Scene, rng: np.random.Generator, source: str = "procedural", source_id: str | None = None) -> Seed:
+        question, rule, answer = generate_question(scene, rng, self.templates, self.max_tries * 2)
+        return Seed(scene, question, answer, rule, source, source_id or f"procedural-{scene_id(scene, rule)}")
+
+    def report(self) -> dict[str, Any]:
+        return {"procedural": True}
+
+
+def _load_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise SourceError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise SourceError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+
+
+class ReleaseSource:
+    """Seeds from a folder in CLEVR's release layout (see the module notes)."""
+
+    def __init__(self, folder: str | Path, width: int, height: int, split: str | None = None,
+                 templates: tuple[str, ...] | None = None, max_tries: int = 16):
+        self.folder = Path(folder)
+        scenes_dir = self.folder / "scenes"
+        files = sorted(scenes_dir.glob("CLEVR_*_scenes.json")) if scenes_dir.is_dir() else []
+        if not files:
+            raise SourceError(f"expected a CLEVR folder with scenes/CLEVR_<split>_scenes.json, got {self.folder}")
+        splits = [f.name[len("CLEVR_"):-len("_scenes.json")] for f in files]
+        if split is None:
+            if len(splits) > 1:
+                raise SourceError(f"{scenes_dir} holds the splits {splits}; choose one with split=...")
+            split = splits[0]
+        if split not in splits:
+            raise SourceError(f"{scenes_dir} has no CLEVR_{split}_scenes.json; it has the splits {splits}")
+        self.split = split
+        self.procedural = ProceduralSource(width, height, templates, max_tries=max_tries)
+        self.scenes = self._load_scenes(scenes_dir / f"CLEVR_{split}_scenes.json", width, height)
+        self.skipped: Counter = Counter()
+        self.questions = self._load_questions(self.folder / "questions" / f"CLEVR_{split}_questions.json")
+        if not self.scenes:
+            raise SourceError(f"{scenes_dir / f'CLEVR_{split}_scenes.json'} holds no usable scene")
+
+    def _load_scenes(self, path: Path, width: int, height: int) -> dict[int, Scene]:
+        data = _load_json(path)
+        if not isinstance(data, Mapping) or not isinstance(data.get("scenes"), list):
+            raise SourceError(f"{path}: expected {{\"info\": ..., \"scenes\": [...]}}")
+        scenes = {}
+        for k, raw in enumerate(data["scenes"]):
+            try:
+                scene = Scene.from_dict(raw, width, height)
+            except (TypeError, ValueError) as exc:
+                raise SourceError(f"{path}: scenes[{k}] is not a CLEVR scene ({exc})") from None
+            scenes[int(raw.get("image_index", k))] = scene
+        return scenes
+
+    def _load_questions(self, path: Path) -> list[tuple[int, str, dict[str, Any], str, int]]:
+        """(image_index, question, rule, answer, position) for every question whose stored
+        answer the executor reproduces on its scene."""
+        if not path.is_file():
+            return []
+        data = _load_json(path)
+        if not isinstance(data, Mapping) or not isinstance(data.get("questions"), list):
+            raise SourceError(f"{path}: expected {{\"info\": ..., \"questions\": [...]}}")
+        kept = []
+        for k, q in enumerate(data["questions"]):
+            if not isinstance(q, Mapping) or not {"question", "program", "answer", "image_index"} <= set(q):
+                raise SourceError(f"{path}: questions[{k}] needs question, program, answer and image_index")
+            scene = self.scenes.get(int(q["image_index"]))
+            if scene is None:
+                self.skipped["no_scene"] += 1
+                continue
+            try:
+                program = normalize_program(q["program"])
+                answer = answer_text(execute(scene, program))
+            except ValueError:
+                self.skipped["malformed_program"] += 1
+                continue
+            except InvalidEdit:
+                self.skipped["no_answer"] += 1
+                continue
+            if answer != answer_text(q["answer"]).strip().lower():
+                self.skipped["answer_not_reproduced"] += 1
+                continue
+            kept.append((int(q["image_index"]), str(q["question"]), program_rule(program, str(q["question"])), answer, k))
+        return kept
+
+    def report(self) -> dict[str, Any]:
+        return {"scenes": len(self.scenes), "questions_used": len(self.questions), "questions_skipped": dict(self.skipped),
+                "split": self.split}
+
+    def seed(self, index: int, rng: np.random.Generator) -> Seed:
+        if self.questions:
+            if not 0 <= index < len(self.questions):
+                raise ValueError(f"expected a question index in [0, {len(self.questions)}), got {index}")
+            image_index, question, rule, answer, position = self.questions[index]
+            return Seed(self.scenes[image_index], question, answer, rule, "clevr",
+                        f"CLEVR_{self.split}_questions.json#{position}")
+        keys = sorted(self.scenes)
+        if not 0 <= index < len(keys):
+            raise ValueError(f"expected a scene index in [0, {len(keys)}), got {index}")
+        return self.procedural.ask(self.scenes[keys[index]], rng, "clevr", f"CLEVR_{self.split}_scenes.json#{keys[index]}")
+
+    def sample(self, rng: np.random.Generator) -> Seed:
+        count = len(self.questions) if self.questions else len(self.scenes)
+        return self.seed(int(rng.integers(count)), rng)
+
+
+def make_source(source: str, width: int, height: int, templates: tuple[str, ...] | None = None,
+                split: str | None = None, max_tries: int = 16) -> ProceduralSource | ReleaseSource:
+    if source == "procedural":
+        return ProceduralSource(width, height, templates, max_tries=max_tries)
+    if Path(source).is_dir():
+        return ReleaseSource(source, width, height, split, templates, max_tries)
+    raise SourceError(f"expected source 'procedural' or a CLEVR release folder (scenes/, questions/), got {source!r}")
+
+
+__all__ = ["ProceduralSource", "ReleaseSource", "make_source", "procedural_scene"]

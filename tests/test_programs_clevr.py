@@ -1,0 +1,156 @@
+import collections
+import json
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import reference_clevr
+from vicogym.errors import GenerationError, InvalidEdit
+from vicogym.programs.clevr import (
+    FAMILIES,
+    HANDLERS,
+    TEMPLATES,
+    answer_text,
+    execute,
+    generate_question,
+    normalize_program,
+    run,
+)
+from vicogym.sources.clevr import procedural_scene
+from vicogym.structures.clevr import Obj, Scene
+
+# a known scene seen from CLEVR's camera: "behind" points away from it, "left" to its left
+SCENE = Scene((
+    Obj("cube", "red", "metal", "large", 0.0, 0.0),        # 0: centre
+    Obj("sphere", "blue", "rubber", "small", 1.278, 2.231),     # 1: right of 0 (and neither behind nor front)
+    Obj("cylinder", "red", "rubber", "small", -1.278, -2.231),  # 2: left of 0
+    Obj("sphere", "red", "metal", "small", -2.231, 1.278),      # 3: behind 0
+))
+
+
+def node(function, inputs=(), values=()):
+    return {"function": function, "inputs": list(inputs), "value_inputs": list(values)}
+
+
+def test_relationships_follow_the_camera():
+    rel = SCENE.relationships()
+    assert rel["right"][0] == [1] and rel["left"][0] == [2, 3] and rel["behind"][0] == [1, 3]
+    assert rel["front"][3] == [0, 1, 2]
+    assert rel == reference_clevr.relationships(SCENE.to_dict())
+
+
+@pytest.mark.parametrize("program, expected", [
+    ([node("scene"), node("filter_color", [0], ["red"]), node("count", [1])], 3),
+    ([node("scene"), node("filter_shape", [0], ["sphere"]), node("exist", [1])], True),
+    ([node("scene"), node("filter_material", [0], ["rubber"]), node("filter_size", [1], ["small"]), node("count", [2])], 2),
+    ([node("scene"), node("filter_shape", [0], ["cube"]), node("unique", [1]), node("query_color", [2])], "red"),
+    ([node("scene"), node("filter_shape", [0], ["cylinder"]), node("unique", [1]), node("query_shape", [2])], "cylinder"),
+    ([node("scene"), node("filter_color", [0], ["blue"]), node("unique", [1]), node("query_size", [2])], "small"),
+    ([node("scene"), node("filter_color", [0], ["blue"]), node("unique", [1]), node("query_material", [2])], "rubber"),
+    ([node("scene"), node("filter_shape", [0], ["cube"]), node("unique", [1]), node("relate", [2], ["left"]),
+      node("count", [3])], 2),
+    ([node("scene"), node("filter_color", [0], ["red"]), node("filter_color", [0], ["blue"]), node("union", [1, 2]),
+      node("count", [3])], 4),
+    ([node("scene"), node("filter_color", [0], ["red"]), node("filter_material", [0], ["metal"]),
+      node("intersect", [1, 2]), node("count", [3])], 2),
+    ([node("scene"), node("filter_shape", [0], ["cube"]), node("unique", [1]), node("same_color", [2]), node("count", [3])], 2),
+    ([node("scene"), node("filter_shape", [0], ["cube"]), node("unique", [1]), node("same_size", [2]), node("count", [3])], 0),
+    ([node("scene"), node("filter_shape", [0], ["cube"]), node("unique", [1]), node("same_shape", [2]), node("exist", [3])],
+     False),
+    ([node("scene"), node("filter_shape", [0], ["sphere"]), node("unique", [1])], None),  # two spheres: no answer
+    ([node("scene"), node("filter_shape", [0], ["cube"]), node("unique", [1]), node("query_material", [2]),
+      node("filter_shape", [0], ["cylinder"]), node("unique", [4]), node("query_material", [5]),
+      node("equal_material", [3, 6])], False),
+    ([node("scene"), node("filter_color", [0], ["red"]), node("count", [1]), node("filter_color", [0], ["blue"]),
+      node("count", [3]), node("greater_than", [2, 4])], True),
+    ([node("scene"), node("filter_color", [0], ["red"]), node("count", [1]), node("filter_color", [0], ["blue"]),
+      node("count", [3]), node("less_than", [2, 4])], False),
+    ([node("scene"), node("filter_color", [0], ["red"]), node("count", [1]), node("filter_color", [0], ["blue"]),
+      node("count", [3]), node("equal_integer", [2, 4])], False),
+])
+def test_every_handler_on_a_known_scene(program, expected):
+    if expected is None:
+        with pytest.raises(InvalidEdit) as info:
+            execute(SCENE, program)
+        assert str(info.value) == "[ambiguous] the question's object is not unique: 2 objects fit its description"
+        return
+    assert execute(SCENE, normalize_program(program)) == expected
+    assert reference_clevr.answer(SCENE.to_dict(), program) == answer_text(expected)
+
+
+def test_every_function_of_clevr_has_a_handler():
+    names = {"scene", "unique", "relate", "union", "intersect", "count", "exist", "equal_integer", "less_than",
+             "greater_than"} | {f"{kind}_{a}" for kind in ("filter", "query", "same", "equal")
+                                for a in ("color", "shape", "material", "size")}
+    assert set(HANDLERS) == names
+
+
+def test_programs_load_in_either_spelling_and_are_checked():
+    generator_spelling = [{"type": "scene", "inputs": [], "side_inputs": []},
+                          {"type": "filter_color", "inputs": [0], "side_inputs": ["red"]}, {"type": "count", "inputs": [1]}]
+    released = normalize_program(generator_spelling)
+    assert released == [node("scene"), node("filter_color", [0], ["red"]), node("count", [1])]
+    assert normalize_program(released) == released
+    for bad, message in [
+        ([{"function": "fly"}], "program node 0: unknown function 'fly'"),
+        ([node("scene"), node("count", [2])], "program node 1 (count): inputs must be indices of earlier nodes, got [2]"),
+        ([node("scene"), node("filter_color", [0])], "program node 1 (filter_color) takes 1 inputs and 1 value inputs, "
+                                                      "got 1 and 0"),
+        ([], "expected a program as a non-empty list of nodes, got list"),
+    ]:
+        with pytest.raises(ValueError) as info:
+            normalize_program(bad)
+        assert str(info.value) == message
+
+
+def test_templates_cover_clevrs_nine_families():
+    assert set(FAMILIES) == {"zero_hop", "one_hop", "two_hop", "three_hop", "single_and", "single_or", "same_relate",
+                             "comparison", "compare_integer"}
+
+
+def _scenes(n, seed=0):
+    rng = np.random.default_rng(seed)
+    return [procedural_scene(rng, 320, 240) for _ in range(n)]
+
+
+@pytest.mark.parametrize("template", [t.id for t in TEMPLATES])
+def test_every_template_gives_valid_non_degenerate_programs(template):
+    rng = np.random.default_rng(1)
+    made = 0
+    for scene in _scenes(12):
+        try:
+            question, rule, answer = generate_question(scene, rng, templates=[template])
+        except GenerationError:
+            continue
+        made += 1
+        outputs = run(scene, rule["program"])
+        for k, n in enumerate(rule["program"]):
+            if n["function"].startswith("filter_"):
+                assert len(outputs[k]) < len(outputs[n["inputs"][0]]), f"a filter that changes nothing: {question}"
+        assert question.endswith("?") and rule["question"] == question and rule["template"] == template
+        assert reference_clevr.answer(scene.to_dict(), rule["program"]) == answer
+    assert made >= 3, f"{template} rarely fits a scene"
+
+
+def test_answers_are_balanced_and_families_mixed():
+    rng = np.random.default_rng(2)
+    answers, families = collections.Counter(), collections.Counter()
+    for scene in _scenes(150, seed=3):
+        _q, rule, answer = generate_question(scene, rng)
+        answers[answer] += 1
+        families[rule["family"]] += 1
+    assert abs(answers["yes"] - answers["no"]) <= 0.35 * (answers["yes"] + answers["no"])
+    assert len(families) >= 8 and len(answers) >= 15
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2**32 - 1))
+def test_generated_questions_agree_with_an_independent_executor(seed):
+    rng = np.random.default_rng(seed)
+    scene = procedural_scene(rng, 320, 240)
+    question, rule, answer = generate_question(scene, rng)
+    stored = json.loads(scene.to_json())
+    assert reference_clevr.answer(stored, rule["program"]) == answer
+    assert stored["relationships"] == reference_clevr.relationships(stored)

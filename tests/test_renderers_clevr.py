@@ -1,0 +1,93 @@
+"""The Blender renderer at small resolutions and few samples (Blender itself is real)."""
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+pytest.importorskip("bpy", reason="the CLEVR renderer needs the [clevr] extra (bpy)")
+
+from vicogym.renderers.clevr import _WORKERS, ClevrRenderer, RenderFailed, RenderSettings  # noqa: E402
+from vicogym.sources.clevr import procedural_scene  # noqa: E402
+from vicogym.structures.clevr import Camera, Obj, Scene  # noqa: E402
+
+WORKBENCH = RenderSettings(engine="workbench")
+CYCLES = RenderSettings(engine="cycles", samples=4)
+SCENE = Scene((Obj("cube", "red", "metal", "large", 0.0, 0.0, 30.0), Obj("sphere", "blue", "rubber", "small", 1.278, 2.231),
+               Obj("cylinder", "yellow", "rubber", "large", -1.278, -2.231)), width=160, height=120)
+
+
+@pytest.mark.parametrize("settings", [WORKBENCH, CYCLES], ids=["workbench", "cycles"])
+def test_same_scene_same_seed_same_bytes_live_or_rebuilt(settings):
+    renderer = ClevrRenderer(settings)
+    a = renderer.render(SCENE, seed=7)
+    other = renderer.render(replace(SCENE, objects=SCENE.objects[:2]), seed=7)  # the live scene changes in between
+    b = renderer.render(SCENE, seed=7)
+    rebuilt = renderer.render(SCENE, seed=7, rebuild=True)
+    assert a.image.shape == (120, 160, 3)
+    assert np.array_equal(a.image, b.image) and np.array_equal(a.image, rebuilt.image)
+    assert not np.array_equal(a.image, other.image)
+    assert a.visible == b.visible and all(v > 0 for v in a.visible)
+
+
+def test_denoised_cycles_renders_stay_within_their_tolerance():
+    settings = RenderSettings(engine="cycles", samples=4, denoise=True)
+    renderer = ClevrRenderer(settings)
+    a, rebuilt = renderer.render(SCENE, seed=3), renderer.render(SCENE, seed=3, rebuild=True)
+    assert settings.pixel_tolerance == 1 and CYCLES.pixel_tolerance == 0 == WORKBENCH.pixel_tolerance
+    assert np.abs(a.image.astype(int) - rebuilt.image).max() <= settings.pixel_tolerance
+
+
+def test_masks_count_each_objects_visible_pixels():
+    renderer = ClevrRenderer(WORKBENCH)
+    out = renderer.render(SCENE, seed=0)
+    for (x, y, _depth), box in zip(SCENE.pixel_coords(), out.boxes):
+        assert box[0] <= x <= box[2] and box[1] <= y <= box[3]  # the projected centre lies in the object's mask
+    toward = np.asarray(SCENE.camera.location[:2]) / np.linalg.norm(SCENE.camera.location[:2])
+    far = Obj("sphere", "green", "rubber", "small", *(toward * 0.5).round(3))
+    near = Obj("cube", "gray", "rubber", "large", *(toward * 1.8).round(3))  # between the sphere and the camera
+    other = SCENE.objects[2]
+    alone = renderer.render(Scene((far, other), width=160, height=120), seed=0)
+    hidden = renderer.render(Scene((far, other, near), width=160, height=120), seed=0)
+    assert hidden.visible[0] < 0.6 * alone.visible[0]  # the small sphere is largely behind the big cube
+    outside = Scene(SCENE.objects, replace(Camera(), location=(7.36, -6.93 + 5, 4.96)), width=160, height=120)
+    assert any(renderer.render(outside, seed=0).at_edge) or min(renderer.render(outside, seed=0).visible) == 0
+
+
+def test_a_crashed_worker_costs_one_retried_render():
+    renderer = ClevrRenderer(WORKBENCH)
+    first = renderer.render(SCENE, seed=0)
+    _WORKERS[WORKBENCH].process.kill()
+    _WORKERS[WORKBENCH].process.wait()
+    again = renderer.render(SCENE, seed=0)
+    assert np.array_equal(first.image, again.image)
+
+
+def test_a_render_past_its_time_out_is_stopped():
+    slow = RenderSettings(engine="cycles", samples=4096, denoise=False)
+    big = replace(SCENE, width=640, height=480)
+    with pytest.raises(RenderFailed, match="Blender did not finish the render within 0.5 s"):
+        ClevrRenderer(slow, timeout=0.5).render(big, seed=0)
+    assert not _WORKERS[slow].alive()
+
+
+def test_projection_matches_blenders_camera():
+    import bpy
+    from bpy_extras.object_utils import world_to_camera_view
+    from mathutils import Vector
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    scene = bpy.context.scene
+    for seed in range(3):
+        camera = procedural_scene(np.random.default_rng(seed), 480, 320).camera
+        obj = bpy.data.objects.new(f"camera{seed}", bpy.data.cameras.new(f"camera{seed}"))
+        scene.collection.objects.link(obj)
+        obj.location, obj.rotation_euler = camera.location, [math.radians(a) for a in camera.rotation]
+        obj.data.lens, obj.data.sensor_width, obj.data.sensor_fit = camera.lens, camera.sensor, "HORIZONTAL"
+        scene.render.resolution_x, scene.render.resolution_y = 480, 320
+        bpy.context.view_layer.update()
+        for point in [(0.0, 0.0, 0.35), (2.0, -1.5, 0.7), (-2.5, 2.5, 0.35)]:
+            view = world_to_camera_view(scene, obj, Vector(point))
+            x, y, depth = camera.project(point, 480, 320)
+            assert (x, y) == pytest.approx((view.x * 480, (1 - view.y) * 320), abs=1e-3) and depth == pytest.approx(view.z)
