@@ -24,7 +24,7 @@ from vicogym.images import ImagePolicy
 from vicogym.programs import clevr as clevr_programs
 from vicogym.renderers.clevr import ENGINES, ClevrRender, ClevrRenderer, RenderFailed, RenderSettings
 from vicogym.sources.clevr import make_source
-from vicogym.structures.clevr import ATTRIBUTES, ERROR_CODES, Scene
+from vicogym.structures.clevr import ATTRIBUTES, ERROR_CODES, MAX_OBJECTS, Scene
 
 #: CLEVR's visibility rule: 200 visible pixels at 480 x 320, scaled with the image's area
 MIN_PIXELS_AT_480x320 = 200
@@ -205,6 +205,10 @@ class ClevrArm(Arm):
     def pixel_tolerance(self) -> int:
         return self.config.render_settings().pixel_tolerance
 
+    def replay_settings(self) -> dict[str, Any]:
+        # which seeds are drawn depends on the mask pass alone, which every engine draws alike
+        return {"engine": "workbench"}
+
     def validate(self, structure: Scene, render: Render, rule: Mapping[str, Any]) -> None:
         self._check_visible(structure, render.facts)
 
@@ -221,10 +225,8 @@ class ClevrArm(Arm):
 
     def actor_context(self, sample: Sample, render: Render) -> dict[str, Any]:
         features = difficulty_features(sample.structure, render.facts, sample.label_rule)
-        kind = _answer_kind(sample.answer)
-        distractors = list(clevr_programs.ANSWER_SPACE.get(kind, [])) if kind else []
         return {"answer": sample.answer, "features": features, "difficulty": difficulty(features),
-                "distractors": distractors}
+                "distractors": distractors(sample.answer), "closed": True}
 
     def score(self, prediction: str, target: str) -> float:
         return exact_match(prediction, target)
@@ -244,13 +246,16 @@ class ClevrArm(Arm):
         raise GenerationError(f"no valid CLEVR edit in {self.config.max_tries} tries (last rejection: {last})")
 
 
-def _answer_kind(answer: str) -> str | None:
-    """Which answer space an answer belongs to (so wrong answers are of the same kind)."""
+def distractors(answer: str) -> list[str]:
+    """Plausible wrong answers of the answer's kind: the other polarity, a count one or two
+    off, another value of the queried attribute."""
     if answer in ("yes", "no"):
-        return "bool"
+        return ["no" if answer == "yes" else "yes"]
     if answer.isdigit():
-        return "count"
-    return next((f"query_{a}" for a, values in ATTRIBUTES.items() if answer in values), None)
+        n = int(answer)
+        return [str(m) for m in (n - 2, n - 1, n + 1, n + 2) if 0 <= m <= MAX_OBJECTS]
+    values = next((v for v in ATTRIBUTES.values() if answer in v), ())
+    return [v for v in values if v != answer]
 
 
 class ClevrEnv(VicoEnv):

@@ -22,6 +22,7 @@ checks read (pixel counts, boxes, whether an object touches the image edge).
 from __future__ import annotations
 
 import atexit
+import json
 import math
 import os
 import tempfile
@@ -287,6 +288,8 @@ class _Studio:
         self.materials: dict[tuple[str, str], Any] = {}
         self.slots: list[Any] = []
         self.drawn: list[dict[str, Any]] = []
+        self.mask_key: str | None = None
+        self.masks: Any = None
 
     def _material(self, name: str, rgb: tuple[float, float, float], metallic: float, roughness: float) -> Any:
         material = self.bpy.data.materials.new(name)
@@ -330,7 +333,12 @@ class _Studio:
         self._place_camera(scene_json["camera"], request["size"])
         self._place_lights(scene_json["lights"])
         png = b"" if request.get("masks_only") else self._draw_image(request["seed"])
-        visible, boxes, at_edge = self._draw_masks(len(objects))
+        # masks depend on geometry alone: a change of colour, material or light reuses them
+        geometry = json.dumps([[o[k] for k in ("shape", "size", "3d_coords", "rotation")] for o in objects] +
+                              [scene_json["camera"], request["size"]], sort_keys=True)
+        if geometry != self.mask_key:
+            self.masks, self.mask_key = self._draw_masks(len(objects)), geometry
+        visible, boxes, at_edge = self.masks
         return {"png": png, "visible": visible, "boxes": boxes, "at_edge": at_edge}
 
     def _update(self, k: int, o: dict[str, Any]) -> None:

@@ -46,7 +46,7 @@ ERROR_CODES = {
     "spacing": "objects closer than CLEVR allows (0.25 apart, 0.4 along the camera's directions) or off the floor",
     "hidden": "an object with fewer visible pixels than a reader needs (occluded by others)",
     "out_of_frame": "an object outside the image, wholly or partly",
-    "object_count": "a scene with fewer than one or more than ten objects",
+    "object_count": "a scene with fewer than three or more than ten objects",
 }
 register_error_codes("clevr", ERROR_CODES)
 

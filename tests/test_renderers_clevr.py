@@ -55,6 +55,18 @@ def test_masks_count_each_objects_visible_pixels():
     assert any(renderer.render(outside, seed=0).at_edge) or min(renderer.render(outside, seed=0).visible) == 0
 
 
+def test_masks_are_reused_only_while_the_geometry_is_the_same():
+    renderer = ClevrRenderer(WORKBENCH)
+    base = renderer.render(SCENE, seed=0)
+    recoloured = replace(SCENE, objects=(replace(SCENE.objects[0], color="green", material="rubber"),) + SCENE.objects[1:])
+    moved = replace(SCENE, objects=SCENE.objects[:2] + (replace(SCENE.objects[2], x=-0.5, y=-2.6),))
+    for scene in (recoloured, moved, SCENE):  # each against a fresh scene's masks
+        live, fresh = renderer.render(scene, seed=0), renderer.render(scene, seed=0, rebuild=True)
+        assert (live.visible, live.boxes, live.at_edge) == (fresh.visible, fresh.boxes, fresh.at_edge)
+    assert renderer.render(recoloured, seed=0).visible == base.visible
+    assert renderer.render(moved, seed=0).visible != base.visible
+
+
 def test_a_crashed_worker_costs_one_retried_render():
     renderer = ClevrRenderer(WORKBENCH)
     first = renderer.render(SCENE, seed=0)

@@ -97,6 +97,11 @@ class Arm(abc.ABC):
         """Pixels and facts. ``rng`` is derived from the structure's canonical text, so the
         same structure gives the same bytes (per render engine)."""
 
+    def replay_settings(self) -> dict[str, Any]:
+        """Settings under which ``vicogym verify`` draws a run's seeds again: they must give
+        the same seeds as the run's own, and may make drawing them cheaper."""
+        return {}
+
     @property
     def pixel_tolerance(self) -> int:
         """How far (0-255, per channel) two renders of the same structure may differ: 0 for

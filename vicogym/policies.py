@@ -11,7 +11,9 @@ Built in:
   ``difficulty`` is computed by the environment from explicit visual features of the
   rendered sample (documented per arm, e.g. :func:`vicogym.envs.chart.difficulty_features`)
   and handed over in ``context``. Wrong answers are plausible strings (nearby values,
-  other labels, the other polarity), scored by the same scorer as any model's answers.
+  other labels, the other polarity; with ``context["closed"]``, only the arm's
+  ``distractors``, for answers from a closed set such as CLEVR's counts and colours),
+  scored by the same scorer as any model's answers.
   It is deterministic given the generator it is handed.
 - :class:`RandomRewriter` -- samples valid edits from the arm's edit space.
 """
@@ -73,6 +75,8 @@ class SimulatedActor:
         p = self.p_correct(float(context["difficulty"]))
         truth = str(context["answer"])
         distractors = [str(d) for d in context.get("distractors", ()) if str(d) != truth]
+        if context.get("closed") and distractors:  # the answer's kind is a closed set: wrong answers come from it
+            return [truth if rng.random() < p else distractors[int(rng.integers(len(distractors)))] for _ in range(k)]
         parsed = [(d, parse_number(d)) for d in distractors]  # once per call, not per wrong answer
         return [truth if rng.random() < p else plausible_wrong(truth, distractors, rng, parsed) for _ in range(k)]
 

@@ -101,7 +101,7 @@ class _Arms:
 
             from vicogym.errors import SourceError
 
-            kwargs = dict(self._kwargs.get(env_id) or {}, k=1, actor="simulated")
+            kwargs = dict(self._kwargs.get(env_id) or {}, k=1, actor="simulated", **self.get(env_id).replay_settings())
             try:
                 self._envs[env_id] = gym.make(env_id, **kwargs).unwrapped
             except (SourceError, OSError) as exc:

@@ -1,0 +1,89 @@
+"""The CLEVR environment end to end (Workbench at a small size): labels against an
+independent executor on the stored scene, visibility rejections, the actor stand-in."""
+
+import json
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import reference_clevr
+from vicogym.envs.clevr import difficulty, difficulty_features, distractors
+from vicogym.errors import InvalidEdit
+from vicogym.policies import RandomRewriter, SimulatedActor
+from vicogym.renderers.clevr import ClevrRender
+from vicogym.structures.clevr import COLORS, Obj, Scene
+
+pytest.importorskip("bpy", reason="the CLEVR environment needs the [clevr] extra (bpy)")
+
+FAST = {"engine": "workbench", "width": 160, "height": 120, "k": 4}
+RED_SHAPE = [{"function": "scene", "inputs": [], "value_inputs": []},
+             {"function": "filter_color", "inputs": [0], "value_inputs": ["red"]},
+             {"function": "unique", "inputs": [1], "value_inputs": []},
+             {"function": "query_shape", "inputs": [2], "value_inputs": []}]
+
+
+def test_accepted_steps_store_answers_that_an_independent_executor_reproduces():
+    env = gym.make("vicogym/CLEVR-v0", max_turns=12, **FAST)
+    rewriter, rng = RandomRewriter.for_env(env), np.random.default_rng(0)
+    accepted = 0
+    for seed in (0, 1):
+        obs, info = env.reset(seed=seed)
+        for _ in range(6):
+            scene = json.loads(obs["structure"])
+            assert reference_clevr.relationships(scene) == scene["relationships"]  # CLEVR's 0.2 rule, from the JSON
+            assert reference_clevr.answer(scene, info["label"]["program"]) == info["answer"]
+            before = obs["structure"]
+            obs, _, terminated, truncated, info = env.step(rewriter.propose(obs, rng))
+            accepted += info["valid"]
+            if not info["valid"]:
+                assert obs["structure"] == before and info["error"]["code"]
+            if terminated or truncated:
+                break
+    env.close()
+    assert accepted >= 4
+
+
+def test_an_object_hidden_behind_another_is_rejected_by_name():
+    env = gym.make("vicogym/CLEVR-v0", **FAST)
+    env.reset(seed=0)
+    arm = env.unwrapped.arm
+    camera = Scene(()).camera
+    toward = np.asarray(camera.location[:2]) / np.linalg.norm(camera.location[:2])
+    scene = Scene((Obj("sphere", "red", "rubber", "small", *(toward * 0.5).round(3)),
+                   Obj("cube", "gray", "rubber", "large", *(toward * 1.8).round(3)),
+                   Obj("cylinder", "blue", "metal", "large", -1.5, 1.5)), width=160, height=120)
+    rule = {"kind": "program", "question": "What shape is the red thing?", "program": RED_SHAPE}
+    render = arm.render(scene, np.random.default_rng(0))
+    with pytest.raises(InvalidEdit, match="small red rubber sphere|object 0") as caught:
+        arm.validate(scene, render, rule)
+    assert caught.value.code == "hidden"
+    env.close()
+
+
+def test_difficulty_rises_with_occlusion_small_metal_and_hops():
+    easy = Scene((Obj("cube", "red", "rubber", "large", 0.0, 0.0), Obj("sphere", "blue", "rubber", "small", 1.3, 2.2),
+                  Obj("cylinder", "yellow", "rubber", "large", -1.3, -2.2)))
+    hard = Scene((Obj("cube", "red", "metal", "small", 0.0, 0.0), Obj("sphere", "brown", "rubber", "small", 1.3, 2.2),
+                  Obj("cylinder", "yellow", "rubber", "large", -1.3, -2.2)))
+    rule = {"program": RED_SHAPE}
+    seen = ClevrRender(np.zeros((1, 1, 3), np.uint8), [5000, 5000, 5000], [None] * 3, [False] * 3)
+    covered = ClevrRender(np.zeros((1, 1, 3), np.uint8), [120, 5000, 5000], [None] * 3, [False] * 3)
+    f_easy, f_hard = difficulty_features(easy, seen, rule), difficulty_features(hard, covered, rule)
+    assert f_easy == {"n_objects": 3, "occluded": 0.0, "small": 0.0, "metal": 0.0, "similar_colors": 0.0,
+                      "program_length": 4, "hops": 0}
+    assert f_hard | {"program_length": 4} == {"n_objects": 3, "occluded": 1.0, "small": 1.0, "metal": 1.0,
+                                              "similar_colors": 1.0, "program_length": 4, "hops": 0}
+    assert difficulty(f_hard) > difficulty(f_easy) + 2
+    assert difficulty({**f_easy, "hops": 2, "program_length": 8}) > difficulty(f_easy)
+
+
+@pytest.mark.parametrize("answer, kind", [("yes", {"no"}), ("no", {"yes"}), ("0", {"1", "2"}), ("3", {"1", "2", "4", "5"}),
+                                          ("red", set(COLORS) - {"red"}), ("metal", {"rubber"}),
+                                          ("cylinder", {"cube", "sphere"}), ("large", {"small"})])
+def test_wrong_answers_are_of_the_answers_kind(answer, kind):
+    assert set(distractors(answer)) == kind
+    actor = SimulatedActor(skill=-20.0)  # always wrong
+    out = actor.answer(np.zeros((4, 4, 3), np.uint8), "q", 50, rng=np.random.default_rng(0),
+                       context={"answer": answer, "difficulty": 1.0, "distractors": distractors(answer), "closed": True})
+    assert set(out) <= kind and answer not in out
