@@ -225,6 +225,24 @@ MASK_LINEAR = [(0.0, 0.0, 0.0), (0.5, 0.5, 0.5)] + [
      (128, 0, 255), (0, 128, 64), (128, 255, 128))]
 
 
+_PALETTE = np.array([[_srgb8(c) for c in rgb] for rgb in MASK_LINEAR], dtype=np.int64)
+_PACKED = (_PALETTE[:, 0] << 16) | (_PALETTE[:, 1] << 8) | _PALETTE[:, 2]
+_ORDER = np.argsort(_PACKED)
+
+
+def _mask_labels(mask: np.ndarray) -> np.ndarray:
+    """Each pixel's index in :data:`MASK_LINEAR`: exact colours by lookup, any other (should
+    an encoder round one) by the nearest palette colour."""
+    rgb = mask.reshape(-1, 3).astype(np.int64)
+    packed = (rgb[:, 0] << 16) | (rgb[:, 1] << 8) | rgb[:, 2]
+    slot = np.searchsorted(_PACKED[_ORDER], packed).clip(0, len(_ORDER) - 1)
+    labels = _ORDER[slot]
+    stray = np.nonzero(_PACKED[labels] != packed)[0]
+    if len(stray):
+        labels[stray] = np.abs(rgb[stray, None, :] - _PALETTE[None, :, :]).sum(axis=2).argmin(axis=1)
+    return labels.reshape(mask.shape[:2])
+
+
 class _Studio:
     """The live Blender scene of one worker."""
 
@@ -411,13 +429,12 @@ class _Studio:
             obj.color = (*MASK_LINEAR[2 + k], 1.0)
         mask = cv2.cvtColor(cv2.imread(self._render_to("mask.png"), cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
         self.scene.world.color = world_color
-        palette = np.array([[_srgb8(c) for c in rgb] for rgb in MASK_LINEAR], dtype=int)
-        distance = np.abs(mask.reshape(-1, 1, 3).astype(int) - palette[None, :, :]).sum(axis=2)
-        labels = distance.argmin(axis=1).reshape(mask.shape[:2])
+        labels = _mask_labels(mask)
+        counts = np.bincount(labels.ravel(), minlength=len(MASK_LINEAR))
         visible, boxes, at_edge = [], [], []
         for k in range(n):
-            ys, xs = np.nonzero(labels == 2 + k)
-            visible.append(int(len(xs)))
+            ys, xs = np.nonzero(labels == 2 + k) if counts[2 + k] else ((), ())
+            visible.append(int(counts[2 + k]))
             if len(xs):
                 boxes.append([int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1])
                 h, w = labels.shape

@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("bpy", reason="the CLEVR renderer needs the [clevr] extra (bpy)")
 
-from vicogym.renderers.clevr import _WORKERS, ClevrRenderer, RenderFailed, RenderSettings  # noqa: E402
+from vicogym.renderers.clevr import _PALETTE, _WORKERS, ClevrRenderer, RenderFailed, RenderSettings, _mask_labels  # noqa: E402
 from vicogym.sources.clevr import procedural_scene  # noqa: E402
 from vicogym.structures.clevr import Camera, Obj, Scene  # noqa: E402
 
@@ -53,6 +53,16 @@ def test_masks_count_each_objects_visible_pixels():
     assert hidden.visible[0] < 0.6 * alone.visible[0]  # the small sphere is largely behind the big cube
     outside = Scene(SCENE.objects, replace(Camera(), location=(7.36, -6.93 + 5, 4.96)), width=160, height=120)
     assert any(renderer.render(outside, seed=0).at_edge) or min(renderer.render(outside, seed=0).visible) == 0
+
+
+def test_mask_colours_map_to_the_nearest_palette_entry():
+    rng = np.random.default_rng(0)
+    truth = rng.integers(0, len(_PALETTE), (30, 40))
+    mask = _PALETTE[truth].astype(np.uint8)
+    assert np.array_equal(_mask_labels(mask), truth)
+    mask[:3] = np.clip(mask[:3].astype(int) + rng.integers(-20, 21, (3, 40, 3)), 0, 255)  # off-palette pixels
+    nearest = np.abs(mask.reshape(-1, 1, 3).astype(int) - _PALETTE[None]).sum(axis=2).argmin(axis=1).reshape(30, 40)
+    assert np.array_equal(_mask_labels(mask), nearest) and np.array_equal(nearest[3:], truth[3:])
 
 
 def test_masks_are_reused_only_while_the_geometry_is_the_same():
