@@ -7,7 +7,7 @@ import numpy as np
 
 from vicogym.core import Edit, Sample, canonical_json
 from vicogym.errors import CORE_ERROR_CODES, EDIT_ERROR_CODES, InvalidEdit, error_code_owner, register_error_codes
-from vicogym.images import ImagePolicy
+from vicogym.images import ImagePolicy, same_image
 from vicogym.rewards import RewardConfig, difficulty_reward, in_sweet_zone, rwr_copies, weight
 
 
@@ -105,6 +105,23 @@ def test_samples_compare_pixels():
     assert a == Sample({"s": 1}, "q", "1", {"kind": "k"}, image.copy())
     assert a != Sample({"s": 1}, "q", "1", {"kind": "k"}, image + 1)
     assert a != Sample({"s": 1}, "q", "2", {"kind": "k"}, image)
+
+
+def test_same_image_allows_rounding_only_where_a_renderer_needs_it():
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 256, (100, 100, 3), dtype=np.uint8)
+    a[0, 0] = 255
+    one_off = a.copy()
+    one_off[0, 0, 1] = 254
+    assert same_image(a, a.copy()) and not same_image(a, one_off)  # tolerance 0: the same bytes
+    assert same_image(a, one_off, tolerance=1)
+    two_off = a.copy()
+    two_off[0, 0, 1] = 253
+    assert not same_image(a, two_off, tolerance=1)
+    edited = a.copy()
+    edited[:10, :10] = np.where(a[:10, :10] < 255, a[:10, :10] + 1, 254)  # 100 pixels, each 1 apart
+    assert not same_image(a, edited, tolerance=1)  # more than 0.1% of the pixels differ
+    assert same_image(a, edited[:10, :10].copy(), tolerance=1) is False  # shapes differ
 
 
 def test_image_policies_centre_pad_letterbox_and_refuse_misfits():

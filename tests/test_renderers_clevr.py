@@ -8,9 +8,18 @@ import pytest
 
 pytest.importorskip("bpy", reason="the CLEVR renderer needs the [clevr] extra (bpy)")
 
-from vicogym.renderers.clevr import _PALETTE, _WORKERS, ClevrRenderer, RenderFailed, RenderSettings, _mask_labels  # noqa: E402
+from vicogym.renderers.clevr import (  # noqa: E402
+    _PALETTE,
+    _WORKERS,
+    ClevrRenderer,
+    RenderFailed,
+    RenderSettings,
+    _mask_labels,
+    stop_workers,
+)
+from vicogym.images import same_image  # noqa: E402
 from vicogym.sources.clevr import procedural_scene  # noqa: E402
-from vicogym.structures.clevr import Camera, Obj, Scene  # noqa: E402
+from vicogym.structures.clevr import Camera, Lights, Obj, Scene  # noqa: E402
 
 WORKBENCH = RenderSettings(engine="workbench")
 CYCLES = RenderSettings(engine="cycles", samples=4)
@@ -19,24 +28,50 @@ SCENE = Scene((Obj("cube", "red", "metal", "large", 0.0, 0.0, 30.0), Obj("sphere
 
 
 @pytest.mark.parametrize("settings", [WORKBENCH, CYCLES], ids=["workbench", "cycles"])
-def test_same_scene_same_seed_same_bytes_live_or_rebuilt(settings):
+def test_same_scene_same_seed_same_image_live_or_rebuilt(settings):
     renderer = ClevrRenderer(settings)
     a = renderer.render(SCENE, seed=7)
     other = renderer.render(replace(SCENE, objects=SCENE.objects[:2]), seed=7)  # the live scene changes in between
     b = renderer.render(SCENE, seed=7)
     rebuilt = renderer.render(SCENE, seed=7, rebuild=True)
     assert a.image.shape == (120, 160, 3)
-    assert np.array_equal(a.image, b.image) and np.array_equal(a.image, rebuilt.image)
-    assert not np.array_equal(a.image, other.image)
+    assert same_image(a.image, b.image, settings.pixel_tolerance)  # the same bytes for Workbench
+    assert same_image(a.image, rebuilt.image, settings.pixel_tolerance)
+    assert not same_image(a.image, other.image, settings.pixel_tolerance)
     assert a.visible == b.visible and all(v > 0 for v in a.visible)
+
+
+#: a scene of eight mostly metal objects where, with Cycles' light tree on, a few pixels landed
+#: on a rounding boundary and flipped by 1 in about one process in three
+METAL = Scene((Obj("sphere", "green", "metal", "large", -2.644, -2.553, 258.52), Obj("cube", "yellow", "metal", "small", 1.553, -2.633, 135.78),
+               Obj("sphere", "blue", "metal", "large", -2.002, 2.654, 247.64), Obj("cylinder", "red", "metal", "large", 1.863, 0.14, 254.6),
+               Obj("cube", "blue", "rubber", "large", -0.701, 0.229, 260.68), Obj("sphere", "green", "metal", "large", -0.242, 2.982, 125.56),
+               Obj("sphere", "gray", "metal", "large", 2.366, 1.773, 325.46), Obj("cube", "yellow", "metal", "large", -0.388, -2.893, 95.91)),
+              Camera(location=(6.8842, -7.1951, 4.9579)),
+              Lights(key=(0.37, -0.55, 0.13), fill=(0.014, -0.041, -0.159), back=(0.764, -0.582, -0.229), intensity=1.12),
+              width=320, height=240)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("settings", [RenderSettings(engine="cycles", samples=16),
+                                      RenderSettings(engine="cycles", samples=4, denoise=True), WORKBENCH],
+                         ids=["cycles", "cycles-denoised", "workbench"])
+def test_another_process_draws_the_same_image_within_the_tolerance(settings):
+    seeds = (12345, 1, 2, 3)
+    first = [ClevrRenderer(settings).render(METAL, seed=s).image for s in seeds]
+    stop_workers()  # a fresh Blender process
+    again = [ClevrRenderer(settings).render(METAL, seed=s).image for s in seeds]
+    for seed, a, b in zip(seeds, first, again):
+        differing = int((a != b).any(axis=2).sum())
+        assert same_image(a, b, settings.pixel_tolerance), f"seed {seed}: {differing} pixels differ"
 
 
 def test_denoised_cycles_renders_stay_within_their_tolerance():
     settings = RenderSettings(engine="cycles", samples=4, denoise=True)
     renderer = ClevrRenderer(settings)
     a, rebuilt = renderer.render(SCENE, seed=3), renderer.render(SCENE, seed=3, rebuild=True)
-    assert settings.pixel_tolerance == 1 and CYCLES.pixel_tolerance == 0 == WORKBENCH.pixel_tolerance
-    assert np.abs(a.image.astype(int) - rebuilt.image).max() <= settings.pixel_tolerance
+    assert settings.pixel_tolerance == 1 == CYCLES.pixel_tolerance and WORKBENCH.pixel_tolerance == 0
+    assert same_image(a.image, rebuilt.image, settings.pixel_tolerance)
 
 
 def test_masks_count_each_objects_visible_pixels():

@@ -105,7 +105,8 @@ class Arm(abc.ABC):
     @property
     def pixel_tolerance(self) -> int:
         """How far (0-255, per channel) two renders of the same structure may differ: 0 for
-        renderers that give the same bytes (the convention), more for ones that cannot."""
+        renderers that give the same bytes (the convention), more for ones that cannot (and
+        then on at most ``images.DIFFERING_PIXELS`` of the pixels; see ``images.same_image``)."""
         return 0
 
     def validate(self, structure: Any, render: Render, rule: Mapping[str, Any]) -> None:

@@ -98,3 +98,23 @@ def decode_png(data: bytes) -> np.ndarray:
     if image is None:
         raise ValueError("expected PNG bytes, could not decode")
     return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
+
+
+#: the share of pixels that may differ when a renderer cannot promise the same bytes
+#: (a pixel on a rounding boundary, not a swapped or edited region)
+DIFFERING_PIXELS = 0.001
+
+
+def same_image(a: np.ndarray, b: np.ndarray, tolerance: int = 0) -> bool:
+    """Whether two renders of one structure agree: identical bytes when ``tolerance`` is 0;
+    otherwise no channel further apart than ``tolerance`` and at most ``DIFFERING_PIXELS``
+    of the pixels different at all."""
+    if a.shape != b.shape:
+        return False
+    if tolerance == 0:
+        return bool(np.array_equal(a, b))
+    diff = np.abs(a.astype(np.int16) - b.astype(np.int16))
+    if int(diff.max(initial=0)) > tolerance:
+        return False
+    differing = int(diff.reshape(-1, diff.shape[-1]).any(axis=1).sum()) if diff.ndim == 3 else int((diff > 0).sum())
+    return differing <= DIFFERING_PIXELS * a.shape[0] * a.shape[1]

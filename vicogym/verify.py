@@ -22,7 +22,7 @@ from vicogym.errors import MissingExtra, RunError, UnknownEnvironment
 from vicogym.exporters import verl_mismatch
 from vicogym.arm import payload_dict
 from vicogym.errors import InvalidEdit
-from vicogym.images import decode_png
+from vicogym.images import decode_png, same_image
 from vicogym.shards import MANIFEST_FILE, SHARD_GLOB, file_sha256, row_hash
 
 
@@ -248,8 +248,6 @@ def _replay_problem(row: dict[str, Any], env: Any) -> str | None:
 def _image_problem(row: dict[str, Any], arm: Any) -> str | None:
     """Decode the stored image, render the stored structure again, compare, and re-run the
     arm's answerability checks on the render."""
-    import numpy as np
-
     try:
         stored = decode_png(row["image"])
     except ValueError as exc:
@@ -261,7 +259,7 @@ def _image_problem(row: dict[str, Any], arm: Any) -> str | None:
         return f"a reader could not answer from this image: {exc}"
     except (ValueError, TypeError, KeyError) as exc:
         return f"structure cannot be rendered again: {exc}"
-    if stored.shape != render.image.shape or np.abs(stored.astype(int) - render.image).max() > arm.pixel_tolerance:
+    if not same_image(stored, render.image, arm.pixel_tolerance):
         return "image differs from a fresh render of the stored structure (swapped or edited pixels)"
     return None
 
