@@ -95,8 +95,8 @@ def _index(scene: Scene, value: Any, field: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidEdit("bad_field", f"{field} must be an object index, got {_short(value)}", field=field)
     if not 0 <= value < len(scene.objects):
-        raise InvalidEdit("not_found", f"{field} {value} is not an object; the scene has objects 0-"
-                          f"{len(scene.objects) - 1}", field=field)
+        held = f"objects 0-{len(scene.objects) - 1}" if scene.objects else "no objects left"
+        raise InvalidEdit("not_found", f"{field} {_short(value)} is not an object; the scene has {held}", field=field)
     return value
 
 
@@ -137,6 +137,9 @@ def _add(scene: Scene, fields: Mapping[str, Any]) -> Scene:
 
 def _remove(scene: Scene, fields: Mapping[str, Any]) -> Scene:
     i = _index(scene, fields["object"], "object")
+    if len(scene.objects) <= MIN_OBJECTS:
+        raise InvalidEdit("object_count", f"a scene holds {MIN_OBJECTS}-{MAX_OBJECTS} objects, this edit leaves "
+                          f"{len(scene.objects) - 1}", field="object")
     return scene.with_objects(scene.objects[:i] + scene.objects[i + 1 :])
 
 

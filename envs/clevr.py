@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
@@ -36,7 +37,10 @@ SIMILAR_COLORS = {frozenset(p) for p in (("red", "brown"), ("blue", "purple"), (
 @dataclass(frozen=True)
 class ClevrEnvConfig(EnvConfig):
     """CLEVR arm settings. ``source``: ``"procedural"`` or a CLEVR release folder
-    (``split`` chooses among its splits); ``engine``: ``"cycles"`` or ``"workbench"``."""
+    (``split`` chooses among its splits); ``engine``: ``"cycles"`` or ``"workbench"``.
+    ``unasked``: attributes no question may read because the images do not show them; by
+    default material under Workbench (which shades metal and rubber nearly alike), none
+    under Cycles."""
 
     source: str = "procedural"
     split: str | None = None
@@ -50,11 +54,20 @@ class ClevrEnvConfig(EnvConfig):
     templates: tuple[str, ...] | None = None
     min_objects: int = 3
     max_objects: int = 10
+    unasked: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if not isinstance(self.source, str):
             raise TypeError(f"expected source to be 'procedural' or a folder path, got {self.source!r}")
+        if self.source != "procedural" and Path(self.source).is_dir():
+            # the run's manifest records it, and verify may run from another folder
+            object.__setattr__(self, "source", str(Path(self.source).resolve()))
+        if self.unasked is not None:
+            if isinstance(self.unasked, str) or not isinstance(self.unasked, (list, tuple)) or \
+                    not set(self.unasked) <= set(ATTRIBUTES):
+                raise ValueError(f"expected unasked as a list of attributes from {list(ATTRIBUTES)}, got {self.unasked!r}")
+            object.__setattr__(self, "unasked", tuple(sorted(set(self.unasked))))
         if self.engine not in ENGINES:
             raise ValueError(f"expected engine in {ENGINES}, got {self.engine!r}")
         for name, low, high in (("width", 64, 1920), ("height", 48, 1080), ("min_objects", 3, 10),
@@ -79,10 +92,16 @@ class ClevrEnvConfig(EnvConfig):
     def render_settings(self) -> RenderSettings:
         return RenderSettings(self.engine, self.samples, self.denoise, self.render_threads)
 
+    def unasked_attributes(self) -> frozenset[str]:
+        if self.unasked is not None:
+            return frozenset(self.unasked)
+        return frozenset({"material"}) if self.engine == "workbench" else frozenset()
+
     def to_dict(self) -> dict[str, Any]:
         d = super().to_dict()
-        if self.templates is not None:
-            d["templates"] = list(self.templates)
+        for name in ("templates", "unasked"):
+            if getattr(self, name) is not None:
+                d[name] = list(getattr(self, name))
         return d
 
 
@@ -144,8 +163,9 @@ class ClevrArm(Arm):
 
     def open(self) -> None:
         if self.source is None:
-            self.source = make_source(self.config.source, self.config.width, self.config.height, self.config.templates,
-                                      self.config.split, self.config.max_tries)
+            c = self.config
+            self.source = make_source(c.source, c.width, c.height, c.templates, c.split, c.max_tries, c.min_objects,
+                                      c.max_objects, c.unasked_attributes())
 
     def report(self) -> dict[str, Any]:
         self.open()
@@ -189,9 +209,13 @@ class ClevrArm(Arm):
         if rule.get("question") != question:
             return f"the program was made for {rule.get('question')!r}"
         try:
-            clevr_programs.normalize_program(rule["program"])
+            program = clevr_programs.normalize_program(rule["program"])
         except ValueError as exc:
             return f"the stored program is not a CLEVR program: {exc}"
+        unseen = clevr_programs.attributes_read(program) & self.config.unasked_attributes()
+        if unseen:
+            return (f"the program reads {sorted(unseen)}, which {self.config.engine} images do not show; ask about "
+                    "something else, or render with engine='cycles'")
         return None
 
     def render(self, structure: Scene, rng: np.random.Generator) -> Render:
@@ -206,8 +230,9 @@ class ClevrArm(Arm):
         return self.config.render_settings().pixel_tolerance
 
     def replay_settings(self) -> dict[str, Any]:
-        # which seeds are drawn depends on the mask pass alone, which every engine draws alike
-        return {"engine": "workbench"}
+        # which seeds are drawn depends on the mask pass alone, which every engine draws alike,
+        # and on which attributes questions may read, which the run's engine decided
+        return {"engine": "workbench", "unasked": sorted(self.config.unasked_attributes())}
 
     def validate(self, structure: Scene, render: Render, rule: Mapping[str, Any]) -> None:
         self._check_visible(structure, render.facts)

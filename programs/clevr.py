@@ -455,12 +455,27 @@ INSTANCE_TRIES = 24  # instances drawn per wanted answer before another template
 FAMILIES = tuple(dict.fromkeys(t.family for t in TEMPLATES))
 
 
+def attributes_read(nodes: Sequence[Mapping[str, Any]]) -> set[str]:
+    """The object attributes a program reads: those of its filter, query, same and equal nodes."""
+    read = set()
+    for node in nodes:
+        head, _, attribute = str(node.get("function", node.get("type", ""))).rpartition("_")
+        if head in ("filter", "query", "same", "equal") and attribute in ATTRIBUTES:
+            read.add(attribute)
+    return read
+
+
 def generate_question(scene: Scene, rng: np.random.Generator, templates: Sequence[str] | None = None,
-                      max_tries: int = 32) -> tuple[str, dict[str, Any], str]:
+                      max_tries: int = 32, unasked: frozenset[str] = frozenset()) -> tuple[str, dict[str, Any], str]:
     """A question with a valid, non-degenerate program and a balanced answer: the answer is
     drawn first (uniformly from the template's answer space) and instances are drawn until
-    one gives it, within ``max_tries``. Returns ``(question, rule, answer)``."""
+    one gives it, within ``max_tries``. No program reads an attribute in ``unasked`` (one the
+    images do not show). Returns ``(question, rule, answer)``."""
     pool = [TEMPLATE_BY_ID[t] for t in templates] if templates else list(TEMPLATES)
+    pool = [t for t in pool if not any(t.answer == f"query_{a}" or t.id.endswith(f"_{a}") for a in unasked)]
+    if not pool:
+        raise ValueError(f"every template asked for reads {sorted(unasked)}, which these images do not show; "
+                         "choose other templates")
     for _ in range(max_tries):
         template = pool[int(rng.integers(len(pool)))]
         space = ANSWER_SPACE[template.answer]
@@ -470,7 +485,7 @@ def generate_question(scene: Scene, rng: np.random.Generator, templates: Sequenc
                 built = template.build(scene, rng)
             except InvalidEdit:
                 built = None
-            if built is None:
+            if built is None or attributes_read(built[1]) & unasked:
                 continue
             text, nodes = built
             answer = answer_text(execute(scene, nodes))

@@ -1,8 +1,11 @@
 """CLEVR renderer: scenes drawn by Blender (``bpy``), headless on the CPU, in a worker process.
 
 The scene is built in code (ground plane, camera, three-point area lights, rubber and metal
-materials, bevelled cube, smooth sphere and cylinder); no ``.blend`` file. Engines: Cycles
-(``samples``, ``denoise``) and Workbench (a fast preview in the objects' colours). Both draw
+materials, bevelled cube, smooth sphere and cylinder); no ``.blend`` file. Metal reflects a
+sky that brightens overhead (glossy rays only), and a metal's colour is its reflectance at
+the colour's display value, so metal faces show which way they point and dark metals stay
+readable. Engines: Cycles (``samples``, ``denoise``) and Workbench (a fast preview in the
+objects' colours, a highlight on curved metal; it cannot show a cube's material). Both draw
 the same image for the same scene and seed, in any process. Workbench gives the same bytes.
 Cycles does not quite: from one fresh process to the next, a pixel whose value lands on a
 rounding boundary can come out one step (1 of 255) apart. Measured with denoise off and the
@@ -192,6 +195,9 @@ KEY, FILL, BACK = (6.44, -2.95, 10.0), (-4.67, -4.0, 3.0), (-1.19, 4.6, 6.0)
 LIGHT_ENERGY = {"key": 700.0, "fill": 150.0, "back": 400.0}
 GROUND_RGB = (0.35, 0.35, 0.35)
 BACKGROUND_RGB = (0.05, 0.05, 0.05)
+#: the sky that metal reflects (glossy rays only): dark at the horizon, bright overhead, so a
+#: metal face shows which way it points and gray metal reads as silver, not black
+SKY_HORIZON, SKY_ZENITH = 0.08, 0.9
 
 
 def _serve(conn: Any, settings: RenderSettings, parent: int) -> None:
@@ -272,7 +278,7 @@ class _Studio:
         world = bpy.data.worlds.new("world")
         world.color = BACKGROUND_RGB
         world.use_nodes = True
-        world.node_tree.nodes["Background"].inputs["Color"].default_value = (*BACKGROUND_RGB, 1.0)
+        self._sky(world.node_tree)
         scene.world = world
         bpy.ops.mesh.primitive_plane_add(size=60.0, location=(0.0, 0.0, 0.0))
         self.ground = bpy.context.active_object
@@ -312,6 +318,24 @@ class _Studio:
         self.mask_key: str | None = None
         self.masks: Any = None
 
+    def _sky(self, tree: Any) -> None:
+        """Camera and diffuse rays see the plain background; glossy rays see a vertical
+        gradient (``SKY_HORIZON`` to ``SKY_ZENITH``), which is what makes metal look metal."""
+        nodes, links = tree.nodes, tree.links
+        coords, split = nodes.new("ShaderNodeTexCoord"), nodes.new("ShaderNodeSeparateXYZ")
+        ramp, path, mix = nodes.new("ShaderNodeValToRGB"), nodes.new("ShaderNodeLightPath"), nodes.new("ShaderNodeMix")
+        links.new(coords.outputs["Generated"], split.inputs["Vector"])
+        links.new(split.outputs["Z"], ramp.inputs["Fac"])
+        ramp.color_ramp.elements[0].position = 0.5  # a world's generated coordinates are (direction + 1) / 2
+        ramp.color_ramp.elements[0].color = (SKY_HORIZON, SKY_HORIZON, SKY_HORIZON, 1.0)
+        ramp.color_ramp.elements[1].color = (SKY_ZENITH, SKY_ZENITH, SKY_ZENITH, 1.0)
+        mix.data_type = "RGBA"  # the colour sockets: Mix names its float, vector and colour sockets alike
+        colour = {socket.identifier: socket for socket in (*mix.inputs, *mix.outputs)}
+        links.new(path.outputs["Is Glossy Ray"], colour["Factor_Float"])
+        colour["A_Color"].default_value = (*BACKGROUND_RGB, 1.0)
+        links.new(ramp.outputs["Color"], colour["B_Color"])
+        links.new(colour["Result_Color"], nodes["Background"].inputs["Color"])
+
     def _material(self, name: str, rgb: tuple[float, float, float], metallic: float, roughness: float) -> Any:
         material = self.bpy.data.materials.new(name)
         material.use_nodes = True
@@ -320,14 +344,18 @@ class _Studio:
         bsdf.inputs["Metallic"].default_value = metallic
         bsdf.inputs["Roughness"].default_value = roughness
         material.diffuse_color = (*rgb, 1.0)  # what Workbench shows
+        # Workbench's studio light reads these: half metallic keeps a metal's colour and gives it a highlight
+        material.metallic, material.roughness = metallic / 2, roughness
         return material
 
     def _object_material(self, color: str, material: str) -> Any:
         key = (color, material)
         if key not in self.materials:
             rgb = tuple(_linear(c / 255) for c in COLORS[color])
-            self.materials[key] = self._material(f"{color}-{material}", rgb, 1.0 if material == "metal" else 0.0,
-                                                 0.25 if material == "metal" else 0.9)
+            if material == "metal":  # a metal's colour is its reflectance: the display value, so dark metals stay readable
+                self.materials[key] = self._material(f"{color}-metal", tuple(c / 255 for c in COLORS[color]), 1.0, 0.25)
+            else:
+                self.materials[key] = self._material(f"{color}-rubber", rgb, 0.0, 0.9)
         return self.materials[key]
 
     def _slot(self, k: int) -> Any:

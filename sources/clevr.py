@@ -24,7 +24,14 @@ import numpy as np
 
 from vicogym.core import Seed, canonical_json
 from vicogym.errors import GenerationError, InvalidEdit, SourceError
-from vicogym.programs.clevr import answer_text, execute, generate_question, normalize_program, program_rule
+from vicogym.programs.clevr import (
+    answer_text,
+    attributes_read,
+    execute,
+    generate_question,
+    normalize_program,
+    program_rule,
+)
 from vicogym.structures.clevr import ATTRIBUTES, Camera, Lights, Obj, Scene, free_spot
 
 CAMERA_JITTER = 0.5
@@ -67,15 +74,16 @@ class ProceduralSource:
     """Scenes from the sampler, questions from the templates."""
 
     def __init__(self, width: int, height: int, templates: tuple[str, ...] | None = None, min_objects: int = 3,
-                 max_objects: int = 10, max_tries: int = 16):
+                 max_objects: int = 10, max_tries: int = 16, unasked: frozenset[str] = frozenset()):
         self.width, self.height, self.templates = width, height, templates
         self.min_objects, self.max_objects, self.max_tries = min_objects, max_objects, max_tries
+        self.unasked = unasked
 
     def scene(self, rng: np.random.Generator) -> Scene:
         return procedural_scene(rng, self.width, self.height, self.min_objects, self.max_objects, self.max_tries)
 
     def ask(self, scene: Scene, rng: np.random.Generator, source: str = "procedural", source_id: str | None = None) -> Seed:
-        question, rule, answer = generate_question(scene, rng, self.templates, self.max_tries * 2)
+        question, rule, answer = generate_question(scene, rng, self.templates, self.max_tries * 2, self.unasked)
         return Seed(scene, question, answer, rule, source, source_id or f"procedural-{scene_id(scene, rule)}")
 
     def report(self) -> dict[str, Any]:
@@ -95,7 +103,7 @@ class ReleaseSource:
     """Seeds from a folder in CLEVR's release layout (see the module notes)."""
 
     def __init__(self, folder: str | Path, width: int, height: int, split: str | None = None,
-                 templates: tuple[str, ...] | None = None, max_tries: int = 16):
+                 templates: tuple[str, ...] | None = None, max_tries: int = 16, unasked: frozenset[str] = frozenset()):
         self.folder = Path(folder)
         scenes_dir = self.folder / "scenes"
         files = sorted(scenes_dir.glob("CLEVR_*_scenes.json")) if scenes_dir.is_dir() else []
@@ -109,7 +117,8 @@ class ReleaseSource:
         if split not in splits:
             raise SourceError(f"{scenes_dir} has no CLEVR_{split}_scenes.json; it has the splits {splits}")
         self.split = split
-        self.procedural = ProceduralSource(width, height, templates, max_tries=max_tries)
+        self.unasked = unasked
+        self.procedural = ProceduralSource(width, height, templates, max_tries=max_tries, unasked=unasked)
         self.scenes = self._load_scenes(scenes_dir / f"CLEVR_{split}_scenes.json", width, height)
         self.skipped: Counter = Counter()
         self.questions = self._load_questions(self.folder / "questions" / f"CLEVR_{split}_questions.json")
@@ -141,7 +150,14 @@ class ReleaseSource:
         for k, q in enumerate(data["questions"]):
             if not isinstance(q, Mapping) or not {"question", "program", "answer", "image_index"} <= set(q):
                 raise SourceError(f"{path}: questions[{k}] needs question, program, answer and image_index")
-            scene = self.scenes.get(int(q["image_index"]))
+            index = q["image_index"]
+            if isinstance(index, bool) or not isinstance(index, int):
+                raise SourceError(f"{path}: questions[{k}].image_index must be an integer, got {index!r}")
+            try:
+                stored = answer_text(q["answer"]).strip().lower()
+            except ValueError as exc:
+                raise SourceError(f"{path}: questions[{k}].answer: {exc}") from None
+            scene = self.scenes.get(index)
             if scene is None:
                 self.skipped["no_scene"] += 1
                 continue
@@ -154,10 +170,17 @@ class ReleaseSource:
             except InvalidEdit:
                 self.skipped["no_answer"] += 1
                 continue
-            if answer != answer_text(q["answer"]).strip().lower():
+            if answer != stored:
                 self.skipped["answer_not_reproduced"] += 1
                 continue
-            kept.append((int(q["image_index"]), str(q["question"]), program_rule(program, str(q["question"])), answer, k))
+            if attributes_read(program) & self.unasked:
+                self.skipped["reads_what_the_engine_does_not_show"] += 1
+                continue
+            kept.append((index, str(q["question"]), program_rule(program, str(q["question"])), answer, k))
+        if data["questions"] and not kept:
+            raise SourceError(f"{path}: none of its {len(data['questions'])} questions can be used "
+                              f"(skipped: {dict(self.skipped)}); fix the file, or remove it to have the "
+                              "templates ask questions about these scenes")
         return kept
 
     def report(self) -> dict[str, Any]:
@@ -182,11 +205,17 @@ class ReleaseSource:
 
 
 def make_source(source: str, width: int, height: int, templates: tuple[str, ...] | None = None,
-                split: str | None = None, max_tries: int = 16) -> ProceduralSource | ReleaseSource:
+                split: str | None = None, max_tries: int = 16, min_objects: int = 3, max_objects: int = 10,
+                unasked: frozenset[str] = frozenset()) -> ProceduralSource | ReleaseSource:
+    """The source named by ``source``. ``unasked``: attributes no question may read (the
+    images do not show them)."""
     if source == "procedural":
-        return ProceduralSource(width, height, templates, max_tries=max_tries)
+        if split is not None:
+            raise SourceError(f"split={split!r} chooses among a CLEVR folder's splits; the procedural source has "
+                              "none (drop split, or pass source=<folder>)")
+        return ProceduralSource(width, height, templates, min_objects, max_objects, max_tries, unasked)
     if Path(source).is_dir():
-        return ReleaseSource(source, width, height, split, templates, max_tries)
+        return ReleaseSource(source, width, height, split, templates, max_tries, unasked)
     raise SourceError(f"expected source 'procedural' or a CLEVR release folder (scenes/, questions/), got {source!r}")
 
 

@@ -15,6 +15,7 @@ the camera by :func:`derive` (pure numpy), the way CLEVR's renderer computes the
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
@@ -242,11 +243,8 @@ class Scene:
                 raise ValueError(f"expected objects[{i}]['3d_coords'] as [x, y, z]")
             objects.append(Obj(o.get("shape"), o.get("color"), o.get("material"), o.get("size"), coords[0], coords[1],
                                o.get("rotation", 0.0)))
-        if "camera" in data:
-            camera = Camera(**data["camera"])
-        else:
-            camera = camera_facing(data.get("directions"))
-        lights = Lights(**data["lights"]) if "lights" in data else Lights()
+        camera = _from_fields(Camera, data, "camera") if "camera" in data else camera_facing(data.get("directions"))
+        lights = _from_fields(Lights, data, "lights") if "lights" in data else Lights()
         size = data.get("image_size") or [width or 480, height or 320]
         return cls(tuple(objects), camera, lights, int(data.get("image_index", 0)),
                    str(data.get("image_filename", "CLEVR_new_000000.png")), str(data.get("split", "new")),
@@ -254,6 +252,15 @@ class Scene:
 
     def with_objects(self, objects: tuple[Obj, ...]) -> "Scene":
         return replace(self, objects=tuple(objects))
+
+
+def _from_fields(kind: Any, data: Mapping[str, Any], key: str) -> Any:
+    fields = data[key]
+    names = [f.name for f in dataclasses.fields(kind)]
+    if not isinstance(fields, Mapping) or not set(fields) <= set(names):
+        unknown = sorted(map(str, set(fields) - set(names))) if isinstance(fields, Mapping) else fields
+        raise ValueError(f"expected {key!r} as an object with fields from {names}, got {unknown!r}")
+    return kind(**fields)
 
 
 def camera_facing(directions: Any) -> Camera:

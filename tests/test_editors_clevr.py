@@ -106,6 +106,19 @@ def test_replacement_is_validated():
     with pytest.raises(InvalidEdit) as info:
         apply(SCENE, {"replace": {"objects": [{"shape": "pyramid"}]}}, CUBE_COLOR)
     assert info.value.code == "malformed"
+    with pytest.raises(InvalidEdit) as info:
+        apply(SCENE, {"replace": dict(json.loads(SCENE.to_json()), camera={"foo": 1})}, CUBE_COLOR)
+    assert str(info.value) == ("[malformed] replace: replacement scene: expected 'camera' as an object with fields from "
+                               "['location', 'rotation', 'lens', 'sensor'], got ['foo']")
+
+
+def test_removing_stops_at_three_objects_however_many_ops_ask():
+    with pytest.raises(InvalidEdit) as info:
+        apply(SCENE, {"ops": [{"op": "remove_object", "object": 0}] * 8}, COUNT_RED)
+    assert str(info.value) == "[object_count] ops[1] remove_object: a scene holds 3-10 objects, this edit leaves 2"
+    with pytest.raises(InvalidEdit) as info:
+        apply(SCENE, {"op": "move", "object": 10**400, "x": 0, "y": 0}, COUNT_RED)
+    assert "object an integer of about 400 digits is not an object" in str(info.value) and len(str(info.value)) < 200
 
 
 RAW = st.fixed_dictionaries({"op": st.sampled_from(sorted(OP_FIELDS))},

@@ -10,6 +10,7 @@ import pytest
 import reference_clevr
 from vicogym.envs.clevr import difficulty, difficulty_features, distractors
 from vicogym.errors import InvalidEdit
+from vicogym.programs import clevr as clevr_programs
 from vicogym.policies import RandomRewriter, SimulatedActor
 from vicogym.renderers.clevr import ClevrRender
 from vicogym.structures.clevr import COLORS, Obj, Scene
@@ -87,3 +88,21 @@ def test_wrong_answers_are_of_the_answers_kind(answer, kind):
     out = actor.answer(np.zeros((4, 4, 3), np.uint8), "q", 50, rng=np.random.default_rng(0),
                        context={"answer": answer, "difficulty": 1.0, "distractors": distractors(answer), "closed": True})
     assert set(out) <= kind and answer not in out
+
+
+def test_workbench_never_asks_about_material_and_refuses_a_question_that_does():
+    env = gym.make("vicogym/CLEVR-v0", **FAST)
+    arm = env.unwrapped.arm
+    for seed in range(6):
+        obs, info = env.reset(seed=seed)
+        assert "material" not in clevr_programs.attributes_read(info["label"]["program"]), obs["question"]
+    scene = arm.decode(obs["structure"])
+    metal = [{"function": "scene", "inputs": [], "value_inputs": []},
+             {"function": "filter_material", "inputs": [0], "value_inputs": ["metal"]},
+             {"function": "count", "inputs": [1], "value_inputs": []}]
+    rule = {"kind": "program", "question": "How many metal things are there?", "program": metal}
+    assert "which workbench images do not show" in arm.check_question(rule["question"], rule, scene)
+    cycles = gym.make("vicogym/CLEVR-v0", width=160, height=120).unwrapped.arm  # draws nothing until asked
+    assert cycles.check_question(rule["question"], rule, scene) is None
+    assert cycles.replay_settings() == {"engine": "workbench", "unasked": []}  # a Cycles run's seeds replay as drawn
+    env.close()

@@ -13,6 +13,7 @@ from vicogym.programs.clevr import (
     HANDLERS,
     TEMPLATES,
     answer_text,
+    attributes_read,
     execute,
     generate_question,
     normalize_program,
@@ -143,6 +144,29 @@ def test_answers_are_balanced_and_families_mixed():
         families[rule["family"]] += 1
     assert abs(answers["yes"] - answers["no"]) <= 0.35 * (answers["yes"] + answers["no"])
     assert len(families) >= 8 and len(answers) >= 15
+
+
+def test_attributes_read_are_those_of_filter_query_same_and_equal_nodes():
+    assert attributes_read([node("scene"), node("filter_material", [0], ["metal"]), node("count", [1])]) == {"material"}
+    assert attributes_read([node("scene"), node("unique", [0]), node("same_shape", [1]), node("exist", [2])]) == {"shape"}
+    assert attributes_read([{"type": "scene"}, {"type": "relate", "side_inputs": ["left"]}]) == set()
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2**32 - 1))
+def test_unasked_attributes_are_never_read(seed):
+    rng = np.random.default_rng(seed)
+    scene = procedural_scene(rng, 320, 240)
+    question, rule, answer = generate_question(scene, rng, unasked=frozenset({"material"}))
+    assert "material" not in attributes_read(rule["program"])
+    assert not any(word in question for word in ("metal", "rubber", "material", "made of"))
+    assert answer_text(execute(scene, rule["program"])) == answer
+
+
+def test_templates_that_only_ask_an_unasked_attribute_are_refused():
+    with pytest.raises(ValueError, match="every template asked for reads \\['material'\\]"):
+        generate_question(SCENE, np.random.default_rng(0), ["zero_hop_query_material", "comparison_material"],
+                          unasked=frozenset({"material"}))
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -148,3 +148,17 @@ def test_projection_matches_blenders_camera():
             view = world_to_camera_view(scene, obj, Vector(point))
             x, y, depth = camera.project(point, 480, 320)
             assert (x, y) == pytest.approx((view.x * 480, (1 - view.y) * 320), abs=1e-3) and depth == pytest.approx(view.z)
+
+
+@pytest.mark.parametrize("shape", ["cube", "sphere"])
+def test_gray_metal_reads_as_silver_not_black(shape):
+    # metal reflects a sky that brightens overhead; against the plain dark background it drew
+    # gray metal darker than gray rubber, near black (median about 47 of 255)
+    medians = {}
+    for material in ("metal", "rubber"):
+        scene = Scene((Obj(shape, "gray", material, "large", 0.0, 0.0, 30.0), Obj("cube", "red", "rubber", "small", 2.5, 2.5)),
+                      width=160, height=120)
+        out = ClevrRenderer(CYCLES).render(scene, seed=1)
+        x0, y0, x1, y1 = out.boxes[0]
+        medians[material] = float(np.median(out.image[y0:y1, x0:x1].mean(axis=2)))
+    assert medians["metal"] > medians["rubber"] + 10, medians

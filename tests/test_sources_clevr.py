@@ -5,7 +5,7 @@ import pytest
 
 import reference_clevr
 from vicogym.errors import SourceError
-from vicogym.sources.clevr import ReleaseSource, procedural_scene
+from vicogym.sources.clevr import ReleaseSource, make_source, procedural_scene
 from vicogym.structures.clevr import COLORS, Scene, camera_facing, placement_problem
 
 
@@ -110,3 +110,57 @@ def test_bad_release_folders_name_the_file(tmp_path, setup, message):
     setup(tmp_path)
     with pytest.raises(SourceError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
         ReleaseSource(tmp_path, 320, 240)
+
+
+def _questions_file(folder, questions):
+    (folder / "questions").mkdir(exist_ok=True)
+    (folder / "questions" / "CLEVR_val_questions.json").write_text(json.dumps({"questions": questions}))
+
+
+@pytest.mark.parametrize("record, message", [
+    ({"image_index": "abc", "answer": "1"}, "questions[0].image_index must be an integer, got 'abc'"),
+    ({"image_index": 0, "answer": None}, "questions[0].answer: a program's answer is a yes/no, a count or an attribute "
+                                         "value, got None"),
+])
+def test_bad_question_records_name_the_file_and_record(tmp_path, record, message):
+    folder, _ = _release(tmp_path, None)
+    _questions_file(folder, [dict({"question": "How many?", "program": _count_program("red")}, **record)])
+    with pytest.raises(SourceError) as info:
+        ReleaseSource(folder, 320, 240)
+    assert str(info.value) == f"{folder / 'questions' / 'CLEVR_val_questions.json'}: {message}"
+
+
+def test_a_questions_file_with_nothing_usable_is_an_error_not_a_silent_fallback(tmp_path):
+    folder, scenes = _release(tmp_path, None)
+    color = scenes[0]["objects"][0]["color"]
+    wrong = str(sum(o["color"] == color for o in scenes[0]["objects"]) + 1)
+    _questions_file(folder, [{"image_index": 0, "question": "How many?", "program": _count_program(color), "answer": wrong}])
+    with pytest.raises(SourceError, match=r"none of its 1 questions can be used \(skipped: \{'answer_not_reproduced': 1\}\)"):
+        ReleaseSource(folder, 320, 240)
+
+
+def test_questions_reading_an_unasked_attribute_are_skipped(tmp_path):
+    folder, scenes = _release(tmp_path, None)
+    objects = scenes[0]["objects"]
+    material = objects[0]["material"]
+    program = [{"function": "scene", "inputs": [], "value_inputs": []},
+               {"function": "filter_material", "inputs": [0], "value_inputs": [material]},
+               {"function": "count", "inputs": [1], "value_inputs": []}]
+    truth = str(sum(o["material"] == material for o in objects))
+    color = objects[0]["color"]
+    _questions_file(folder, [
+        {"image_index": 0, "question": f"How many {material} things are there?", "program": program, "answer": truth},
+        {"image_index": 0, "question": f"How many {color} things are there?", "program": _count_program(color),
+         "answer": str(sum(o["color"] == color for o in objects))}])
+    assert ReleaseSource(folder, 320, 240).report()["questions_used"] == 2
+    source = ReleaseSource(folder, 320, 240, unasked=frozenset({"material"}))
+    assert source.report()["questions_used"] == 1
+    assert source.report()["questions_skipped"] == {"reads_what_the_engine_does_not_show": 1}
+
+
+def test_procedural_source_honours_object_counts_and_refuses_a_split():
+    source = make_source("procedural", 320, 240, min_objects=5, max_objects=6)
+    rng = np.random.default_rng(0)
+    assert {len(source.scene(rng).objects) for _ in range(12)} <= {5, 6}
+    with pytest.raises(SourceError, match="the procedural source has none"):
+        make_source("procedural", 320, 240, split="val")
