@@ -39,7 +39,7 @@ class ClevrEnvConfig(EnvConfig):
     """CLEVR arm settings. ``source``: ``"procedural"`` or a CLEVR release folder
     (``split`` chooses among its splits); ``engine``: ``"cycles"`` or ``"workbench"``.
     ``unasked``: attributes no question may read because the images do not show them; by
-    default material under Workbench (which shades metal and rubber nearly alike), none
+    default material under Workbench (which draws metal and rubber alike), none
     under Cycles."""
 
     source: str = "procedural"
