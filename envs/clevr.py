@@ -9,6 +9,7 @@ is the Gymnasium environment.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -29,6 +30,10 @@ from vicogym.structures.clevr import ATTRIBUTES, ERROR_CODES, MAX_OBJECTS, Scene
 
 #: CLEVR's visibility rule: 200 visible pixels at 480 x 320, scaled with the image's area
 MIN_PIXELS_AT_480x320 = 200
+#: left/right needs this share of the image width between the objects (6 px at 320)
+RELATION_SHARE = 0.02
+#: what each engine's images cannot show, so that no question reads it
+UNSHOWN = {"cycles": frozenset(), "workbench": frozenset({"material"})}
 #: colour pairs a reader confuses more easily
 SIMILAR_COLORS = {frozenset(p) for p in (("red", "brown"), ("blue", "purple"), ("cyan", "blue"), ("gray", "brown"),
                                          ("green", "cyan"), ("yellow", "brown"))}
@@ -38,9 +43,11 @@ SIMILAR_COLORS = {frozenset(p) for p in (("red", "brown"), ("blue", "purple"), (
 class ClevrEnvConfig(EnvConfig):
     """CLEVR arm settings. ``source``: ``"procedural"`` or a CLEVR release folder
     (``split`` chooses among its splits); ``engine``: ``"cycles"`` or ``"workbench"``.
-    ``unasked``: attributes no question may read because the images do not show them; by
-    default material under Workbench (which draws metal and rubber alike), none
-    under Cycles."""
+    No question reads an attribute the images cannot show: material under Workbench (which
+    draws metal and rubber alike), nothing under Cycles; ``unasked`` adds attributes of your
+    own. ``question_engine`` (default: ``engine``) names the engine whose images the questions
+    are for: ``vicogym verify`` replays a Cycles run's seeds on Workbench's fast mask pass
+    and must still draw the Cycles run's questions."""
 
     source: str = "procedural"
     split: str | None = None
@@ -54,7 +61,8 @@ class ClevrEnvConfig(EnvConfig):
     templates: tuple[str, ...] | None = None
     min_objects: int = 3
     max_objects: int = 10
-    unasked: tuple[str, ...] | None = None
+    unasked: tuple[str, ...] = ()
+    question_engine: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -63,13 +71,16 @@ class ClevrEnvConfig(EnvConfig):
         if self.source != "procedural" and Path(self.source).is_dir():
             # the run's manifest records it, and verify may run from another folder
             object.__setattr__(self, "source", str(Path(self.source).resolve()))
-        if self.unasked is not None:
-            if isinstance(self.unasked, str) or not isinstance(self.unasked, (list, tuple)) or \
-                    not set(self.unasked) <= set(ATTRIBUTES):
-                raise ValueError(f"expected unasked as a list of attributes from {list(ATTRIBUTES)}, got {self.unasked!r}")
-            object.__setattr__(self, "unasked", tuple(sorted(set(self.unasked))))
-        if self.engine not in ENGINES:
-            raise ValueError(f"expected engine in {ENGINES}, got {self.engine!r}")
+        if isinstance(self.unasked, str) or not isinstance(self.unasked, (list, tuple)) or \
+                not set(self.unasked) <= set(ATTRIBUTES):
+            raise ValueError(f"expected unasked as a list of attributes from {list(ATTRIBUTES)}, got {self.unasked!r}")
+        object.__setattr__(self, "unasked", tuple(sorted(set(self.unasked))))
+        for name in ("engine", "question_engine"):
+            if getattr(self, name) not in ENGINES and (name == "engine" or self.question_engine is not None):
+                raise ValueError(f"expected {name} in {ENGINES}, got {getattr(self, name)!r}")
+        if self.unasked_attributes() == set(ATTRIBUTES):
+            raise ValueError(f"every attribute is unasked ({sorted(self.unasked_attributes())}), so no question can "
+                             "name an object; leave at least one out of unasked")
         for name, low, high in (("width", 64, 1920), ("height", 48, 1080), ("min_objects", 3, 10),
                                 ("max_objects", 3, 10)):
             v = getattr(self, name)
@@ -93,16 +104,19 @@ class ClevrEnvConfig(EnvConfig):
         return RenderSettings(self.engine, self.samples, self.denoise, self.render_threads)
 
     def unasked_attributes(self) -> frozenset[str]:
-        if self.unasked is not None:
-            return frozenset(self.unasked)
-        return frozenset({"material"}) if self.engine == "workbench" else frozenset()
+        return frozenset(self.unasked) | UNSHOWN[self.question_engine or self.engine]
 
     def to_dict(self) -> dict[str, Any]:
         d = super().to_dict()
-        for name in ("templates", "unasked"):
-            if getattr(self, name) is not None:
-                d[name] = list(getattr(self, name))
+        d["unasked"] = list(self.unasked)
+        if self.templates is not None:
+            d["templates"] = list(self.templates)
         return d
+
+
+def relation_px(width: int) -> float:
+    """How far apart across the image two objects must be for a reader to call left/right."""
+    return max(3.0, RELATION_SHARE * width)
 
 
 def min_pixels(width: int, height: int) -> int:
@@ -186,7 +200,8 @@ class ClevrArm(Arm):
                 raise ValueError("options['index'] picks a question of a CLEVR release folder; the procedural source "
                                  "has none")
             return self.source.seed(int(options["index"]), rng)
-        last: InvalidEdit | None = None
+        failures: Counter = Counter()
+        last: dict[str, str] = {}
         for _ in range(self.config.max_tries):
             if hasattr(self.source, "scene"):
                 scene = self.source.scene(rng)
@@ -194,10 +209,13 @@ class ClevrArm(Arm):
                     self._check_visible(scene, self.renderer.visibility(scene))
                     return self.source.ask(scene, rng)
                 except (InvalidEdit, GenerationError) as exc:
-                    last = exc if isinstance(exc, InvalidEdit) else last
+                    kind = "an object did not show" if isinstance(exc, InvalidEdit) else "no question could be asked"
+                    failures[kind] += 1
+                    last[kind] = str(exc)
                     continue
             return self.source.sample(rng)
-        raise GenerationError(f"no CLEVR scene with every object visible in {self.config.max_tries} draws (last: {last})")
+        reasons = "; ".join(f"{kind} in {n} (last: {last[kind]})" for kind, n in failures.most_common())
+        raise GenerationError(f"no CLEVR seed in {self.config.max_tries} draws: {reasons}")
 
     def apply(self, structure: Scene, edit: Edit, rule: Mapping[str, Any]) -> Scene:
         return clevr_editor.apply(structure, edit, rule)
@@ -231,11 +249,14 @@ class ClevrArm(Arm):
 
     def replay_settings(self) -> dict[str, Any]:
         # which seeds are drawn depends on the mask pass alone, which every engine draws alike,
-        # and on which attributes questions may read, which the run's engine decided
-        return {"engine": "workbench", "unasked": sorted(self.config.unasked_attributes())}
+        # and on which attributes questions may read, which the run's engine decides
+        return {"engine": "workbench", "question_engine": self.config.question_engine or self.config.engine}
 
     def validate(self, structure: Scene, render: Render, rule: Mapping[str, Any]) -> None:
         self._check_visible(structure, render.facts)
+        problem = clevr_programs.relation_problem(structure, rule["program"], relation_px(structure.width))
+        if problem is not None:
+            raise InvalidEdit("relation_unseen", f"{problem}; move one of them")
 
     def _check_visible(self, scene: Scene, facts: ClevrRender) -> None:
         for k, (obj, pixel) in enumerate(zip(scene.objects, scene.pixel_coords())):

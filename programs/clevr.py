@@ -455,6 +455,39 @@ INSTANCE_TRIES = 24  # instances drawn per wanted answer before another template
 FAMILIES = tuple(dict.fromkeys(t.family for t in TEMPLATES))
 
 
+def relation_problem(scene: Scene, program: Sequence[Mapping[str, Any]], min_px: float) -> str | None:
+    """Why a reader could not see one of the program's relate steps, or ``None``. For every
+    relate step, every other object must lie on the side of the anchor that CLEVR's ground-
+    plane rule says: left/right by at least ``min_px`` across the image (perspective can put
+    an object that is left on the floor straight above its anchor in the picture), and
+    front/behind by the sign of its depth."""
+    outputs = run(scene, program)
+    pixels = scene.pixel_coords()
+    relations = scene.relationships()
+    for node in program:
+        if node["function"] != "relate":
+            continue
+        anchor, relation = outputs[node["inputs"][0]], node["value_inputs"][0]
+        for other in range(len(scene.objects)):
+            if other == anchor:
+                continue
+            inside = other in relations[relation][anchor]
+            if relation in ("left", "right"):
+                dx = pixels[other][0] - pixels[anchor][0]
+                shown = dx < 0 if relation == "left" else dx > 0
+                if shown != inside or abs(dx) < min_px:
+                    side = relation if inside else {"left": "right", "right": "left"}[relation]
+                    return (f"object {other} is {relation if inside else 'not ' + relation} of object {anchor} on the "
+                            f"floor but {abs(dx):.0f} px {'left' if dx < 0 else 'right'} of it in the image; a reader "
+                            f"needs it at least {min_px:.0f} px to the {side}")
+            else:
+                dz = pixels[other][2] - pixels[anchor][2]
+                if (dz > 0 if relation == "behind" else dz < 0) != inside:
+                    return (f"object {other} is {'farther' if dz > 0 else 'nearer'} than object {anchor} but "
+                            f"{'' if inside else 'not '}{relation} of it on the floor")
+    return None
+
+
 def attributes_read(nodes: Sequence[Mapping[str, Any]]) -> set[str]:
     """The object attributes a program reads: those of its filter, query, same and equal nodes."""
     read = set()

@@ -6,13 +6,15 @@ sky that brightens overhead (glossy rays only), and a metal's colour is its refl
 the colour's display value, so metal faces show which way they point and dark metals stay
 readable. Engines: Cycles (``samples``, ``denoise``) and Workbench (a fast preview in the
 objects' colours; it draws metal and rubber alike). Both draw the same image for the same
-scene and seed, in any process. Workbench gives the same bytes.
-Cycles does not quite: from one fresh process to the next, a pixel whose value lands on a
-rounding boundary can come out one step (1 of 255) apart. Measured with denoise off and the
-light tree off: one pixel of 76,800, in 2-5 of 10 processes, also with one render thread and
-a fixed hash seed; not seen with one sample per pixel. OpenImageDenoise adds about a dozen
-such pixels per image, so it is off by default. Cycles' ``pixel_tolerance`` is therefore 1,
-on at most 0.1% of the pixels (``images.same_image``).
+scene and seed, in any process, up to rounding. Workbench gives the same bytes in fresh
+processes, but after a long history of live updates a pixel or three can come out 1 of 255
+apart (measured: 1 row of 64 in a generation run). Cycles: from one fresh process to the
+next, a pixel whose value lands on a rounding boundary can come out one step (1 of 255)
+apart. Measured with denoise off and the light tree off: one pixel of 76,800, in 2-5 of 10
+processes, also with one render thread and a fixed hash seed; not seen with one sample per
+pixel. OpenImageDenoise adds about a dozen such pixels per image, so it is off by default.
+``pixel_tolerance`` is therefore 1 for both engines, on at most 0.1% of the pixels
+(``images.same_image``).
 
 One Blender scene stays alive in the worker across renders: a request carries the whole
 scene JSON, and the worker updates only what differs from the scene it drew last (an
@@ -64,7 +66,7 @@ class RenderSettings:
     @property
     def pixel_tolerance(self) -> int:
         """How far (0-255) two renders of the same scene and seed may differ per channel."""
-        return 1 if self.engine == "cycles" else 0
+        return 1
 
 
 class RenderFailed(RuntimeError):
@@ -197,7 +199,8 @@ GROUND_RGB = (0.35, 0.35, 0.35)
 BACKGROUND_RGB = (0.05, 0.05, 0.05)
 #: the sky that metal reflects (glossy rays only): dark at the horizon, bright overhead, so a
 #: metal face shows which way it points and gray metal reads as silver, not black
-SKY_HORIZON, SKY_ZENITH = 0.08, 0.9
+SKY_HORIZON, SKY_ZENITH = 0.03, 1.0
+SKY_FULL = 0.35  # the sky is at its brightest from 20 degrees above the horizon up (z = sin 20)
 
 
 def _serve(conn: Any, settings: RenderSettings, parent: int) -> None:
@@ -329,8 +332,9 @@ class _Studio:
         ramp, path, mix = nodes.new("ShaderNodeValToRGB"), nodes.new("ShaderNodeLightPath"), nodes.new("ShaderNodeMix")
         links.new(coords.outputs["Generated"], split.inputs["Vector"])
         links.new(split.outputs["Z"], ramp.inputs["Fac"])
-        ramp.color_ramp.elements[0].position = 0.5  # a world's generated coordinates are (direction + 1) / 2
+        ramp.color_ramp.elements[0].position = 0.0  # a world's generated coordinates are the ray's direction
         ramp.color_ramp.elements[0].color = (SKY_HORIZON, SKY_HORIZON, SKY_HORIZON, 1.0)
+        ramp.color_ramp.elements[1].position = SKY_FULL
         ramp.color_ramp.elements[1].color = (SKY_ZENITH, SKY_ZENITH, SKY_ZENITH, 1.0)
         mix.data_type = "RGBA"  # the colour sockets: Mix names its float, vector and colour sockets alike
         colour = {socket.identifier: socket for socket in (*mix.inputs, *mix.outputs)}
@@ -354,7 +358,8 @@ class _Studio:
         if key not in self.materials:
             rgb = tuple(_linear(c / 255) for c in COLORS[color])
             if material == "metal":  # a metal's colour is its reflectance: the display value, so dark metals stay readable
-                self.materials[key] = self._material(f"{color}-metal", tuple(c / 255 for c in COLORS[color]), 1.0, 0.25)
+                self.materials[key] = self._material(f"{color}-metal", tuple(c / 255 for c in COLORS[color]), 1.0, 0.15)
+                self.materials[key].diffuse_color = (*rgb, 1.0)  # Workbench draws metal and rubber alike
             else:
                 self.materials[key] = self._material(f"{color}-rubber", rgb, 0.0, 0.9)
         return self.materials[key]

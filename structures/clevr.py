@@ -48,6 +48,8 @@ ERROR_CODES = {
     "hidden": "an object with fewer visible pixels than a reader needs (occluded by others)",
     "out_of_frame": "an object outside the image, wholly or partly",
     "object_count": "a scene with fewer than three or more than ten objects",
+    "relation_unseen": "a left/right/front/behind step of the question that the picture contradicts or leaves too "
+                       "close to call",
 }
 register_error_codes("clevr", ERROR_CODES)
 

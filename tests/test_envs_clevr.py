@@ -62,6 +62,24 @@ def test_an_object_hidden_behind_another_is_rejected_by_name():
     env.close()
 
 
+def test_a_relation_the_picture_contradicts_is_rejected():
+    env = gym.make("vicogym/CLEVR-v0", engine="workbench")
+    arm = env.unwrapped.arm
+    left_of_red = [{"function": "scene", "inputs": [], "value_inputs": []},
+                   {"function": "filter_color", "inputs": [0], "value_inputs": ["red"]},
+                   {"function": "unique", "inputs": [1], "value_inputs": []},
+                   {"function": "relate", "inputs": [2], "value_inputs": ["left"]},
+                   {"function": "count", "inputs": [3], "value_inputs": []}]
+    rule = {"kind": "program", "question": "How many things are left of the red thing?", "program": left_of_red}
+    far = Scene((Obj("cube", "red", "metal", "large", 0.063, -2.12), Obj("sphere", "blue", "rubber", "small", -2.463, -0.426),
+                 Obj("cylinder", "green", "rubber", "small", -1.5, 2.5)))
+    with pytest.raises(InvalidEdit) as caught:
+        arm.validate(far, arm.render(far, np.random.default_rng(0)), rule)
+    assert caught.value.code == "relation_unseen"  # at 480 x 320: 3 px apart, 10 px needed
+    assert "3 px left of it in the image; a reader needs it at least 10 px to the left" in str(caught.value)
+    env.close()
+
+
 def test_difficulty_rises_with_occlusion_small_metal_and_hops():
     easy = Scene((Obj("cube", "red", "rubber", "large", 0.0, 0.0), Obj("sphere", "blue", "rubber", "small", 1.3, 2.2),
                   Obj("cylinder", "yellow", "rubber", "large", -1.3, -2.2)))
@@ -104,5 +122,14 @@ def test_workbench_never_asks_about_material_and_refuses_a_question_that_does():
     assert "which workbench images do not show" in arm.check_question(rule["question"], rule, scene)
     cycles = gym.make("vicogym/CLEVR-v0", width=160, height=120).unwrapped.arm  # draws nothing until asked
     assert cycles.check_question(rule["question"], rule, scene) is None
-    assert cycles.replay_settings() == {"engine": "workbench", "unasked": []}  # a Cycles run's seeds replay as drawn
+    assert cycles.replay_settings() == {"engine": "workbench", "question_engine": "cycles"}
+    replay = gym.make("vicogym/CLEVR-v0", width=160, height=120, **cycles.replay_settings()).unwrapped.arm
+    assert replay.check_question(rule["question"], rule, scene) is None  # a Cycles run's questions replay as drawn
     env.close()
+
+
+def test_unasked_adds_to_what_the_engine_cannot_show():
+    config = gym.make("vicogym/CLEVR-v0", engine="workbench", unasked=["color"]).unwrapped.arm.config
+    assert config.unasked_attributes() == {"color", "material"}
+    with pytest.raises(ValueError, match="every attribute is unasked"):
+        gym.make("vicogym/CLEVR-v0", engine="workbench", unasked=["color", "shape", "size"])

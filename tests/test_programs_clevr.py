@@ -1,5 +1,6 @@
 import collections
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from vicogym.programs.clevr import (
     execute,
     generate_question,
     normalize_program,
+    relation_problem,
     run,
 )
 from vicogym.sources.clevr import procedural_scene
@@ -144,6 +146,21 @@ def test_answers_are_balanced_and_families_mixed():
         families[rule["family"]] += 1
     assert abs(answers["yes"] - answers["no"]) <= 0.35 * (answers["yes"] + answers["no"])
     assert len(families) >= 8 and len(answers) >= 15
+
+
+def test_a_relation_the_picture_does_not_show_is_reported():
+    # the sphere is 0.5 left of the cube on the floor, but 2.5 behind it: perspective draws it
+    # almost straight above the cube
+    left_of_red = [node("scene"), node("filter_color", [0], ["red"]), node("unique", [1]), node("relate", [2], ["left"]),
+                   node("count", [3])]
+    far = Scene((Obj("cube", "red", "metal", "large", 0.063, -2.12), Obj("sphere", "blue", "rubber", "small", -2.463, -0.426),
+                 Obj("cylinder", "green", "rubber", "small", -1.5, 2.5)), width=320, height=240)
+    assert far.relationships()["left"][0] == [1]
+    assert relation_problem(far, left_of_red, 6) == ("object 1 is left of object 0 on the floor but 2 px left of it in "
+                                                     "the image; a reader needs it at least 6 px to the left")
+    near = replace(far, objects=(far.objects[0], replace(far.objects[1], x=-1.735, y=-1.112), far.objects[2]))
+    assert near.relationships()["left"][0] == [1] and relation_problem(near, left_of_red, 6) is None
+    assert relation_problem(far, [node("scene"), node("count", [0])], 6) is None  # no relate step, nothing to see
 
 
 def test_attributes_read_are_those_of_filter_query_same_and_equal_nodes():
