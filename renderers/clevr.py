@@ -6,15 +6,16 @@ sky that brightens overhead (glossy rays only), and a metal's colour is its refl
 the colour's display value, so metal faces show which way they point and dark metals stay
 readable. Engines: Cycles (``samples``, ``denoise``) and Workbench (a fast preview in the
 objects' colours; it draws metal and rubber alike). Both draw the same image for the same
-scene and seed, in any process, up to rounding. Workbench gives the same bytes in fresh
+scene and seed, in any process, up to a few pixels. Workbench gives the same bytes in fresh
 processes, but after a long history of live updates a pixel or three can come out 1 of 255
-apart (measured: 1 row of 64 in a generation run). Cycles: from one fresh process to the
-next, a pixel whose value lands on a rounding boundary can come out one step (1 of 255)
-apart. Measured with denoise off and the light tree off: one pixel of 76,800, in 2-5 of 10
-processes, also with one render thread and a fixed hash seed; not seen with one sample per
-pixel. OpenImageDenoise adds about a dozen such pixels per image, so it is off by default.
-``pixel_tolerance`` is therefore 1 for both engines, on at most 0.1% of the pixels
-(``images.same_image``).
+apart (measured: 1 row of 64 in a generation run). Cycles does not promise the same bytes:
+from one fresh process to the next, a pixel on a rounding boundary can come out one step
+apart (measured with denoise off and the light tree off: one pixel of 76,800 in 2-5 of 10
+processes, also with one render thread and a fixed hash seed), and now and then one sample's
+path takes another turn (measured: one pixel 2 of 255 apart in 1 row of 64).
+OpenImageDenoise adds about a dozen pixels 1 apart per image, so it is off by default.
+``pixel_tolerance`` is 1 for Workbench and one sample's worth (255 / samples, 16 at 16
+samples) for Cycles, on at most 0.1% of the pixels (``images.same_image``).
 
 One Blender scene stays alive in the worker across renders: a request carries the whole
 scene JSON, and the worker updates only what differs from the scene it drew last (an
@@ -65,8 +66,10 @@ class RenderSettings:
 
     @property
     def pixel_tolerance(self) -> int:
-        """How far (0-255) two renders of the same scene and seed may differ per channel."""
-        return 1
+        """How far (0-255) two renders of the same scene and seed may differ per channel (on
+        at most 0.1% of the pixels): rounding for Workbench; for Cycles one sample's worth,
+        since a sample whose path takes another turn moves its pixel by about 1/samples."""
+        return max(1, math.ceil(255 / self.samples)) if self.engine == "cycles" else 1
 
 
 class RenderFailed(RuntimeError):
