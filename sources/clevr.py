@@ -15,7 +15,6 @@ before the question is used, and one that does not reproduce is counted and skip
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping
@@ -32,6 +31,7 @@ from vicogym.programs.clevr import (
     normalize_program,
     program_rule,
 )
+from vicogym.sources import read_json
 from vicogym.structures.clevr import ATTRIBUTES, Camera, Lights, Obj, Scene, free_spot
 
 CAMERA_JITTER = 0.5
@@ -90,15 +90,6 @@ class ProceduralSource:
         return {"procedural": True}
 
 
-def _load_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        raise SourceError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise SourceError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-
-
 class ReleaseSource:
     """Seeds from a folder in CLEVR's release layout (see the module notes)."""
 
@@ -126,7 +117,7 @@ class ReleaseSource:
             raise SourceError(f"{scenes_dir / f'CLEVR_{split}_scenes.json'} holds no usable scene")
 
     def _load_scenes(self, path: Path, width: int, height: int) -> dict[int, Scene]:
-        data = _load_json(path)
+        data = read_json(path)
         if not isinstance(data, Mapping) or not isinstance(data.get("scenes"), list):
             raise SourceError(f"{path}: expected {{\"info\": ..., \"scenes\": [...]}}")
         scenes = {}
@@ -143,7 +134,7 @@ class ReleaseSource:
         answer the executor reproduces on its scene."""
         if not path.is_file():
             return []
-        data = _load_json(path)
+        data = read_json(path)
         if not isinstance(data, Mapping) or not isinstance(data.get("questions"), list):
             raise SourceError(f"{path}: expected {{\"info\": ..., \"questions\": [...]}}")
         kept = []

@@ -1,0 +1,152 @@
+"""The natural-image arm's records: an image, a question, its answer, and the targets the
+answer depends on.
+
+A :class:`Record` names its image by reference (``skimage:astronaut``, a scikit-image
+sample; ``matplotlib:grace_hopper.jpg``, a matplotlib sample; or a file path, relative to
+the records file), so records stay small plain data. Every answer-relevant target is a
+:class:`Target`: a label (what it is: ``"coin"``, ``"helmet"``) and one of a box
+``[x0, y0, x1, y1]`` (pixels, x1 and y1 exclusive), points ``[[x, y], ...]`` (prompts for a
+segmenter; at least one) or a polygon ``[[x, y], ...]`` (at least three vertices).
+Segmentation turns the targets into the protected masks that edits may not touch.
+Everything round-trips through JSON (``to_dict`` / ``from_dict``); errors name the field.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+ANSWER_TYPES = ("yes/no", "number", "other")
+GEOMETRIES = ("box", "points", "polygon")
+
+
+def _fail(where: str, expected: str, got: Any) -> ValueError:
+    text = repr(got)
+    return ValueError(f"{where}: expected {expected}, got {text if len(text) <= 80 else text[:77] + '...'}")
+
+
+def _xy_list(value: Any, where: str, least: int) -> tuple[tuple[float, float], ...]:
+    if not isinstance(value, (list, tuple)) or len(value) < least:
+        raise _fail(where, f"a list of at least {least} [x, y] pairs", value)
+    out = []
+    for k, pair in enumerate(value):
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2 or not all(_finite(v) for v in pair):
+            raise _fail(f"{where}[{k}]", "[x, y] as two finite numbers", pair)
+        out.append((float(pair[0]), float(pair[1])))
+    return tuple(out)
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+@dataclass(frozen=True)
+class Target:
+    """One answer-relevant object: a label and exactly one geometry."""
+
+    label: str
+    box: tuple[int, int, int, int] | None = None
+    points: tuple[tuple[float, float], ...] | None = None
+    polygon: tuple[tuple[float, float], ...] | None = None
+
+    @property
+    def geometry(self) -> str:
+        return next(g for g in GEOMETRIES if getattr(self, g) is not None)
+
+    def bounds(self) -> tuple[int, int, int, int]:
+        """The smallest box ``[x0, y0, x1, y1]`` holding the geometry (points: the box of
+        the points, which a segmenter grows to the object)."""
+        if self.box is not None:
+            return self.box
+        xy = self.points if self.points is not None else self.polygon
+        xs, ys = [p[0] for p in xy], [p[1] for p in xy]
+        return (math.floor(min(xs)), math.floor(min(ys)), math.floor(max(xs)) + 1, math.floor(max(ys)) + 1)
+
+    def check_inside(self, width: int, height: int, where: str = "target") -> None:
+        x0, y0, x1, y1 = self.bounds()
+        if x0 < 0 or y0 < 0 or x1 > width or y1 > height:
+            raise ValueError(f"{where} ({self.label}): {self.geometry} {list(self.bounds())} reaches outside the "
+                             f"{width} x {height} image")
+
+    def to_dict(self) -> dict[str, Any]:
+        value = getattr(self, self.geometry)
+        return {"label": self.label, self.geometry: [list(v) for v in value] if self.geometry != "box" else list(value)}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "target") -> "Target":
+        if not isinstance(data, Mapping):
+            raise _fail(where, "an object with a label and a box, points or polygon", data)
+        label = data.get("label")
+        if not isinstance(label, str) or not label.strip():
+            raise _fail(f"{where}.label", "a non-empty string", label)
+        given = [g for g in GEOMETRIES if data.get(g) is not None]
+        unknown = sorted(set(data) - {"label", *GEOMETRIES})
+        if unknown:
+            raise ValueError(f"{where}: unknown field {unknown[0]!r}; a target has label and one of {list(GEOMETRIES)}")
+        if len(given) != 1:
+            raise ValueError(f"{where} ({label}): expected exactly one of {list(GEOMETRIES)}, got {given or 'none'}")
+        geometry = given[0]
+        value = data[geometry]
+        if geometry == "box":
+            if not isinstance(value, (list, tuple)) or len(value) != 4 or not all(_finite(v) and v == int(v)
+                                                                                   for v in value):
+                raise _fail(f"{where}.box", "[x0, y0, x1, y1] as four whole numbers of pixels", value)
+            x0, y0, x1, y1 = (int(v) for v in value)
+            if x1 <= x0 or y1 <= y0:
+                raise _fail(f"{where}.box", "x1 > x0 and y1 > y0", value)
+            return cls(label.strip(), box=(x0, y0, x1, y1))
+        least = 1 if geometry == "points" else 3
+        return cls(label.strip(), **{geometry: _xy_list(value, f"{where}.{geometry}", least)})
+
+
+@dataclass(frozen=True)
+class Record:
+    """A question about a natural image, with the targets its answer depends on."""
+
+    id: str
+    image: str
+    question: str
+    answer: str
+    answer_type: str
+    targets: tuple[Target, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "image": self.image, "question": self.question, "answer": self.answer,
+                "answer_type": self.answer_type, "targets": [t.to_dict() for t in self.targets]}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "record") -> "Record":
+        if not isinstance(data, Mapping):
+            raise _fail(where, "an object with id, image, question, answer, answer_type and targets", data)
+        missing = [k for k in ("id", "image", "question", "answer", "answer_type", "targets") if k not in data]
+        if missing:
+            raise ValueError(f"{where}: missing field {missing[0]!r}")
+        for key in ("id", "image", "question"):
+            if not isinstance(data[key], str) or not data[key].strip():
+                raise _fail(f"{where}.{key}", "a non-empty string", data[key])
+        answer_type = data["answer_type"]
+        if answer_type not in ANSWER_TYPES:
+            raise _fail(f"{where}.answer_type", f"one of {list(ANSWER_TYPES)}", answer_type)
+        answer = data["answer"]
+        if isinstance(answer, bool) or not isinstance(answer, (str, int)):
+            raise _fail(f"{where}.answer", "a string (or a whole number for a number question)", answer)
+        answer = str(answer).strip().lower()
+        if answer_type == "yes/no" and answer not in ("yes", "no"):
+            raise _fail(f"{where}.answer", "yes or no for a yes/no question", data["answer"])
+        if answer_type == "number" and not answer.isdigit():
+            raise _fail(f"{where}.answer", "a whole number for a number question", data["answer"])
+        if not answer:
+            raise _fail(f"{where}.answer", "a non-empty answer", data["answer"])
+        targets = data["targets"]
+        if not isinstance(targets, (list, tuple)) or not targets:
+            raise _fail(f"{where}.targets", "a non-empty list of targets (what the answer depends on)", targets)
+        return cls(data["id"].strip(), data["image"].strip(), data["question"].strip(), answer, answer_type,
+                   tuple(Target.from_dict(t, f"{where}.targets[{k}]") for k, t in enumerate(targets)))
+
+    def check_inside(self, width: int, height: int) -> None:
+        for k, target in enumerate(self.targets):
+            target.check_inside(width, height, f"record {self.id}: targets[{k}]")
+
+
+__all__ = ["ANSWER_TYPES", "GEOMETRIES", "Record", "Target"]
