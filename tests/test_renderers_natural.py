@@ -1,0 +1,50 @@
+"""Natural-image masks: GrabCut from boxes and points, polygons, the protected region."""
+
+import cv2
+import numpy as np
+import pytest
+
+from vicogym.renderers.natural import GrabCutSegmenter, box_mask, polygon_mask, protected_region
+from vicogym.structures.natural import Target
+
+
+def _disc_image():
+    rng = np.random.default_rng(0)
+    image = rng.integers(90, 140, (120, 160, 3)).astype(np.uint8)
+    cv2.circle(image, (80, 60), 25, (220, 30, 30), -1)
+    disc = np.zeros((120, 160), np.uint8)
+    cv2.circle(disc, (80, 60), 25, 1, -1)
+    return image, disc.astype(bool)
+
+
+@pytest.mark.parametrize("target", [Target("disc", box=(50, 30, 111, 91)), Target("disc", points=((80.0, 60.0),))],
+                         ids=["box", "points"])
+def test_grabcut_finds_the_object_in_its_box_and_repeats_itself(target):
+    image, disc = _disc_image()
+    mask = GrabCutSegmenter().mask(image, target)
+    iou = (mask & disc).sum() / (mask | disc).sum()
+    assert iou > 0.85, iou
+    assert np.array_equal(mask, GrabCutSegmenter().mask(image, target))  # OpenCV's generator is seeded
+
+
+def test_grabcut_that_loses_the_object_protects_the_whole_box():
+    image, _ = _disc_image()
+    target = Target("disc", box=(50, 30, 111, 91))
+    assert np.array_equal(GrabCutSegmenter(min_share=1.0).mask(image, target), box_mask(target.box, 120, 160))
+    flat = np.full((120, 160, 3), 100, np.uint8)  # nothing to find: the box stands
+    assert GrabCutSegmenter().mask(flat, target).sum() >= 0.2 * 61 * 61
+
+
+def test_polygons_are_their_own_masks_and_margins_grow_the_union():
+    square = Target("tile", polygon=((10, 10), (29, 10), (29, 29), (10, 29)))
+    mask = GrabCutSegmenter().mask(np.zeros((50, 60, 3), np.uint8), square)
+    assert mask.sum() == 400 and mask[10:30, 10:30].all()
+    other = polygon_mask(((40, 40), (44, 40), (44, 44), (40, 44)), 50, 60)
+    region = protected_region([mask, other], 3)
+    assert region[10:30, 10:30].all() and region[40:45, 40:45].all()
+    assert region[7, 20] and not region[6, 20] and region[20, 32] and not region[20, 33]  # a disc of radius 3
+    assert np.array_equal(protected_region([mask], 0), mask)
+    with pytest.raises(ValueError, match="expected margin as a whole number of pixels >= 0, got -1"):
+        protected_region([mask], -1)
+    with pytest.raises(ValueError, match="expected at least one target mask"):
+        protected_region([], 2)
