@@ -41,7 +41,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from vicogym.answers import format_number
-from vicogym.core import Edit
+from vicogym.core import Edit, fold_ops
 from vicogym.errors import InvalidEdit
 from vicogym.programs.chart import (
     REFERENCE_STYLE_FIELDS,
@@ -454,19 +454,14 @@ def apply(structure: ChartStructure, edit: Edit | Mapping[str, Any] | str, rule:
         except InvalidEdit as exc:
             raise exc.at("replace") from None
         return new
-    current = structure
-    for i, op in enumerate(edit.ops):
-        where = f"ops[{i}] {op.get('op')}"
-        try:
-            _check_fields(op)
-            if op["op"] == "stop":
-                if len(edit.ops) != 1:
-                    raise InvalidEdit("malformed", "stop must be the only op of its edit", field="op")
-                return structure
-            _check_rule_for_op(op, rule)
-            current = OPS[op["op"]](current, op, rule)
-        except InvalidEdit as exc:
-            raise exc.at(where) from None
+    def step(current: Any, op: Mapping[str, Any]) -> Any:
+        _check_fields(op)
+        _check_rule_for_op(op, rule)
+        return OPS[op["op"]](current, op, rule)
+
+    current, stopped = fold_ops(edit, structure, step)
+    if stopped:
+        return structure
     try:
         check_structure(current, structure)
     except InvalidEdit as exc:

@@ -38,7 +38,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from vicogym.core import Edit
+from vicogym.core import Edit, fold_ops
 from vicogym.errors import InvalidEdit
 from vicogym.structures.clevr import (
     ATTRIBUTES,
@@ -206,18 +206,13 @@ def apply(scene: Scene, edit: Edit | Mapping[str, Any] | str, rule: Mapping[str,
         if problem is not None:
             raise problem.at("replace")
         return new
-    current = scene
-    for i, op in enumerate(edit.ops):
-        where = f"ops[{i}] {op.get('op')}"
-        try:
-            _check_fields(op)
-            if op["op"] == "stop":
-                if len(edit.ops) != 1:
-                    raise InvalidEdit("malformed", "stop must be the only op of its edit", field="op")
-                return scene
-            current = OPS[op["op"]](current, op)
-        except InvalidEdit as exc:
-            raise exc.at(where) from None
+    def step(current: Scene, op: Mapping[str, Any]) -> Scene:
+        _check_fields(op)
+        return OPS[op["op"]](current, op)
+
+    current, stopped = fold_ops(edit, scene, step)
+    if stopped:
+        return scene
     problem = placement_problem(current)
     if problem is not None:
         raise problem.at(f"ops[{len(edit.ops) - 1}] {edit.ops[-1]['op']}")

@@ -17,6 +17,15 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from vicogym.errors import register_error_codes
+
+ERROR_CODES = {
+    "protected": "an edit that reaches a target's protected region (its box grown by the margin), or a crop that "
+                 "cuts a target",
+    "guarded": "an edit that could change the answer for the question's type (a count, a colour)",
+}
+register_error_codes("natural", ERROR_CODES)
+
 ANSWER_TYPES = ("yes/no", "number", "other")
 GEOMETRIES = ("box", "points", "polygon")
 
@@ -149,4 +158,55 @@ class Record:
             target.check_inside(width, height, f"record {self.id}: targets[{k}]")
 
 
-__all__ = ["ANSWER_TYPES", "GEOMETRIES", "Record", "Target"]
+@dataclass(frozen=True)
+class Frame:
+    """Where the source image sits in the current canvas: the canvas is ``width`` x
+    ``height`` and source pixel ``(x, y)`` is drawn at ``(x + dx, y + dy)`` (pad and crop
+    move it; nothing scales it)."""
+
+    width: int
+    height: int
+    dx: int = 0
+    dy: int = 0
+
+    def place(self, box: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
+        """A source-image box in canvas coordinates."""
+        x0, y0, x1, y1 = box
+        return (x0 + self.dx, y0 + self.dy, x1 + self.dx, y1 + self.dy)
+
+
+@dataclass(frozen=True)
+class Scene:
+    """The structure of the natural-image arm: a record, its image's size, the margin that
+    grows its targets into the protected region, and the edit ops applied so far (each a
+    canonical JSON object; the image is the source with these ops replayed)."""
+
+    record: Record
+    width: int
+    height: int
+    margin: int = 8
+    ops: tuple[Mapping[str, Any], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"record": self.record.to_dict(), "size": [self.width, self.height], "margin": self.margin,
+                "ops": [dict(op) for op in self.ops]}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "Scene":
+        if not isinstance(data, Mapping) or not {"record", "size", "ops"} <= set(data):
+            raise _fail("scene", "an object with record, size, margin and ops", data)
+        size = data["size"]
+        if not isinstance(size, (list, tuple)) or len(size) != 2 or not all(
+                isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in size):
+            raise _fail("scene.size", "[width, height] in pixels", size)
+        margin = data.get("margin", 8)
+        if isinstance(margin, bool) or not isinstance(margin, int) or not 0 <= margin <= 256:
+            raise _fail("scene.margin", "a whole number of pixels in [0, 256]", margin)
+        if not isinstance(data["ops"], (list, tuple)) or not all(isinstance(op, Mapping) for op in data["ops"]):
+            raise _fail("scene.ops", "a list of op objects", data["ops"])
+        record = Record.from_dict(data["record"], "scene.record")
+        record.check_inside(size[0], size[1])
+        return cls(record, size[0], size[1], margin, tuple(dict(op) for op in data["ops"]))
+
+
+__all__ = ["ANSWER_TYPES", "ERROR_CODES", "GEOMETRIES", "Frame", "Record", "Scene", "Target"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Mapping, Protocol, runtime_checkable
+from typing import Any, Callable, Mapping, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -78,6 +78,25 @@ class Edit:
             if not isinstance(op, Mapping) or not isinstance(op.get("op"), str):
                 raise InvalidEdit("malformed", f"expected ops[{i}] to be an object with a string 'op'", field="op")
         return cls(ops=tuple(dict(op) for op in ops))
+
+
+def fold_ops(edit: Edit, state: Any, step: Callable[[Any, Mapping[str, Any]], Any]) -> tuple[Any, bool]:
+    """``state`` after ``step`` has taken each of ``edit``'s ops in order, and whether the
+    edit was a lone ``stop`` (then ``state`` comes back untouched). An ``InvalidEdit`` from
+    a step is located at its op (``ops[2] set_cell``); ``stop`` beside other ops is
+    malformed."""
+    for i, op in enumerate(edit.ops):
+        name = op.get("op")
+        where = f"ops[{i}] {name if isinstance(name, str) and len(name) <= 30 else repr(name)[:30]}"
+        try:
+            if name == "stop":
+                if len(edit.ops) != 1:
+                    raise InvalidEdit("malformed", "stop must be the only op of its edit", field="op")
+                return state, True
+            state = step(state, op)
+        except InvalidEdit as exc:
+            raise exc.at(where) from None
+    return state, False
 
 
 def _loads(text: str | bytes) -> Any:
