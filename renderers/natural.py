@@ -94,4 +94,104 @@ def protected_region(masks: list[np.ndarray], margin: int) -> np.ndarray:
     return cv2.dilate(union.astype(np.uint8), kernel).astype(bool)
 
 
-__all__ = ["GrabCutSegmenter", "box_mask", "polygon_mask", "protected_region"]
+def _region(op: dict, shape: tuple[int, int]) -> np.ndarray:
+    if "box" in op:
+        return box_mask(tuple(op["box"]), *shape)
+    return np.ones(shape, bool)
+
+
+def _recolor(image: np.ndarray, op: dict, rng: np.random.Generator) -> np.ndarray:
+    import cv2
+
+    hsv = cv2.cvtColor(image, cv2.COLOR_RGB2HSV)
+    hsv[:, :, 0] = ((hsv[:, :, 0].astype(int) + round(op["hue"] / 2)) % 180).astype(np.uint8)  # OpenCV hue: 0-179
+    return cv2.cvtColor(hsv, cv2.COLOR_HSV2RGB)
+
+
+def _desaturate(image: np.ndarray, op: dict, rng: np.random.Generator) -> np.ndarray:
+    import cv2
+
+    grey = cv2.cvtColor(cv2.cvtColor(image, cv2.COLOR_RGB2GRAY), cv2.COLOR_GRAY2RGB).astype(float)
+    return np.clip(np.round(image * (1 - op["amount"]) + grey * op["amount"]), 0, 255).astype(np.uint8)
+
+
+def _blur(image: np.ndarray, op: dict, rng: np.random.Generator) -> np.ndarray:
+    import cv2
+
+    return cv2.GaussianBlur(image, (0, 0), float(op["sigma"]))
+
+
+def _noise(image: np.ndarray, op: dict, rng: np.random.Generator) -> np.ndarray:
+    return np.clip(np.round(image + rng.normal(0.0, float(op["sigma"]), image.shape)), 0, 255).astype(np.uint8)
+
+
+def _contrast(image: np.ndarray, op: dict, rng: np.random.Generator, region: np.ndarray | None = None) -> np.ndarray:
+    mean = image[region].mean(axis=0) if region is not None and region.any() else image.reshape(-1, 3).mean(axis=0)
+    return np.clip(np.round((image - mean) * op["factor"] + mean), 0, 255).astype(np.uint8)
+
+
+def _brightness(image: np.ndarray, op: dict, rng: np.random.Generator) -> np.ndarray:
+    return np.clip(image.astype(int) + int(round(op["delta"])), 0, 255).astype(np.uint8)
+
+
+def _jpeg(image: np.ndarray, op: dict, rng: np.random.Generator) -> np.ndarray:
+    import cv2
+
+    ok, data = cv2.imencode(".jpg", image[:, :, ::-1], [cv2.IMWRITE_JPEG_QUALITY, int(op["quality"])])
+    return cv2.imdecode(data, cv2.IMREAD_COLOR)[:, :, ::-1]
+
+
+FILTERS = {"recolor": _recolor, "desaturate": _desaturate, "blur": _blur, "noise": _noise, "brightness": _brightness,
+           "jpeg": _jpeg}
+#: OpenCV's inpainting radius for ``remove`` (pixels of context around the hole)
+INPAINT_RADIUS = 5
+
+
+def replay(source: np.ndarray, protected: np.ndarray, ops: tuple, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The image after ``ops`` (see :mod:`vicogym.editors.natural`) and where the source's
+    protected pixels now lie. Every op writes only outside the protected region; ``noise``
+    draws from ``SeedSequence([seed, op index])``. Pure apart from OpenCV's kernels."""
+    import cv2
+
+    image, guard = np.array(source, dtype=np.uint8, copy=True), protected.copy()
+    for k, op in enumerate(ops):
+        name, shape = op["op"], image.shape[:2]
+        if name == "pad":
+            widths = ((op["top"], op["bottom"]), (op["left"], op["right"]))
+            image = np.stack([np.pad(image[:, :, c], widths, constant_values=op["fill"][c]) for c in range(3)], axis=2)
+            guard = np.pad(guard, widths, constant_values=False)
+            continue
+        if name == "crop":
+            x0, y0, x1, y1 = op["box"]
+            image, guard = image[y0:y1, x0:x1].copy(), guard[y0:y1, x0:x1].copy()
+            continue
+        if name == "remove":
+            hole = _region(op, shape) & ~guard
+            edited = cv2.inpaint(np.ascontiguousarray(image[:, :, ::-1]), hole.astype(np.uint8), INPAINT_RADIUS,
+                                 cv2.INPAINT_TELEA)[:, :, ::-1]
+            editable = hole
+        elif name == "paste":
+            sx0, sy0, sx1, sy1 = op["source"]
+            tx, ty = op["to"]
+            edited = image.copy()
+            edited[ty:ty + sy1 - sy0, tx:tx + sx1 - sx0] = image[sy0:sy1, sx0:sx1]
+            editable = box_mask((tx, ty, tx + sx1 - sx0, ty + sy1 - sy0), *shape) & ~guard
+        else:
+            region = _region(op, shape)
+            rng = np.random.default_rng(np.random.SeedSequence([int(seed) % 2**63, k]))
+            if name == "contrast":
+                edited = _contrast(image, op, rng, region & ~guard)
+            else:
+                edited = FILTERS[name](image, op, rng)
+            editable = region & ~guard
+        image = np.where(editable[:, :, None], edited, image)
+    return image, guard
+
+
+def protected_unchanged(source: np.ndarray, protected: np.ndarray, image: np.ndarray, guard: np.ndarray) -> bool:
+    """The proof: the protected pixels of ``source`` are, bit for bit, those of ``image``
+    where ``guard`` (their place after pads and crops) says they are."""
+    return bool(protected.sum() == guard.sum() and np.array_equal(source[protected], image[guard]))
+
+
+__all__ = ["GrabCutSegmenter", "box_mask", "polygon_mask", "protected_region", "protected_unchanged", "replay"]

@@ -48,3 +48,52 @@ def test_polygons_are_their_own_masks_and_margins_grow_the_union():
         protected_region([mask], -1)
     with pytest.raises(ValueError, match="expected at least one target mask"):
         protected_region([], 2)
+
+
+def _astronaut_flag():
+    from vicogym.sources.natural import load_image
+
+    source = load_image("skimage:astronaut")
+    protected = protected_region([box_mask((0, 0, 100, 512), 512, 512)], 8)
+    return source, protected
+
+
+EVERY_OP = [{"op": "remove", "box": [420, 20, 500, 120]}, {"op": "recolor", "hue": 60}, {"op": "desaturate", "amount": 0.7},
+            {"op": "blur", "sigma": 3}, {"op": "noise", "sigma": 20}, {"op": "contrast", "factor": 1.4},
+            {"op": "brightness", "delta": -40}, {"op": "jpeg", "quality": 15},
+            {"op": "paste", "source": [400, 300, 480, 380], "to": [200, 20]},
+            {"op": "pad", "top": 12, "bottom": 0, "left": 30, "right": 4, "fill": [255, 0, 0]},
+            {"op": "crop", "box": [0, 0, 400, 512]}]
+
+
+@pytest.mark.parametrize("op", EVERY_OP, ids=[op["op"] for op in EVERY_OP])
+def test_every_op_changes_the_complement_and_never_a_protected_pixel(op):
+    from vicogym.renderers.natural import protected_unchanged, replay
+
+    source, protected = _astronaut_flag()
+    image, guard = replay(source, protected, (op,), seed=3)
+    assert protected_unchanged(source, protected, image, guard)
+    if op["op"] in ("pad", "crop"):
+        assert image.shape != source.shape
+    else:
+        local = op["op"] in ("remove", "paste")  # a box's worth, not the whole complement
+        assert (image != source).any(axis=2)[~protected].mean() > (0.02 if local else 0.3)
+    again, _ = replay(source, protected, (op,), seed=3)
+    assert np.array_equal(image, again)  # same seed, same bytes
+
+
+def test_a_sequence_keeps_the_proof_and_a_tampered_pixel_breaks_it():
+    from vicogym.renderers.natural import protected_unchanged, replay
+
+    source, protected = _astronaut_flag()
+    image, guard = replay(source, protected, (*EVERY_OP[:-1], {"op": "crop", "box": [10, 0, 400, 524]}), seed=5)
+    assert image.shape == (524, 390, 3) and guard.sum() == protected.sum()
+    assert protected_unchanged(source, protected, image, guard)
+    ys, xs = np.nonzero(guard)
+    image[ys[0], xs[0], 0] ^= 1
+    assert not protected_unchanged(source, protected, image, guard)
+    cut, cut_guard = replay(source, protected, ({"op": "crop", "box": [10, 0, 400, 512]},), seed=5)
+    assert not protected_unchanged(source, protected, cut, cut_guard)  # a crop through the flag fails the proof
+    noisy_a, _ = replay(source, protected, ({"op": "noise", "sigma": 20},), seed=1)
+    noisy_b, _ = replay(source, protected, ({"op": "noise", "sigma": 20},), seed=2)
+    assert not np.array_equal(noisy_a, noisy_b)
