@@ -14,7 +14,10 @@ pixels no edit may change.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -76,6 +79,123 @@ class GrabCutSegmenter:
         if target.points is not None:
             for x, y in target.points:  # a point prompt is on the object by definition
                 mask[min(height - 1, int(y)), min(width - 1, int(x))] = True
+        return mask if mask.sum() >= self.min_share * box.sum() else box
+
+
+@dataclass(frozen=True)
+class SamEncoder:
+    """The size of a Segment Anything image encoder. :data:`SAM_MODELS` holds the released
+    ones (``vit_h``, ``vit_l``, ``vit_b``); smaller ones serve tests and experiments."""
+
+    embed_dim: int
+    depth: int
+    num_heads: int
+    global_attn_indexes: tuple[int, ...]
+    image_size: int = 1024
+
+    def __post_init__(self) -> None:
+        for name in ("embed_dim", "depth", "num_heads", "image_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"expected SAM encoder {name} as a positive integer, got {value!r}")
+        if self.embed_dim % self.num_heads or self.image_size % 16:
+            raise ValueError(f"expected embed_dim divisible by num_heads and image_size by 16, got {self}")
+        if not all(isinstance(i, int) and 0 <= i < self.depth for i in self.global_attn_indexes):
+            raise ValueError(f"expected global_attn_indexes within [0, {self.depth}), got {self.global_attn_indexes!r}")
+        object.__setattr__(self, "global_attn_indexes", tuple(self.global_attn_indexes))
+
+
+SAM_MODELS = {"vit_h": SamEncoder(1280, 32, 16, (7, 15, 23, 31)), "vit_l": SamEncoder(1024, 24, 16, (5, 11, 17, 23)),
+              "vit_b": SamEncoder(768, 12, 12, (2, 5, 8, 11))}
+#: where a SAM checkpoint is looked for when the config names none
+SAM_CHECKPOINT_ENV = "VICOGYM_SAM_CHECKPOINT"
+
+
+def build_sam(encoder: SamEncoder, checkpoint: str | None = None, device: str = "cpu") -> Any:
+    """A Segment Anything model of ``encoder``'s size (prompt encoder and mask decoder as
+    released), with the weights of ``checkpoint`` (a ``torch.save``d state dict) when given."""
+    from functools import partial
+
+    import torch
+    from segment_anything.modeling import ImageEncoderViT, MaskDecoder, PromptEncoder, Sam, TwoWayTransformer
+
+    embedding = encoder.image_size // 16
+    sam = Sam(
+        image_encoder=ImageEncoderViT(depth=encoder.depth, embed_dim=encoder.embed_dim, img_size=encoder.image_size,
+                                      mlp_ratio=4, norm_layer=partial(torch.nn.LayerNorm, eps=1e-6),
+                                      num_heads=encoder.num_heads, patch_size=16, qkv_bias=True, use_rel_pos=True,
+                                      global_attn_indexes=encoder.global_attn_indexes, window_size=14, out_chans=256),
+        prompt_encoder=PromptEncoder(embed_dim=256, image_embedding_size=(embedding, embedding),
+                                     input_image_size=(encoder.image_size, encoder.image_size), mask_in_chans=16),
+        mask_decoder=MaskDecoder(num_multimask_outputs=3,
+                                 transformer=TwoWayTransformer(depth=2, embedding_dim=256, mlp_dim=2048, num_heads=8),
+                                 transformer_dim=256, iou_head_depth=3, iou_head_hidden_dim=256),
+        pixel_mean=[123.675, 116.28, 103.53], pixel_std=[58.395, 57.12, 57.375])
+    if checkpoint is not None:
+        path = Path(checkpoint)
+        if not path.is_file():
+            raise FileNotFoundError(f"no SAM checkpoint at {path}; set sam_checkpoint or ${SAM_CHECKPOINT_ENV}")
+        try:
+            state = torch.load(path, map_location=device, weights_only=True)
+            sam.load_state_dict(state)
+        except (RuntimeError, ValueError, OSError) as exc:
+            raise ValueError(f"{path} is not a SAM checkpoint of the {encoder} encoder: {str(exc)[:300]}") from None
+    return sam.to(device).eval()
+
+
+class SamSegmenter:
+    """Target masks by Segment Anything from box and point prompts. The image embedding is
+    computed once per source image and reused for every target and edit of it. A mask is
+    kept inside the target's box grown by the scene margin's worth (``reach``), and one that
+    keeps less than ``min_share`` of the box falls back to the box, as with GrabCut."""
+
+    name = "sam"
+
+    def __init__(self, checkpoint: str | None = None, model: str | SamEncoder = "vit_h", device: str = "cpu",
+                 min_share: float = 0.2, reach: int = 8):
+        checkpoint = checkpoint or os.environ.get(SAM_CHECKPOINT_ENV)
+        if not checkpoint:
+            raise ValueError(f"the SAM segmenter needs a checkpoint: set sam_checkpoint or ${SAM_CHECKPOINT_ENV}")
+        if isinstance(model, str):
+            if model not in SAM_MODELS:
+                raise ValueError(f"expected a SAM model in {sorted(SAM_MODELS)} or an encoder size, got {model!r}")
+            model = SAM_MODELS[model]
+        self.encoder, self.checkpoint, self.device = model, checkpoint, device
+        self.min_share, self.reach = min_share, reach
+        self._predictor: Any = None
+        self._embedded: bytes | None = None
+        self.embeddings = 0  # how many images were embedded (the cache's misses)
+
+    def _embed(self, image: np.ndarray) -> Any:
+        if self._predictor is None:
+            from segment_anything import SamPredictor
+
+            self._predictor = SamPredictor(build_sam(self.encoder, self.checkpoint, self.device))
+        import hashlib
+
+        key = hashlib.sha256(image.tobytes()).digest() + bytes(str(image.shape), "ascii")
+        if key != self._embedded:
+            self._predictor.set_image(np.ascontiguousarray(image), image_format="RGB")
+            self._embedded = key
+            self.embeddings += 1
+        return self._predictor
+
+    def mask(self, image: np.ndarray, target: Target) -> np.ndarray:
+        height, width = image.shape[:2]
+        if target.polygon is not None:
+            return polygon_mask(target.polygon, height, width)
+        predictor = self._embed(image)
+        x0, y0, x1, y1 = target.bounds()
+        if target.points is not None:
+            coords = np.asarray(target.points, dtype=np.float32)
+            masks, _, _ = predictor.predict(point_coords=coords, point_labels=np.ones(len(coords), np.int64),
+                                            multimask_output=False)
+            x0, y0, x1, y1 = x0 - POINT_REACH, y0 - POINT_REACH, x1 + POINT_REACH, y1 + POINT_REACH
+        else:
+            masks, _, _ = predictor.predict(box=np.asarray([x0, y0, x1, y1], dtype=np.float32), multimask_output=False)
+        box = box_mask((x0, y0, x1, y1), height, width)
+        r = self.reach
+        mask = np.asarray(masks[0], bool) & box_mask((x0 - r, y0 - r, x1 + r, y1 + r), height, width)
         return mask if mask.sum() >= self.min_share * box.sum() else box
 
 
@@ -194,4 +314,4 @@ def protected_unchanged(source: np.ndarray, protected: np.ndarray, image: np.nda
     return bool(protected.sum() == guard.sum() and np.array_equal(source[protected], image[guard]))
 
 
-__all__ = ["GrabCutSegmenter", "box_mask", "polygon_mask", "protected_region", "protected_unchanged", "replay"]
+__all__ = ["SAM_MODELS", "GrabCutSegmenter", "SamEncoder", "SamSegmenter", "build_sam", "box_mask", "polygon_mask", "protected_region", "protected_unchanged", "replay"]

@@ -97,3 +97,57 @@ def test_a_sequence_keeps_the_proof_and_a_tampered_pixel_breaks_it():
     noisy_a, _ = replay(source, protected, ({"op": "noise", "sigma": 20},), seed=1)
     noisy_b, _ = replay(source, protected, ({"op": "noise", "sigma": 20},), seed=2)
     assert not np.array_equal(noisy_a, noisy_b)
+
+
+
+def _tiny_sam_checkpoint(tmp_path):
+    """A randomly initialised Segment Anything model built with the package's own builder
+    at a tiny size, saved as a checkpoint file."""
+    torch = pytest.importorskip("torch", reason="the SAM segmenter needs the [natural] extra (torch)")
+    pytest.importorskip("segment_anything", reason="the SAM segmenter needs the [natural] extra (segment-anything)")
+    from vicogym.renderers.natural import SamEncoder, build_sam
+
+    encoder = SamEncoder(embed_dim=32, depth=2, num_heads=2, global_attn_indexes=(1,), image_size=256)
+    torch.manual_seed(0)
+    path = tmp_path / "tiny_sam.pth"
+    torch.save(build_sam(encoder).state_dict(), path)
+    return encoder, path
+
+
+def test_sam_loads_a_checkpoint_through_the_real_path_and_embeds_each_image_once(tmp_path, monkeypatch):
+    from vicogym.renderers.natural import SAM_CHECKPOINT_ENV, SamSegmenter
+
+    encoder, path = _tiny_sam_checkpoint(tmp_path)
+    monkeypatch.setenv(SAM_CHECKPOINT_ENV, str(path))
+    segmenter = SamSegmenter(model=encoder)  # the checkpoint comes from the environment variable
+    image, _ = _disc_image()
+    targets = [Target("disc", box=(50, 30, 111, 91)), Target("disc", points=((80.0, 60.0),)),
+               Target("tile", polygon=((10, 10), (29, 10), (29, 29), (10, 29)))]
+    masks = [segmenter.mask(image, t) for t in targets]
+    assert segmenter.embeddings == 1  # three targets, one embedding
+    for target, mask, reach in zip(targets[:2], masks, (8, 8 + 24)):
+        x0, y0, x1, y1 = target.bounds()
+        near = box_mask((x0 - reach, y0 - reach, x1 + reach, y1 + reach), 120, 160)
+        assert mask.shape == (120, 160) and mask.any()
+        assert not (mask & ~near).any()  # kept near its prompt, whatever the random weights say
+    assert masks[2].sum() == 400
+    again = SamSegmenter(str(path), model=encoder)
+    assert np.array_equal(again.mask(image, targets[0]), masks[0])  # the same weights, the same mask
+    segmenter.mask(image[::-1].copy(), targets[0])
+    assert segmenter.embeddings == 2
+
+
+def test_sam_checkpoint_problems_are_named(tmp_path, monkeypatch):
+    from vicogym.renderers.natural import SAM_CHECKPOINT_ENV, SamEncoder, SamSegmenter, build_sam
+
+    monkeypatch.delenv(SAM_CHECKPOINT_ENV, raising=False)
+    with pytest.raises(ValueError, match="the SAM segmenter needs a checkpoint"):
+        SamSegmenter()
+    with pytest.raises(ValueError, match="expected a SAM model in"):
+        SamSegmenter("x.pth", model="vit_xl")
+    encoder, path = _tiny_sam_checkpoint(tmp_path)
+    with pytest.raises(FileNotFoundError, match="no SAM checkpoint at"):
+        build_sam(encoder, str(tmp_path / "missing.pth"))
+    other = SamEncoder(embed_dim=16, depth=1, num_heads=1, global_attn_indexes=(0,), image_size=256)
+    with pytest.raises(ValueError, match="is not a SAM checkpoint of the"):
+        build_sam(other, str(path))
