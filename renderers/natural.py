@@ -261,18 +261,84 @@ def _jpeg(image: np.ndarray, op: dict, rng: np.random.Generator) -> np.ndarray:
     return cv2.imdecode(data, cv2.IMREAD_COLOR)[:, :, ::-1]
 
 
+class OpenCVInpainter:
+    """``remove`` by OpenCV's Telea inpainting (the default; no weights)."""
+
+    name = "opencv"
+
+    def inpaint(self, image: np.ndarray, hole: np.ndarray, seed: int) -> np.ndarray:
+        import cv2
+
+        return cv2.inpaint(np.ascontiguousarray(image[:, :, ::-1]), hole.astype(np.uint8), INPAINT_RADIUS,
+                           cv2.INPAINT_TELEA)[:, :, ::-1]
+
+
+class RePaintInpainter:
+    """``remove`` by RePaint with an unconditional DDPM model from a local diffusers folder
+    (``model_index.json``, ``unet/``, ``scheduler/``; loaded with ``from_pretrained``, no
+    download). The hole's surroundings, a square window around it, are scaled to the model's
+    size, inpainted, and scaled back; only hole pixels are taken. Seeded per call."""
+
+    name = "repaint"
+
+    def __init__(self, model_dir: str, steps: int = 50, jump_length: int = 10, jump_n_sample: int = 2,
+                 device: str = "cpu"):
+        self.model_dir, self.steps, self.jump_length, self.jump_n_sample, self.device = (
+            model_dir, steps, jump_length, jump_n_sample, device)
+        self._pipe: Any = None
+
+    def _pipeline(self) -> Any:
+        if self._pipe is None:
+            from diffusers import RePaintPipeline, RePaintScheduler
+
+            if not (Path(self.model_dir) / "model_index.json").is_file():
+                raise FileNotFoundError(f"expected a diffusers model folder with model_index.json at {self.model_dir}")
+            pipe = RePaintPipeline.from_pretrained(self.model_dir, local_files_only=True)
+            pipe.scheduler = RePaintScheduler.from_config(pipe.scheduler.config)
+            pipe.set_progress_bar_config(disable=True)
+            self._pipe = pipe.to(self.device)
+        return self._pipe
+
+    def inpaint(self, image: np.ndarray, hole: np.ndarray, seed: int) -> np.ndarray:
+        import cv2
+        import torch
+        from PIL import Image
+
+        pipe = self._pipeline()
+        size = int(pipe.unet.config.sample_size)
+        ys, xs = np.nonzero(hole)
+        height, width = hole.shape
+        side = min(max(height, width), max(size, 2 * int(max(ys.max() - ys.min(), xs.max() - xs.min()) + 1)))
+        cx, cy = (int(xs.min() + xs.max()) // 2, int(ys.min() + ys.max()) // 2)
+        x0, y0 = min(max(0, cx - side // 2), max(0, width - side)), min(max(0, cy - side // 2), max(0, height - side))
+        window = (slice(y0, min(height, y0 + side)), slice(x0, min(width, x0 + side)))
+        crop, crop_hole = image[window], hole[window]
+        small = cv2.resize(crop, (size, size), interpolation=cv2.INTER_AREA)
+        keep = cv2.resize((~crop_hole).astype(np.uint8) * 255, (size, size), interpolation=cv2.INTER_NEAREST)
+        generator = torch.Generator(device="cpu").manual_seed(int(seed) % 2**63)
+        out = pipe(image=Image.fromarray(small), mask_image=Image.fromarray(keep).convert("RGB"),
+                   num_inference_steps=self.steps, jump_length=self.jump_length, jump_n_sample=self.jump_n_sample,
+                   generator=generator, output_type="np").images[0]
+        filled = cv2.resize(np.clip(np.round(out * 255), 0, 255).astype(np.uint8), (crop.shape[1], crop.shape[0]),
+                            interpolation=cv2.INTER_CUBIC)
+        result = image.copy()
+        result[window] = np.where(crop_hole[:, :, None], filled, crop)
+        return result
+
+
 FILTERS = {"recolor": _recolor, "desaturate": _desaturate, "blur": _blur, "noise": _noise, "brightness": _brightness,
            "jpeg": _jpeg}
 #: OpenCV's inpainting radius for ``remove`` (pixels of context around the hole)
 INPAINT_RADIUS = 5
 
 
-def replay(source: np.ndarray, protected: np.ndarray, ops: tuple, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def replay(source: np.ndarray, protected: np.ndarray, ops: tuple, seed: int,
+           inpainter: Any = None) -> tuple[np.ndarray, np.ndarray]:
     """The image after ``ops`` (see :mod:`vicogym.editors.natural`) and where the source's
     protected pixels now lie. Every op writes only outside the protected region; ``noise``
-    draws from ``SeedSequence([seed, op index])``. Pure apart from OpenCV's kernels."""
-    import cv2
-
+    and the inpainter draw from ``SeedSequence([seed, op index])``. ``remove`` uses
+    ``inpainter`` (OpenCV's by default)."""
+    inpainter = inpainter or OpenCVInpainter()
     image, guard = np.array(source, dtype=np.uint8, copy=True), protected.copy()
     for k, op in enumerate(ops):
         name, shape = op["op"], image.shape[:2]
@@ -287,8 +353,10 @@ def replay(source: np.ndarray, protected: np.ndarray, ops: tuple, seed: int) -> 
             continue
         if name == "remove":
             hole = _region(op, shape) & ~guard
-            edited = cv2.inpaint(np.ascontiguousarray(image[:, :, ::-1]), hole.astype(np.uint8), INPAINT_RADIUS,
-                                 cv2.INPAINT_TELEA)[:, :, ::-1]
+            if not hole.any():
+                continue
+            stream = np.random.default_rng(np.random.SeedSequence([int(seed) % 2**63, k]))
+            edited = inpainter.inpaint(image, hole, int(stream.integers(2**63)))
             editable = hole
         elif name == "paste":
             sx0, sy0, sx1, sy1 = op["source"]
@@ -314,4 +382,4 @@ def protected_unchanged(source: np.ndarray, protected: np.ndarray, image: np.nda
     return bool(protected.sum() == guard.sum() and np.array_equal(source[protected], image[guard]))
 
 
-__all__ = ["SAM_MODELS", "GrabCutSegmenter", "SamEncoder", "SamSegmenter", "build_sam", "box_mask", "polygon_mask", "protected_region", "protected_unchanged", "replay"]
+__all__ = ["SAM_MODELS", "GrabCutSegmenter", "OpenCVInpainter", "RePaintInpainter", "SamEncoder", "SamSegmenter", "build_sam", "box_mask", "polygon_mask", "protected_region", "protected_unchanged", "replay"]

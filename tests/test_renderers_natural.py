@@ -151,3 +151,28 @@ def test_sam_checkpoint_problems_are_named(tmp_path, monkeypatch):
     other = SamEncoder(embed_dim=16, depth=1, num_heads=1, global_attn_indexes=(0,), image_size=256)
     with pytest.raises(ValueError, match="is not a SAM checkpoint of the"):
         build_sam(other, str(path))
+
+
+def test_repaint_inpaints_only_the_hole_from_a_tiny_local_model(tmp_path):
+    torch = pytest.importorskip("torch", reason="the diffusers inpainters need the [natural] extra (torch)")
+    diffusers = pytest.importorskip("diffusers", reason="the diffusers inpainters need the [natural] extra")
+    from vicogym.renderers.natural import RePaintInpainter, protected_unchanged, replay
+
+    torch.manual_seed(0)
+    unet = diffusers.UNet2DModel(sample_size=32, in_channels=3, out_channels=3, layers_per_block=1,
+                                 block_out_channels=(8, 16), down_block_types=("DownBlock2D", "DownBlock2D"),
+                                 up_block_types=("UpBlock2D", "UpBlock2D"), norm_num_groups=8)
+    diffusers.RePaintPipeline(unet=unet, scheduler=diffusers.RePaintScheduler()).save_pretrained(tmp_path / "ddpm")
+    inpainter = RePaintInpainter(str(tmp_path / "ddpm"), steps=4, jump_length=2, jump_n_sample=1)
+    source, protected = _astronaut_flag()
+    op = {"op": "remove", "box": [420, 20, 500, 120]}
+    image, guard = replay(source, protected, (op,), seed=4, inpainter=inpainter)
+    hole = box_mask((420, 20, 500, 120), 512, 512)
+    changed = (image != source).any(axis=2)
+    assert changed[hole].mean() > 0.5 and not changed[~hole].any()  # the hole, and nothing else
+    assert protected_unchanged(source, protected, image, guard)
+    again, _ = replay(source, protected, (op,), seed=4, inpainter=RePaintInpainter(str(tmp_path / "ddpm"), steps=4,
+                                                                                    jump_length=2, jump_n_sample=1))
+    assert np.array_equal(image, again)  # loaded again from the folder, seeded: the same bytes
+    with pytest.raises(FileNotFoundError, match="expected a diffusers model folder"):
+        RePaintInpainter(str(tmp_path / "nothing")).inpaint(source, hole, 0)
