@@ -42,6 +42,7 @@ import numpy as np
 
 from vicogym.answers import format_number
 from vicogym.core import Edit, fold_ops
+from vicogym.core import short_repr as _short
 from vicogym.errors import InvalidEdit
 from vicogym.programs.chart import (
     REFERENCE_STYLE_FIELDS,
@@ -86,14 +87,6 @@ VALUE_OPS = frozenset(OP_FIELDS) - {"set_style", "stop"}
 
 
 # -- field checks -------------------------------------------------------------------
-def _short(value: Any, limit: int = 60) -> str:
-    """``repr`` of a value, cut to ``limit`` characters (error messages stay readable)."""
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
-        return f"an integer of about {int(value.bit_length() * 0.30103)} digits"
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _value(value: Any, field: str, table: Table) -> float:
     """A table value: a number at the table's precision within its bounds."""
     number = _number(value, field, table.decimals)
@@ -177,23 +170,6 @@ def _values(value: Any, n: int, field: str, table: Table) -> tuple[float, ...]:
 
 def series_label(table: Table, j: int) -> str:
     return repr(table.series[j])
-
-
-def _check_fields(op: Mapping[str, Any]) -> None:
-    name = op["op"]
-    if name not in OP_FIELDS:
-        raise InvalidEdit("unknown_op", f"unknown op {_short(name)}; expected one of {sorted(OP_FIELDS)}", field="op")
-    required, optional = OP_FIELDS[name]
-    given = set(op) - {"op"}
-    missing = [f for f in required if f not in given]
-    if missing:
-        raise InvalidEdit("bad_field", f"missing field {missing[0]!r}; {name} needs {list(required)}", field=missing[0])
-    unknown = sorted(given - set(required) - set(optional))
-    if unknown:
-        allowed = list(required) + list(optional)
-        raise InvalidEdit("bad_field", f"unknown field {_short(unknown[0])}; {name} takes {allowed}", field=unknown[0])
-    if name == "set_style" and not given:
-        raise InvalidEdit("bad_field", f"set_style needs at least one of {list(optional)}", field="op")
 
 
 # -- ops ------------------------------------------------------------------------------
@@ -455,11 +431,10 @@ def apply(structure: ChartStructure, edit: Edit | Mapping[str, Any] | str, rule:
             raise exc.at("replace") from None
         return new
     def step(current: Any, op: Mapping[str, Any]) -> Any:
-        _check_fields(op)
         _check_rule_for_op(op, rule)
         return OPS[op["op"]](current, op, rule)
 
-    current, stopped = fold_ops(edit, structure, step)
+    current, stopped = fold_ops(edit, structure, step, OP_FIELDS)
     if stopped:
         return structure
     try:

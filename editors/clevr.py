@@ -39,6 +39,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from vicogym.core import Edit, fold_ops
+from vicogym.core import short_repr as _short
 from vicogym.errors import InvalidEdit
 from vicogym.structures.clevr import (
     ATTRIBUTES,
@@ -70,13 +71,6 @@ OP_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 
 
-def _short(value: Any, limit: int = 60) -> str:
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
-        return f"an integer of about {int(value.bit_length() * 0.30103)} digits"
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _number(value: Any, field: str, low: float, high: float) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidEdit("bad_value", f"{field} must be a number, got {_short(value)}", field=field)
@@ -98,23 +92,6 @@ def _index(scene: Scene, value: Any, field: str) -> int:
         held = f"objects 0-{len(scene.objects) - 1}" if scene.objects else "no objects left"
         raise InvalidEdit("not_found", f"{field} {_short(value)} is not an object; the scene has {held}", field=field)
     return value
-
-
-def _check_fields(op: Mapping[str, Any]) -> None:
-    name = op["op"]
-    if name not in OP_FIELDS:
-        raise InvalidEdit("unknown_op", f"unknown op {_short(name)}; expected one of {sorted(OP_FIELDS)}", field="op")
-    required, optional = OP_FIELDS[name]
-    given = set(op) - {"op"}
-    missing = [f for f in required if f not in given]
-    if missing:
-        raise InvalidEdit("bad_field", f"missing field {missing[0]!r}; {name} needs {list(required)}", field=missing[0])
-    unknown = sorted(given - set(required) - set(optional))
-    if unknown:
-        raise InvalidEdit("bad_field", f"unknown field {_short(unknown[0])}; {name} takes "
-                          f"{list(required) + list(optional)}", field=unknown[0])
-    if name == "jitter_lights" and not given:
-        raise InvalidEdit("bad_field", f"jitter_lights needs at least one of {list(optional)}", field="op")
 
 
 def _set(attribute: str) -> Callable[[Scene, Mapping[str, Any]], Scene]:
@@ -207,10 +184,9 @@ def apply(scene: Scene, edit: Edit | Mapping[str, Any] | str, rule: Mapping[str,
             raise problem.at("replace")
         return new
     def step(current: Scene, op: Mapping[str, Any]) -> Scene:
-        _check_fields(op)
         return OPS[op["op"]](current, op)
 
-    current, stopped = fold_ops(edit, scene, step)
+    current, stopped = fold_ops(edit, scene, step, OP_FIELDS)
     if stopped:
         return scene
     problem = placement_problem(current)

@@ -75,9 +75,10 @@ class ClevrEnvConfig(EnvConfig):
                 not set(self.unasked) <= set(ATTRIBUTES):
             raise ValueError(f"expected unasked as a list of attributes from {list(ATTRIBUTES)}, got {self.unasked!r}")
         object.__setattr__(self, "unasked", tuple(sorted(set(self.unasked))))
-        for name in ("engine", "question_engine"):
-            if getattr(self, name) not in ENGINES and (name == "engine" or self.question_engine is not None):
-                raise ValueError(f"expected {name} in {ENGINES}, got {getattr(self, name)!r}")
+        if self.engine not in ENGINES:
+            raise ValueError(f"expected engine in {ENGINES}, got {self.engine!r}")
+        if self.question_engine is not None and self.question_engine not in ENGINES:
+            raise ValueError(f"expected question_engine in {ENGINES}, got {self.question_engine!r}")
         if self.unasked_attributes() == set(ATTRIBUTES):
             raise ValueError(f"every attribute is unasked ({sorted(self.unasked_attributes())}), so no question can "
                              "name an object; leave at least one out of unasked")
@@ -245,7 +246,7 @@ class ClevrArm(Arm):
 
     @property
     def pixel_tolerance(self) -> int:
-        return self.config.render_settings().pixel_tolerance
+        return self.renderer.settings.pixel_tolerance
 
     def replay_settings(self) -> dict[str, Any]:
         # which seeds are drawn depends on the mask pass alone, which every engine draws alike,

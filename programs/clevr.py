@@ -274,22 +274,20 @@ def phrase(described: Mapping[str, str], plural: bool = False) -> str:
     return " ".join(words + [noun + ("s" if plural else "")])
 
 
-def _zero_hop_count(scene, rng):
-    p = _Program(scene)
-    d = _describe(p, p.add("scene"), rng, unique=False)
-    if d is None:
-        return None
-    p.add("count", [d[0]])
-    return f"How many {phrase(d[1], plural=True)} are there?", p.nodes
+def _zero_hop(function: str):
+    """``count`` or ``exist`` over a described set of the whole scene."""
 
+    def build(scene, rng):
+        p = _Program(scene)
+        d = _describe(p, p.add("scene"), rng, unique=False)
+        if d is None:
+            return None
+        p.add(function, [d[0]])
+        if function == "count":
+            return f"How many {phrase(d[1], plural=True)} are there?", p.nodes
+        return f"Is there a {phrase(d[1])}?", p.nodes
 
-def _zero_hop_exist(scene, rng):
-    p = _Program(scene)
-    d = _describe(p, p.add("scene"), rng, unique=False)
-    if d is None:
-        return None
-    p.add("exist", [d[0]])
-    return f"Is there a {phrase(d[1])}?", p.nodes
+    return build
 
 
 def _query(attribute: str):
@@ -434,8 +432,8 @@ def _compare_integer(function: str):
 
 
 TEMPLATES: tuple[Template, ...] = (
-    Template("zero_hop_count", "zero_hop", "count", _zero_hop_count),
-    Template("zero_hop_exist", "zero_hop", "bool", _zero_hop_exist),
+    Template("zero_hop_count", "zero_hop", "count", _zero_hop("count")),
+    Template("zero_hop_exist", "zero_hop", "bool", _zero_hop("exist")),
     *(Template(f"zero_hop_query_{a}", "zero_hop", f"query_{a}", _query(a)) for a in ATTRIBUTES),
     *(Template(f"one_hop_query_{a}", "one_hop", f"query_{a}", _hop_query(1, a)) for a in ("color", "shape")),
     Template("one_hop_count", "one_hop", "count", _hop_count(1)),

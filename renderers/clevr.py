@@ -346,23 +346,28 @@ class _Studio:
         links.new(ramp.outputs["Color"], colour["B_Color"])
         links.new(colour["Result_Color"], nodes["Background"].inputs["Color"])
 
-    def _material(self, name: str, rgb: tuple[float, float, float], metallic: float, roughness: float) -> Any:
+    def _material(self, name: str, rgb: tuple[float, float, float], metallic: float, roughness: float,
+                  shown: tuple[float, float, float] | None = None) -> Any:
+        """A Principled material of base colour ``rgb``; Workbench shows ``shown`` (default
+        ``rgb``)."""
         material = self.bpy.data.materials.new(name)
         material.use_nodes = True
         bsdf = material.node_tree.nodes["Principled BSDF"]
         bsdf.inputs["Base Color"].default_value = (*rgb, 1.0)
         bsdf.inputs["Metallic"].default_value = metallic
         bsdf.inputs["Roughness"].default_value = roughness
-        material.diffuse_color = (*rgb, 1.0)  # what Workbench shows
+        material.diffuse_color = (*(shown or rgb), 1.0)
         return material
 
     def _object_material(self, color: str, material: str) -> Any:
         key = (color, material)
         if key not in self.materials:
             rgb = tuple(_linear(c / 255) for c in COLORS[color])
-            if material == "metal":  # a metal's colour is its reflectance: the display value, so dark metals stay readable
-                self.materials[key] = self._material(f"{color}-metal", tuple(c / 255 for c in COLORS[color]), 1.0, 0.15)
-                self.materials[key].diffuse_color = (*rgb, 1.0)  # Workbench draws metal and rubber alike
+            if material == "metal":
+                # a metal's colour is its reflectance: the display value, so dark metals stay
+                # readable; Workbench draws metal and rubber alike
+                self.materials[key] = self._material(f"{color}-metal", tuple(c / 255 for c in COLORS[color]), 1.0, 0.15,
+                                                     shown=rgb)
             else:
                 self.materials[key] = self._material(f"{color}-rubber", rgb, 0.0, 0.9)
         return self.materials[key]

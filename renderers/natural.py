@@ -44,6 +44,21 @@ def box_mask(box: tuple[int, int, int, int], height: int, width: int) -> np.ndar
     return mask
 
 
+def prompt_box(target: Target, width: int, height: int) -> tuple[int, int, int, int]:
+    """The box a segmenter starts from: the target's own, or one reaching ``POINT_REACH``
+    around its points; within the image."""
+    x0, y0, x1, y1 = target.bounds()
+    if target.points is not None:
+        x0, y0, x1, y1 = x0 - POINT_REACH, y0 - POINT_REACH, x1 + POINT_REACH, y1 + POINT_REACH
+    return max(0, x0), max(0, y0), min(width, x1), min(height, y1)
+
+
+def _or_box(mask: np.ndarray, box: np.ndarray, min_share: float) -> np.ndarray:
+    """``mask``, or the whole ``box`` when the mask kept less than ``min_share`` of it (the
+    segmenter lost the object: a target is never protected by less than its box promised)."""
+    return mask if mask.sum() >= min_share * box.sum() else box
+
+
 @dataclass(frozen=True)
 class GrabCutSegmenter:
     """Target masks by OpenCV's GrabCut, started from each target's box."""
@@ -61,10 +76,7 @@ class GrabCutSegmenter:
         height, width = image.shape[:2]
         if target.polygon is not None:
             return polygon_mask(target.polygon, height, width)
-        x0, y0, x1, y1 = target.bounds()
-        if target.points is not None:
-            x0, y0, x1, y1 = x0 - POINT_REACH, y0 - POINT_REACH, x1 + POINT_REACH, y1 + POINT_REACH
-        x0, y0, x1, y1 = max(0, x0), max(0, y0), min(width, x1), min(height, y1)
+        x0, y0, x1, y1 = prompt_box(target, width, height)
         box = box_mask((x0, y0, x1, y1), height, width)
         if x1 - x0 < 3 or y1 - y0 < 3 or (x0, y0, x1, y1) == (0, 0, width, height):
             return box  # GrabCut needs background around the box to learn from
@@ -79,7 +91,7 @@ class GrabCutSegmenter:
         if target.points is not None:
             for x, y in target.points:  # a point prompt is on the object by definition
                 mask[min(height - 1, int(y)), min(width - 1, int(x))] = True
-        return mask if mask.sum() >= self.min_share * box.sum() else box
+        return _or_box(mask, box, self.min_share)
 
 
 @dataclass(frozen=True)
@@ -185,18 +197,16 @@ class SamSegmenter:
         if target.polygon is not None:
             return polygon_mask(target.polygon, height, width)
         predictor = self._embed(image)
-        x0, y0, x1, y1 = target.bounds()
         if target.points is not None:
             coords = np.asarray(target.points, dtype=np.float32)
             masks, _, _ = predictor.predict(point_coords=coords, point_labels=np.ones(len(coords), np.int64),
                                             multimask_output=False)
-            x0, y0, x1, y1 = x0 - POINT_REACH, y0 - POINT_REACH, x1 + POINT_REACH, y1 + POINT_REACH
         else:
-            masks, _, _ = predictor.predict(box=np.asarray([x0, y0, x1, y1], dtype=np.float32), multimask_output=False)
-        box = box_mask((x0, y0, x1, y1), height, width)
+            masks, _, _ = predictor.predict(box=np.asarray(target.bounds(), dtype=np.float32), multimask_output=False)
+        x0, y0, x1, y1 = prompt_box(target, width, height)
         r = self.reach
         mask = np.asarray(masks[0], bool) & box_mask((x0 - r, y0 - r, x1 + r, y1 + r), height, width)
-        return mask if mask.sum() >= self.min_share * box.sum() else box
+        return _or_box(mask, box_mask((x0, y0, x1, y1), height, width), self.min_share)
 
 
 def protected_region(masks: list[np.ndarray], margin: int) -> np.ndarray:
@@ -220,7 +230,7 @@ def _region(op: dict, shape: tuple[int, int]) -> np.ndarray:
     return np.ones(shape, bool)
 
 
-def _recolor(image: np.ndarray, op: dict, rng: np.random.Generator) -> np.ndarray:
+def _recolor(image: np.ndarray, op: dict, rng: np.random.Generator, editable: np.ndarray) -> np.ndarray:
     import cv2
 
     hsv = cv2.cvtColor(image, cv2.COLOR_RGB2HSV)
@@ -228,33 +238,34 @@ def _recolor(image: np.ndarray, op: dict, rng: np.random.Generator) -> np.ndarra
     return cv2.cvtColor(hsv, cv2.COLOR_HSV2RGB)
 
 
-def _desaturate(image: np.ndarray, op: dict, rng: np.random.Generator) -> np.ndarray:
+def _desaturate(image: np.ndarray, op: dict, rng: np.random.Generator, editable: np.ndarray) -> np.ndarray:
     import cv2
 
     grey = cv2.cvtColor(cv2.cvtColor(image, cv2.COLOR_RGB2GRAY), cv2.COLOR_GRAY2RGB).astype(float)
     return np.clip(np.round(image * (1 - op["amount"]) + grey * op["amount"]), 0, 255).astype(np.uint8)
 
 
-def _blur(image: np.ndarray, op: dict, rng: np.random.Generator) -> np.ndarray:
+def _blur(image: np.ndarray, op: dict, rng: np.random.Generator, editable: np.ndarray) -> np.ndarray:
     import cv2
 
     return cv2.GaussianBlur(image, (0, 0), float(op["sigma"]))
 
 
-def _noise(image: np.ndarray, op: dict, rng: np.random.Generator) -> np.ndarray:
+def _noise(image: np.ndarray, op: dict, rng: np.random.Generator, editable: np.ndarray) -> np.ndarray:
     return np.clip(np.round(image + rng.normal(0.0, float(op["sigma"]), image.shape)), 0, 255).astype(np.uint8)
 
 
-def _contrast(image: np.ndarray, op: dict, rng: np.random.Generator, region: np.ndarray | None = None) -> np.ndarray:
-    mean = image[region].mean(axis=0) if region is not None and region.any() else image.reshape(-1, 3).mean(axis=0)
+def _contrast(image: np.ndarray, op: dict, rng: np.random.Generator, editable: np.ndarray) -> np.ndarray:
+    # about the mean of the pixels it changes, so the untouched ones set no anchor
+    mean = image[editable].mean(axis=0) if editable.any() else image.reshape(-1, 3).mean(axis=0)
     return np.clip(np.round((image - mean) * op["factor"] + mean), 0, 255).astype(np.uint8)
 
 
-def _brightness(image: np.ndarray, op: dict, rng: np.random.Generator) -> np.ndarray:
+def _brightness(image: np.ndarray, op: dict, rng: np.random.Generator, editable: np.ndarray) -> np.ndarray:
     return np.clip(image.astype(int) + int(round(op["delta"])), 0, 255).astype(np.uint8)
 
 
-def _jpeg(image: np.ndarray, op: dict, rng: np.random.Generator) -> np.ndarray:
+def _jpeg(image: np.ndarray, op: dict, rng: np.random.Generator, editable: np.ndarray) -> np.ndarray:
     import cv2
 
     ok, data = cv2.imencode(".jpg", image[:, :, ::-1], [cv2.IMWRITE_JPEG_QUALITY, int(op["quality"])])
@@ -326,10 +337,15 @@ class RePaintInpainter:
         return result
 
 
-FILTERS = {"recolor": _recolor, "desaturate": _desaturate, "blur": _blur, "noise": _noise, "brightness": _brightness,
-           "jpeg": _jpeg}
+FILTERS = {"recolor": _recolor, "desaturate": _desaturate, "blur": _blur, "noise": _noise, "contrast": _contrast,
+           "brightness": _brightness, "jpeg": _jpeg}
 #: OpenCV's inpainting radius for ``remove`` (pixels of context around the hole)
 INPAINT_RADIUS = 5
+
+
+def _stream(seed: int, k: int) -> np.random.Generator:
+    """Op ``k``'s own random stream."""
+    return np.random.default_rng(np.random.SeedSequence([int(seed) % 2**63, k]))
 
 
 def replay(source: np.ndarray, protected: np.ndarray, ops: tuple, seed: int,
@@ -355,8 +371,7 @@ def replay(source: np.ndarray, protected: np.ndarray, ops: tuple, seed: int,
             hole = _region(op, shape) & ~guard
             if not hole.any():
                 continue
-            stream = np.random.default_rng(np.random.SeedSequence([int(seed) % 2**63, k]))
-            edited = inpainter.inpaint(image, hole, int(stream.integers(2**63)))
+            edited = inpainter.inpaint(image, hole, int(_stream(seed, k).integers(2**63)))
             editable = hole
         elif name == "paste":
             sx0, sy0, sx1, sy1 = op["source"]
@@ -365,13 +380,8 @@ def replay(source: np.ndarray, protected: np.ndarray, ops: tuple, seed: int,
             edited[ty:ty + sy1 - sy0, tx:tx + sx1 - sx0] = image[sy0:sy1, sx0:sx1]
             editable = box_mask((tx, ty, tx + sx1 - sx0, ty + sy1 - sy0), *shape) & ~guard
         else:
-            region = _region(op, shape)
-            rng = np.random.default_rng(np.random.SeedSequence([int(seed) % 2**63, k]))
-            if name == "contrast":
-                edited = _contrast(image, op, rng, region & ~guard)
-            else:
-                edited = FILTERS[name](image, op, rng)
-            editable = region & ~guard
+            editable = _region(op, shape) & ~guard
+            edited = FILTERS[name](image, op, _stream(seed, k), editable)
         image = np.where(editable[:, :, None], edited, image)
     return image, guard
 

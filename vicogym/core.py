@@ -80,15 +80,49 @@ class Edit:
         return cls(ops=tuple(dict(op) for op in ops))
 
 
-def fold_ops(edit: Edit, state: Any, step: Callable[[Any, Mapping[str, Any]], Any]) -> tuple[Any, bool]:
-    """``state`` after ``step`` has taken each of ``edit``'s ops in order, and whether the
-    edit was a lone ``stop`` (then ``state`` comes back untouched). An ``InvalidEdit`` from
-    a step is located at its op (``ops[2] set_cell``); ``stop`` beside other ops is
-    malformed."""
+def short_repr(value: Any, limit: int = 60) -> str:
+    """``repr`` of a value, cut to ``limit`` characters (error messages stay readable)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
+        return f"an integer of about {int(value.bit_length() * 0.30103)} digits"
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+OpFields = Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]]
+
+
+def check_op_fields(op: Mapping[str, Any], op_fields: OpFields) -> None:
+    """``InvalidEdit`` unless ``op`` names an op of ``op_fields`` (op -> (required,
+    optional) fields) with every required field and no unknown one; an op whose fields are
+    all optional needs at least one."""
+    name = op["op"]
+    if name not in op_fields:
+        raise InvalidEdit("unknown_op", f"unknown op {short_repr(name)}; expected one of {sorted(op_fields)}",
+                          field="op")
+    required, optional = op_fields[name]
+    given = set(op) - {"op"}
+    missing = [f for f in required if f not in given]
+    if missing:
+        raise InvalidEdit("bad_field", f"missing field {missing[0]!r}; {name} needs {list(required)}", field=missing[0])
+    unknown = sorted(given - set(required) - set(optional))
+    if unknown:
+        raise InvalidEdit("bad_field", f"unknown field {short_repr(unknown[0])}; {name} takes "
+                          f"{list(required) + list(optional)}", field=unknown[0])
+    if not required and optional and not given:
+        raise InvalidEdit("bad_field", f"{name} needs at least one of {list(optional)}", field="op")
+
+
+def fold_ops(edit: Edit, state: Any, step: Callable[[Any, Mapping[str, Any]], Any],
+             op_fields: OpFields) -> tuple[Any, bool]:
+    """``state`` after ``step`` has taken each of ``edit``'s ops in order (each checked
+    against ``op_fields`` first), and whether the edit was a lone ``stop`` (then ``state``
+    comes back untouched). An ``InvalidEdit`` is located at its op (``ops[2] set_cell``);
+    ``stop`` beside other ops is malformed."""
     for i, op in enumerate(edit.ops):
         name = op.get("op")
-        where = f"ops[{i}] {name if isinstance(name, str) and len(name) <= 30 else repr(name)[:30]}"
+        where = f"ops[{i}] {name if isinstance(name, str) and len(name) <= 30 else short_repr(name, 30)}"
         try:
+            check_op_fields(op, op_fields)
             if name == "stop":
                 if len(edit.ops) != 1:
                     raise InvalidEdit("malformed", "stop must be the only op of its edit", field="op")
