@@ -26,7 +26,10 @@ stop         (none)                                     ends the episode
 Guards by question type, so the answer cannot change: a counting question (answer type
 ``number``) refuses ``remove``, ``paste`` and ``crop`` (an uncounted instance could lie
 anywhere); a colour question refuses colour ops (recolor, desaturate, contrast,
-brightness) unless their box stays clear of every target's box grown by the margin.
+brightness) unless their box stays clear of every target's box grown by the margin; a
+question about where things lie (left, top, corner, middle ...) refuses ``pad`` and
+``crop``; a question answered "no" refuses ``paste`` (a patch could add what it asks
+about).
 """
 
 from __future__ import annotations
@@ -63,6 +66,9 @@ COLOUR_OPS = ("recolor", "desaturate", "contrast", "brightness")
 MAX_CANVAS = 4096
 MAX_OPS = 64
 COLOUR_QUESTION = re.compile(r"\b(colou?rs?|hue)\b", re.IGNORECASE)
+#: a question about where something lies in the picture: the frame is part of its answer
+POSITION_QUESTION = re.compile(r"\b(left|right|top|bottom|upper|lower|corner|cent(er|re)|middle|edge|side|half)\b",
+                               re.IGNORECASE)
 
 
 def _number(value: Any, field: str, low: float, high: float, still: float | None = None) -> float:
@@ -127,6 +133,12 @@ def _guard(name: str, op: Mapping[str, Any], scene: Scene, guarded: list[tuple[i
         if "box" not in op:
             raise InvalidEdit("guarded", f"{name} over the whole image is refused for a colour question; give a box "
                               "clear of the targets", field="box")
+    if name in ("pad", "crop") and POSITION_QUESTION.search(record.question):
+        raise InvalidEdit("guarded", f"{name} is refused for a question about where things lie in the picture: moving "
+                          "the frame could move the answer", field="op")
+    if name == "paste" and record.answer == "no":
+        raise InvalidEdit("guarded", "paste is refused when the answer is no: a pasted patch could add what the "
+                          "question asks about", field="op")
 
 
 def _validate(op: Mapping[str, Any], scene: Scene, frame: Frame) -> tuple[dict[str, Any], Frame]:
@@ -214,4 +226,80 @@ def apply(scene: Scene, edit: Edit | Mapping[str, Any] | str, rule: Mapping[str,
     return replace(scene, ops=tuple(ops))
 
 
-__all__ = ["COLOUR_OPS", "OP_FIELDS", "apply", "frame_of", "guarded_boxes"]
+#: the smallest box side :func:`sample_op` draws (a smaller patch is no edit a reader sees)
+MIN_SIDE = 8
+
+
+def _free_box(frame: Frame, guarded: list[tuple[int, int, int, int]], rng: Any,
+              share: tuple[float, float] = (0.08, 0.35)) -> list[int] | None:
+    """A random box of the canvas clear of every guarded box, or ``None`` (no free spot
+    found): anchored at a free pixel, extending in a random direction, halved until clear."""
+    for _ in range(32):
+        x, y = int(rng.integers(frame.width)), int(rng.integers(frame.height))
+        if any(g[0] <= x < g[2] and g[1] <= y < g[3] for g in guarded):
+            continue
+        w = max(MIN_SIDE, int(frame.width * rng.uniform(*share)))
+        h = max(MIN_SIDE, int(frame.height * rng.uniform(*share)))
+        left, up = bool(rng.integers(2)), bool(rng.integers(2))
+        while True:
+            x0, x1 = (max(0, x - w + 1), x + 1) if left else (x, min(frame.width, x + w))
+            y0, y1 = (max(0, y - h + 1), y + 1) if up else (y, min(frame.height, y + h))
+            box = (x0, y0, x1, y1)
+            if not any(_overlaps(box, g) for g in guarded):
+                return list(box)
+            if w <= MIN_SIDE and h <= MIN_SIDE:
+                break
+            w, h = max(MIN_SIDE, w // 2), max(MIN_SIDE, h // 2)
+    return None
+
+
+def sample_op(scene: Scene, rng: Any) -> dict[str, Any]:
+    """A random op of the edit space for ``scene`` (``rng``: a NumPy generator): boxes are
+    drawn clear of the targets; the guards and ranges are left to :func:`apply`, which the
+    caller runs (an op may still be refused)."""
+    frame = frame_of(scene)
+    guarded = guarded_boxes(scene, frame)
+    name = str(rng.choice(["remove", "recolor", "desaturate", "blur", "noise", "contrast", "brightness", "jpeg",
+                           "paste", "pad", "crop"]))
+    op: dict[str, Any] = {"op": name}
+    if name in ("recolor", "desaturate", "blur", "noise", "contrast", "brightness"):
+        value = {"recolor": lambda: int(rng.choice([-1, 1]) * rng.integers(20, 181)),
+                 "desaturate": lambda: round(float(rng.uniform(0.3, 1.0)), 2),
+                 "blur": lambda: round(float(rng.uniform(1.0, 6.0)), 1),
+                 "noise": lambda: round(float(rng.uniform(5.0, 30.0)), 1),
+                 "contrast": lambda: round(float(rng.choice([rng.uniform(0.5, 0.85), rng.uniform(1.15, 1.5)])), 2),
+                 "brightness": lambda: int(rng.choice([-1, 1]) * rng.integers(15, 61))}[name]()
+        op[{"recolor": "hue", "desaturate": "amount", "blur": "sigma", "noise": "sigma", "contrast": "factor",
+            "brightness": "delta"}[name]] = value
+        box = _free_box(frame, guarded, rng) if rng.random() < 0.6 else None
+        if box is not None:
+            op["box"] = box
+    elif name == "jpeg":
+        op["quality"] = int(rng.integers(10, 60))
+    elif name in ("remove", "paste"):
+        box = _free_box(frame, guarded, rng, (0.05, 0.25))
+        spot = _free_box(frame, guarded, rng, (0.05, 0.25))
+        if box is None or spot is None:  # no room beside the targets: an edit of the whole image instead
+            return {"op": "jpeg", "quality": int(rng.integers(10, 60))}
+        if name == "remove":
+            op["box"] = box
+        else:
+            w, h = box[2] - box[0], box[3] - box[1]
+            op.update(source=box, to=[min(spot[0], frame.width - w), min(spot[1], frame.height - h)])
+    elif name == "pad":
+        sides = {side: int(rng.integers(0, 49)) * int(rng.random() < 0.6) for side in ("top", "bottom", "left", "right")}
+        if not any(sides.values()):
+            sides[str(rng.choice(list(sides)))] = int(rng.integers(8, 49))
+        grey = int(rng.choice([0, 128, 255]))
+        op.update(sides, fill=[grey, grey, grey])
+    else:  # crop: keep every target (grown by the margin) with some slack
+        x0 = min(max(0, g[0]) for g in guarded)
+        y0 = min(max(0, g[1]) for g in guarded)
+        x1 = max(min(frame.width, g[2]) for g in guarded)
+        y1 = max(min(frame.height, g[3]) for g in guarded)
+        op["box"] = [int(rng.integers(0, x0 + 1)), int(rng.integers(0, y0 + 1)),
+                     int(rng.integers(x1, frame.width + 1)), int(rng.integers(y1, frame.height + 1))]
+    return op
+
+
+__all__ = ["COLOUR_OPS", "OP_FIELDS", "apply", "frame_of", "guarded_boxes", "sample_op"]

@@ -13,11 +13,11 @@ from typing import Any, Mapping
 import numpy as np
 
 from vicogym.answers import format_number, get_scorer
-from vicogym.arm import Arm
+from vicogym.arm import Arm, draw_edit
 from vicogym.core import Edit, ExportHints, Render, Sample, Seed
 from vicogym.editors import chart as chart_editor
 from vicogym.envs.base import EnvConfig, VicoEnv
-from vicogym.errors import GenerationError, InvalidEdit
+from vicogym.errors import InvalidEdit
 from vicogym.images import ImagePolicy
 from vicogym.programs import chart as chart_programs
 from vicogym.renderers.chart import ChartRender, ChartRenderer
@@ -288,21 +288,17 @@ class ChartArm(Arm):
         return None
 
     def sample_edit(self, structure: ChartStructure, rule: Mapping[str, Any], rng: np.random.Generator) -> dict[str, Any]:
-        last: InvalidEdit | None = None
-        for _ in range(self.config.max_tries):
+        def propose() -> dict[str, Any]:
             if chart_programs.values_fixed(rule):
-                edit = {"ops": [chart_editor.sample_style_op(structure, rng)]}
-            else:
-                edit = chart_editor.sample_edit(structure, rng, self.config.rewriter_max_ops, rule)
-            try:
-                new = chart_editor.apply(structure, edit, rule)
-                chart_programs.relabel(new.table, rule)
-            except InvalidEdit as exc:
-                last = exc
-                continue
-            if new != structure:  # an edit that changes nothing is refused by the environment
-                return edit
-        raise GenerationError(f"no valid chart edit in {self.config.max_tries} tries (last rejection: {last})")
+                return {"ops": [chart_editor.sample_style_op(structure, rng)]}
+            return chart_editor.sample_edit(structure, rng, self.config.rewriter_max_ops, rule)
+
+        def accept(edit: dict[str, Any]) -> bool:
+            new = chart_editor.apply(structure, edit, rule)
+            chart_programs.relabel(new.table, rule)
+            return new != structure  # an edit that changes nothing is refused by the environment
+
+        return draw_edit(propose, accept, self.config.max_tries, "chart")
 
     def close(self) -> None:
         self.renderer.close()

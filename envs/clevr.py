@@ -17,7 +17,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from vicogym.answers import exact_match
-from vicogym.arm import Arm
+from vicogym.arm import Arm, draw_edit
 from vicogym.core import Edit, ExportHints, Render, Sample, Seed
 from vicogym.editors import clevr as clevr_editor
 from vicogym.envs.base import EnvConfig, VicoEnv
@@ -279,18 +279,13 @@ class ClevrArm(Arm):
         return exact_match(prediction, target)
 
     def sample_edit(self, structure: Scene, rule: Mapping[str, Any], rng: np.random.Generator) -> dict[str, Any]:
-        last: InvalidEdit | None = None
-        for _ in range(self.config.max_tries):
-            edit = {"ops": [clevr_editor.sample_op(structure, rng)]}
-            try:
-                new = clevr_editor.apply(structure, edit, rule)
-                clevr_programs.relabel(new, rule)
-            except InvalidEdit as exc:
-                last = exc
-                continue
-            if new != structure:
-                return edit
-        raise GenerationError(f"no valid CLEVR edit in {self.config.max_tries} tries (last rejection: {last})")
+        def accept(edit: dict[str, Any]) -> bool:
+            new = clevr_editor.apply(structure, edit, rule)
+            clevr_programs.relabel(new, rule)
+            return new != structure
+
+        return draw_edit(lambda: {"ops": [clevr_editor.sample_op(structure, rng)]}, accept, self.config.max_tries,
+                         "CLEVR")
 
 
 def distractors(answer: str) -> list[str]:

@@ -60,6 +60,20 @@ def _or_box(mask: np.ndarray, box: np.ndarray, min_share: float) -> np.ndarray:
 
 
 @dataclass(frozen=True)
+class BoxSegmenter:
+    """Target masks as the targets' own boxes (polygons as drawn; points grown by
+    ``POINT_REACH``): the most cautious protection, instant, no model."""
+
+    name = "box"
+
+    def mask(self, image: np.ndarray, target: Target) -> np.ndarray:
+        height, width = image.shape[:2]
+        if target.polygon is not None:
+            return polygon_mask(target.polygon, height, width)
+        return box_mask(prompt_box(target, width, height), height, width)
+
+
+@dataclass(frozen=True)
 class GrabCutSegmenter:
     """Target masks by OpenCV's GrabCut, started from each target's box."""
 
@@ -178,6 +192,10 @@ class SamSegmenter:
         self._embedded: bytes | None = None
         self.embeddings = 0  # how many images were embedded (the cache's misses)
 
+    def forget(self) -> None:
+        """Drop the cached image embedding (the next mask embeds its image again)."""
+        self._embedded = None
+
     def _embed(self, image: np.ndarray) -> Any:
         if self._predictor is None:
             from segment_anything import SamPredictor
@@ -284,39 +302,43 @@ class OpenCVInpainter:
                            cv2.INPAINT_TELEA)[:, :, ::-1]
 
 
-class RePaintInpainter:
-    """``remove`` by RePaint with an unconditional DDPM model from a local diffusers folder
-    (``model_index.json``, ``unet/``, ``scheduler/``; loaded with ``from_pretrained``, no
-    download). The hole's surroundings, a square window around it, are scaled to the model's
-    size, inpainted, and scaled back; only hole pixels are taken. Seeded per call."""
+class _WindowInpainter:
+    """``remove`` by a diffusers pipeline from a local model folder (loaded with
+    ``from_pretrained``, local files only: nothing is downloaded). The hole's surroundings,
+    a square window around it, are scaled to the model's size, inpainted, and scaled back;
+    only hole pixels are taken. Seeded per call."""
 
-    name = "repaint"
+    name = "diffusers"
 
-    def __init__(self, model_dir: str, steps: int = 50, jump_length: int = 10, jump_n_sample: int = 2,
-                 device: str = "cpu"):
-        self.model_dir, self.steps, self.jump_length, self.jump_n_sample, self.device = (
-            model_dir, steps, jump_length, jump_n_sample, device)
+    def __init__(self, model_dir: str, steps: int = 50, device: str = "cpu"):
+        self.model_dir, self.steps, self.device = model_dir, steps, device
         self._pipe: Any = None
 
     def _pipeline(self) -> Any:
         if self._pipe is None:
-            from diffusers import RePaintPipeline, RePaintScheduler
-
             if not (Path(self.model_dir) / "model_index.json").is_file():
                 raise FileNotFoundError(f"expected a diffusers model folder with model_index.json at {self.model_dir}")
-            pipe = RePaintPipeline.from_pretrained(self.model_dir, local_files_only=True)
-            pipe.scheduler = RePaintScheduler.from_config(pipe.scheduler.config)
+            pipe = self._load()
             pipe.set_progress_bar_config(disable=True)
             self._pipe = pipe.to(self.device)
         return self._pipe
 
+    def _load(self) -> Any:
+        raise NotImplementedError
+
+    def _size(self, pipe: Any) -> int:
+        raise NotImplementedError
+
+    def _fill(self, pipe: Any, window: np.ndarray, hole: np.ndarray, generator: Any) -> np.ndarray:
+        """The model's picture (floats in [0, 1], the window's size) with ``hole`` filled."""
+        raise NotImplementedError
+
     def inpaint(self, image: np.ndarray, hole: np.ndarray, seed: int) -> np.ndarray:
         import cv2
         import torch
-        from PIL import Image
 
         pipe = self._pipeline()
-        size = int(pipe.unet.config.sample_size)
+        size = self._size(pipe)
         ys, xs = np.nonzero(hole)
         height, width = hole.shape
         side = min(max(height, width), max(size, 2 * int(max(ys.max() - ys.min(), xs.max() - xs.min()) + 1)))
@@ -325,16 +347,75 @@ class RePaintInpainter:
         window = (slice(y0, min(height, y0 + side)), slice(x0, min(width, x0 + side)))
         crop, crop_hole = image[window], hole[window]
         small = cv2.resize(crop, (size, size), interpolation=cv2.INTER_AREA)
-        keep = cv2.resize((~crop_hole).astype(np.uint8) * 255, (size, size), interpolation=cv2.INTER_NEAREST)
+        small_hole = cv2.resize(crop_hole.astype(np.uint8), (size, size), interpolation=cv2.INTER_NEAREST).astype(bool)
         generator = torch.Generator(device="cpu").manual_seed(int(seed) % 2**63)
-        out = pipe(image=Image.fromarray(small), mask_image=Image.fromarray(keep).convert("RGB"),
-                   num_inference_steps=self.steps, jump_length=self.jump_length, jump_n_sample=self.jump_n_sample,
-                   generator=generator, output_type="np").images[0]
+        out = self._fill(pipe, small, small_hole, generator)
         filled = cv2.resize(np.clip(np.round(out * 255), 0, 255).astype(np.uint8), (crop.shape[1], crop.shape[0]),
                             interpolation=cv2.INTER_CUBIC)
         result = image.copy()
         result[window] = np.where(crop_hole[:, :, None], filled, crop)
         return result
+
+
+class RePaintInpainter(_WindowInpainter):
+    """RePaint with an unconditional DDPM model (a folder with ``model_index.json``,
+    ``unet/``, ``scheduler/``)."""
+
+    name = "repaint"
+
+    def __init__(self, model_dir: str, steps: int = 50, jump_length: int = 10, jump_n_sample: int = 2,
+                 device: str = "cpu"):
+        super().__init__(model_dir, steps, device)
+        self.jump_length, self.jump_n_sample = jump_length, jump_n_sample
+
+    def _load(self) -> Any:
+        from diffusers import RePaintPipeline, RePaintScheduler
+
+        pipe = RePaintPipeline.from_pretrained(self.model_dir, local_files_only=True)
+        pipe.scheduler = RePaintScheduler.from_config(pipe.scheduler.config)
+        return pipe
+
+    def _size(self, pipe: Any) -> int:
+        return int(pipe.unet.config.sample_size)
+
+    def _fill(self, pipe: Any, window: np.ndarray, hole: np.ndarray, generator: Any) -> np.ndarray:
+        from PIL import Image
+
+        keep = Image.fromarray((~hole).astype(np.uint8) * 255).convert("RGB")  # RePaint: white = keep
+        return pipe(image=Image.fromarray(window), mask_image=keep, num_inference_steps=self.steps,
+                    jump_length=self.jump_length, jump_n_sample=self.jump_n_sample, generator=generator,
+                    output_type="np").images[0]
+
+
+class StableDiffusionInpainter(_WindowInpainter):
+    """A Stable Diffusion inpainting pipeline (a folder with ``model_index.json``,
+    ``unet/``, ``vae/``, ``text_encoder/``, ``tokenizer/``, ``scheduler/``), prompted with
+    ``prompt`` (the surroundings continued, by default)."""
+
+    name = "stable_diffusion"
+
+    def __init__(self, model_dir: str, steps: int = 25, device: str = "cpu", prompt: str = "background",
+                 guidance_scale: float = 7.5):
+        super().__init__(model_dir, steps, device)
+        self.prompt, self.guidance_scale = prompt, guidance_scale
+
+    def _load(self) -> Any:
+        from diffusers import StableDiffusionInpaintPipeline
+
+        return StableDiffusionInpaintPipeline.from_pretrained(self.model_dir, local_files_only=True,
+                                                              safety_checker=None, requires_safety_checker=False)
+
+    def _size(self, pipe: Any) -> int:
+        return int(pipe.unet.config.sample_size) * int(pipe.vae_scale_factor)
+
+    def _fill(self, pipe: Any, window: np.ndarray, hole: np.ndarray, generator: Any) -> np.ndarray:
+        from PIL import Image
+
+        size = window.shape[0]
+        paint = Image.fromarray(hole.astype(np.uint8) * 255)  # Stable Diffusion: white = paint
+        return pipe(prompt=self.prompt, image=Image.fromarray(window), mask_image=paint, height=size, width=size,
+                    num_inference_steps=self.steps, guidance_scale=self.guidance_scale, generator=generator,
+                    output_type="np").images[0]
 
 
 FILTERS = {"recolor": _recolor, "desaturate": _desaturate, "blur": _blur, "noise": _noise, "contrast": _contrast,
@@ -386,10 +467,23 @@ def replay(source: np.ndarray, protected: np.ndarray, ops: tuple, seed: int,
     return image, guard
 
 
+def frame_mask(mask: np.ndarray, ops: tuple) -> np.ndarray:
+    """A mask of the source image moved with the canvas by the ops' pads and crops (where
+    its pixels lie in the edited image)."""
+    for op in ops:
+        if op["op"] == "pad":
+            mask = np.pad(mask, ((op["top"], op["bottom"]), (op["left"], op["right"])), constant_values=False)
+        elif op["op"] == "crop":
+            x0, y0, x1, y1 = op["box"]
+            mask = mask[y0:y1, x0:x1]
+    return np.ascontiguousarray(mask)
+
+
 def protected_unchanged(source: np.ndarray, protected: np.ndarray, image: np.ndarray, guard: np.ndarray) -> bool:
     """The proof: the protected pixels of ``source`` are, bit for bit, those of ``image``
     where ``guard`` (their place after pads and crops) says they are."""
     return bool(protected.sum() == guard.sum() and np.array_equal(source[protected], image[guard]))
 
 
-__all__ = ["SAM_MODELS", "GrabCutSegmenter", "OpenCVInpainter", "RePaintInpainter", "SamEncoder", "SamSegmenter", "build_sam", "box_mask", "polygon_mask", "protected_region", "protected_unchanged", "replay"]
+__all__ = ["SAM_MODELS", "BoxSegmenter", "GrabCutSegmenter", "OpenCVInpainter", "RePaintInpainter", "SamEncoder", "SamSegmenter",
+           "StableDiffusionInpainter", "build_sam", "box_mask", "frame_mask", "polygon_mask", "protected_region", "protected_unchanged", "replay"]

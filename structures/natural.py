@@ -13,9 +13,13 @@ Everything round-trips through JSON (``to_dict`` / ``from_dict``); errors name t
 
 from __future__ import annotations
 
+import hashlib
 import math
+import zlib
 from dataclasses import dataclass
 from typing import Any, Mapping
+
+import numpy as np
 
 from vicogym.errors import register_error_codes
 
@@ -175,24 +179,85 @@ class Frame:
         return (x0 + self.dx, y0 + self.dy, x1 + self.dx, y1 + self.dy)
 
 
+def pack_mask(mask: np.ndarray) -> bytes:
+    """A boolean mask as compact bytes (bits packed row by row, zlib-compressed)."""
+    return zlib.compress(np.packbits(np.asarray(mask, bool), axis=None).tobytes(), 9)
+
+
+def unpack_mask(data: bytes, height: int, width: int) -> np.ndarray:
+    """The ``height`` x ``width`` boolean mask :func:`pack_mask` gave ``data`` for."""
+    try:
+        bits = np.frombuffer(zlib.decompress(data), np.uint8)
+    except zlib.error as exc:
+        raise ValueError(f"a mask payload does not decompress ({exc})") from None
+    if bits.size != (height * width + 7) // 8:
+        raise ValueError(f"a mask payload holds {bits.size * 8} bits, not a {width} x {height} mask")
+    return np.unpackbits(bits, count=height * width).reshape(height, width).astype(bool)
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def pixels_sha256(image: np.ndarray) -> str:
+    """The identity of a source image: SHA-256 of its shape and RGB bytes (not of a file,
+    whose encoding may change while the pixels do not)."""
+    image = np.ascontiguousarray(image, dtype=np.uint8)
+    return hashlib.sha256(repr(image.shape).encode("ascii") + image.tobytes()).hexdigest()
+
+
+#: payload names of the two masks a segmented scene carries
+MASKS = ("targets", "protected")
+
+
 @dataclass(frozen=True)
 class Scene:
     """The structure of the natural-image arm: a record, its image's size, the margin that
     grows its targets into the protected region, and the edit ops applied so far (each a
-    canonical JSON object; the image is the source with these ops replayed)."""
+    canonical JSON object; the image is the source with these ops replayed).
+
+    A segmented scene also pins its source image (``source_sha256``, see
+    :func:`pixels_sha256`) and carries two masks of the source image as payloads: the
+    union of the target masks (``targets``) and the protected region (``protected``: the
+    targets grown by the margin), packed with :func:`pack_mask`. Its text names each mask
+    by SHA-256, so text and payloads cannot be paired wrongly; the text alone (an
+    observation's ``structure``) decodes to the scene without its masks, which answers the
+    question but cannot be rendered."""
 
     record: Record
     width: int
     height: int
     margin: int = 8
     ops: tuple[Mapping[str, Any], ...] = ()
+    source_sha256: str = ""
+    targets_mask: bytes = b""
+    protected_mask: bytes = b""
+
+    @property
+    def segmented(self) -> bool:
+        return bool(self.targets_mask and self.protected_mask)
+
+    def mask(self, name: str) -> np.ndarray:
+        """The ``targets`` or ``protected`` mask of the source image."""
+        data = {"targets": self.targets_mask, "protected": self.protected_mask}[name]
+        if not data:
+            raise ValueError(f"the scene of record {self.record.id} carries no {name} mask (not segmented)")
+        return unpack_mask(data, self.height, self.width)
+
+    def payloads(self) -> dict[str, bytes]:
+        return {f"{name}.mask": getattr(self, f"{name}_mask") for name in MASKS if getattr(self, f"{name}_mask")}
 
     def to_dict(self) -> dict[str, Any]:
-        return {"record": self.record.to_dict(), "size": [self.width, self.height], "margin": self.margin,
-                "ops": [dict(op) for op in self.ops]}
+        out = {"record": self.record.to_dict(), "size": [self.width, self.height], "margin": self.margin,
+               "ops": [dict(op) for op in self.ops]}
+        if self.source_sha256:
+            out["source_sha256"] = self.source_sha256
+        if self.segmented:
+            out["masks"] = {name: sha256(getattr(self, f"{name}_mask")) for name in MASKS}
+        return out
 
     @classmethod
-    def from_dict(cls, data: Any) -> "Scene":
+    def from_dict(cls, data: Any, payloads: Mapping[str, bytes] | None = None) -> "Scene":
         if not isinstance(data, Mapping) or not {"record", "size", "ops"} <= set(data):
             raise _fail("scene", "an object with record, size, margin and ops", data)
         size = data["size"]
@@ -206,7 +271,24 @@ class Scene:
             raise _fail("scene.ops", "a list of op objects", data["ops"])
         record = Record.from_dict(data["record"], "scene.record")
         record.check_inside(size[0], size[1])
-        return cls(record, size[0], size[1], margin, tuple(dict(op) for op in data["ops"]))
+        source = data.get("source_sha256", "")
+        if not isinstance(source, str) or source and len(source) != 64:
+            raise _fail("scene.source_sha256", "the SHA-256 of the source image's pixels", source)
+        masks = {}
+        if data.get("masks") is not None and payloads is not None:  # text alone (an observation): no masks
+            named = data["masks"]
+            if not isinstance(named, Mapping) or set(named) != set(MASKS):
+                raise _fail("scene.masks", f"the SHA-256 of each of {list(MASKS)}", named)
+            for name in MASKS:
+                blob = (payloads or {}).get(f"{name}.mask")
+                if blob is None:
+                    raise ValueError(f"scene.masks: the {name} mask is not among the payloads")
+                if sha256(blob) != named[name]:
+                    raise ValueError(f"scene.masks: the {name} mask payload differs from the one the scene names")
+                unpack_mask(blob, size[1], size[0])
+                masks[f"{name}_mask"] = bytes(blob)
+        return cls(record, size[0], size[1], margin, tuple(dict(op) for op in data["ops"]), source, **masks)
 
 
-__all__ = ["ANSWER_TYPES", "ERROR_CODES", "GEOMETRIES", "Frame", "Record", "Scene", "Target"]
+__all__ = ["ANSWER_TYPES", "ERROR_CODES", "GEOMETRIES", "MASKS", "Frame", "Record", "Scene", "Target", "pack_mask",
+           "pixels_sha256", "sha256", "unpack_mask"]

@@ -2,6 +2,8 @@
 
 import json
 
+import numpy as np
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -115,3 +117,40 @@ def test_accepted_edits_keep_every_target_inside_and_clear(scene, ops):
                     assert not (box[0] < grown[2] and grown[0] < box[2] and box[1] < grown[3] and grown[1] < box[3])
         assert Scene.from_dict(json.loads(json.dumps(after.to_dict()))) == after
         scene = after
+
+
+@pytest.mark.parametrize("record, op, message", [
+    (Record.from_dict({"id": "left", "image": "skimage:astronaut", "question": "Is the flag on the left side?",
+                       "answer": "yes", "answer_type": "yes/no", "targets": [{"label": "flag", "box": [0, 0, 100, 512]}]}),
+     {"op": "pad", "top": 0, "bottom": 0, "left": 40, "right": 0}, "where things lie"),
+    (Record.from_dict({"id": "dog", "image": "skimage:astronaut", "question": "Is there a dog?", "answer": "no",
+                       "answer_type": "yes/no", "targets": [{"label": "astronaut", "box": [15, 10, 380, 512]}]}),
+     {"op": "paste", "source": [400, 0, 440, 40], "to": [450, 50]}, "answer is no"),
+])
+def test_frame_and_paste_guards_name_their_reason(record, op, message):
+    with pytest.raises(InvalidEdit, match=message) as caught:
+        apply(Scene(record, 512, 512), op)
+    assert caught.value.code == "guarded"
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from([ASTRONAUT, Scene(SUIT, 512, 512), Scene(COINS, 384, 303)]), st.integers(0, 2**32 - 1))
+def test_sampled_ops_stay_clear_of_the_targets_and_are_mostly_accepted(scene, seed):
+    from vicogym.editors.natural import guarded_boxes, sample_op
+
+    rng = np.random.default_rng(seed)
+    accepted = 0
+    for _ in range(10):
+        op = sample_op(scene, rng)
+        frame = frame_of(scene)
+        for field in ("box", "source"):
+            if field in op and op["op"] != "crop":
+                box = op[field]
+                assert not any(box[0] < g[2] and g[0] < box[2] and box[1] < g[3] and g[1] < box[3]
+                               for g in guarded_boxes(scene, frame)), op
+        try:
+            scene = apply(scene, op)
+            accepted += 1
+        except InvalidEdit as exc:
+            assert exc.code in ("guarded", "protected", "no_change", "bad_value"), exc
+    assert accepted >= 3

@@ -54,3 +54,264 @@ def test_wrong_answers_for_words_come_from_colours_or_the_source():
 def test_features_need_a_target():
     with pytest.raises(ValueError, match="expected a non-empty target mask"):
         difficulty_features(np.zeros((10, 10, 3), np.uint8), np.zeros((10, 10), bool))
+
+
+# -- the environment -----------------------------------------------------------------------
+import json  # noqa: E402
+
+import gymnasium as gym  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from tiny_models import TINY_SAM, tiny_ddpm, tiny_sam_checkpoint, tiny_stable_diffusion  # noqa: E402
+from vicogym.renderers.natural import frame_mask  # noqa: E402
+
+
+def _small_source(folder):
+    """Two records on a 96 x 80 picture: a red square (the target) on a textured ground."""
+    import cv2
+
+    rng = np.random.default_rng(0)
+    image = (rng.random((80, 96, 3)) * 80 + 100).astype(np.uint8)
+    image[20:44, 30:54] = (220, 30, 30)
+    cv2.imwrite(str(folder / "square.png"), image[:, :, ::-1])
+    records = [
+        {"id": "square-colour", "image": "square.png", "question": "What color is the square?", "answer": "red",
+         "answer_type": "other", "targets": [{"label": "square", "box": [28, 18, 56, 46]}]},
+        {"id": "square-count", "image": "square.png", "question": "How many squares are there?", "answer": "1",
+         "answer_type": "number", "targets": [{"label": "square", "box": [28, 18, 56, 46]}]},
+    ]
+    path = folder / "records.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    return path
+
+
+def _state(env):
+    u = env.unwrapped
+    return (u.arm.encode(u.sample.structure), u.sample.image.tobytes(), u.pass_rate, u.pass_rate_before,
+            json.dumps(u.trace), json.dumps(u.np_random.bit_generator.state, default=str))
+
+
+def _protected_pixels_hold(env):
+    sample = env.unwrapped.sample
+    scene = sample.structure
+    source = env.unwrapped.arm.source.image(scene.record.image)
+    protected = scene.mask("protected")
+    guard = frame_mask(protected, scene.ops)
+    return np.array_equal(source[protected], sample.image[guard])
+
+
+#: any op, with boxes anywhere (many reach the target and must be refused)
+_BOX = st.tuples(st.integers(-5, 100), st.integers(-5, 85), st.integers(1, 60), st.integers(1, 60)).map(
+    lambda t: [t[0], t[1], t[0] + t[2], t[1] + t[3]])
+_OP = st.one_of(
+    st.builds(lambda b: {"op": "remove", "box": b}, _BOX),
+    st.builds(lambda h, b: {"op": "recolor", "hue": h, "box": b}, st.integers(-180, 180), _BOX),
+    st.builds(lambda a: {"op": "desaturate", "amount": a}, st.floats(0, 1)),
+    st.builds(lambda s, b: {"op": "blur", "sigma": s, "box": b}, st.floats(0.5, 8), _BOX),
+    st.builds(lambda s: {"op": "noise", "sigma": s}, st.floats(1, 40)),
+    st.builds(lambda f: {"op": "contrast", "factor": f}, st.floats(0.5, 1.5)),
+    st.builds(lambda d, b: {"op": "brightness", "delta": d, "box": b}, st.integers(-60, 60), _BOX),
+    st.builds(lambda q: {"op": "jpeg", "quality": q}, st.integers(10, 95)),
+    st.builds(lambda s, x, y: {"op": "paste", "source": s, "to": [x, y]}, _BOX, st.integers(0, 90), st.integers(0, 75)),
+    st.builds(lambda t, b, l, r: {"op": "pad", "top": t, "bottom": b, "left": l, "right": r}, *[st.integers(0, 12)] * 4),
+    st.builds(lambda b: {"op": "crop", "box": b}, _BOX),
+)
+
+
+@pytest.fixture(scope="module")
+def small_env(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("natural-small")
+    env = gym.make("vicogym/Natural-v0", source=str(_small_source(folder)), k=4, max_turns=10_000, width=64, height=64)
+    yield env
+    env.close()
+
+
+_OUTCOMES = {True: 0, False: 0}
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(index=st.integers(0, 1), ops=st.lists(_OP, min_size=20, max_size=20), seed=st.integers(0, 2**16))
+def test_random_edits_never_change_a_protected_pixel_and_refused_ones_change_nothing(small_env, index, ops, seed):
+    """2,000 random edits: an accepted one keeps every protected pixel, bit for bit; a
+    refused one leaves the sample, pass rates, trace and random generator as they were."""
+    small_env.reset(seed=seed, options={"index": index})
+    for op in ops:
+        before = _state(small_env)
+        _, reward, _, _, info = small_env.step({"ops": [op]})
+        _OUTCOMES[info["valid"]] += 1
+        if info["valid"]:
+            assert _protected_pixels_hold(small_env)
+        else:
+            assert _state(small_env) == before and reward == -1.0
+            assert info["error"]["code"] in ("bad_value", "no_change", "protected", "guarded", "bad_field")
+
+
+def test_the_random_edits_above_were_accepted_often_enough_to_mean_something():
+    if sum(_OUTCOMES.values()) < 2000:
+        pytest.skip("runs after the property test")
+    assert _OUTCOMES[True] >= 300 and _OUTCOMES[False] >= 300, _OUTCOMES
+
+
+def test_an_edit_that_reaches_a_target_after_all_is_rejected_by_the_pixel_proof(small_env, monkeypatch):
+    """The editors' word is not trusted: a filter that writes into the protected region
+    is caught by the proof, the edit is rejected and nothing changes."""
+    import vicogym.renderers.natural as renderer
+
+    small_env.reset(seed=0, options={"index": 0})
+    before = _state(small_env)
+
+    def leaky(image, op, rng, editable):
+        editable[:] = True  # writes everywhere, targets included
+        return np.clip(image.astype(int) + 40, 0, 255).astype(np.uint8)
+
+    monkeypatch.setitem(renderer.FILTERS, "brightness", leaky)
+    _, reward, _, _, info = small_env.step({"op": "brightness", "delta": 20, "box": [0, 60, 20, 80]})
+    assert not info["valid"] and info["error"]["code"] == "protected" and "protected pixels changed" in \
+        info["error"]["message"]
+    assert _state(small_env) == before and reward == -1.0
+
+
+def test_a_crashing_inpainter_rejects_the_edit_and_keeps_the_state(small_env, monkeypatch):
+    small_env.reset(seed=0, options={"index": 0})
+    before = _state(small_env)
+
+    def broken(image, hole, seed):
+        raise RuntimeError("out of memory")
+
+    monkeypatch.setattr(small_env.unwrapped.arm.inpainter, "inpaint", broken)
+    _, _, _, _, info = small_env.step({"op": "remove", "box": [70, 50, 90, 75]})
+    assert info["error"]["code"] == "render_failed" and "out of memory" in info["error"]["message"]
+    assert _state(small_env) == before
+
+
+def test_guards_name_the_question_type(small_env):
+    small_env.reset(seed=0, options={"index": 1})  # a counting question
+    _, _, _, _, info = small_env.step({"op": "remove", "box": [70, 50, 90, 75]})
+    assert info["error"]["code"] == "guarded" and "counting question" in info["error"]["message"]
+    small_env.reset(seed=0, options={"index": 0})  # a colour question
+    _, _, _, _, info = small_env.step({"op": "desaturate", "amount": 1})
+    assert info["error"]["code"] == "guarded" and "colour question" in info["error"]["message"]
+    _, _, _, _, info = small_env.step({"op": "desaturate", "amount": 1, "box": [0, 60, 30, 80]})
+    assert info["valid"], info["error"]
+
+
+def test_observation_and_render_letterbox_the_native_image(small_env):
+    obs, info = small_env.reset(seed=0, options={"index": 0})
+    assert info["sample"].image.shape == (80, 96, 3)  # the sample keeps its own size
+    assert obs["image"].shape == (64, 64, 3)
+    assert np.array_equal(obs["image"], small_env.unwrapped.image_policy.apply(info["sample"].image))
+    assert not obs["image"][:5].any() and obs["image"][10:50].any()  # black bars above and below
+    obs, *_ = small_env.step({"op": "pad", "top": 0, "bottom": 0, "left": 40, "right": 0})
+    assert small_env.unwrapped.sample.image.shape == (80, 136, 3)
+
+
+def test_the_sample_carries_its_masks_and_the_text_names_them(small_env):
+    from vicogym.structures.natural import Scene
+
+    small_env.reset(seed=0, options={"index": 0})
+    arm = small_env.unwrapped.arm
+    scene = small_env.unwrapped.sample.structure
+    text, payloads = arm.encode(scene)
+    assert set(payloads) == {"targets.mask", "protected.mask"}
+    assert arm.decode(text, payloads) == scene
+    targets, protected = scene.mask("targets"), scene.mask("protected")
+    assert targets[30, 40] and protected[16, 26] and not targets[16, 26] and not protected[70, 5]
+    with pytest.raises(ValueError, match="differs from the one the scene names"):
+        Scene.from_dict(json.loads(text), dict(payloads, **{"protected.mask": payloads["targets.mask"]}))
+    assert not arm.decode(text).segmented  # an observation's text alone: the question, not the pixels
+
+
+def test_settings_are_checked_at_make_with_what_to_change(tmp_path):
+    for kwargs, message in [({"segmenter": "magic"}, "expected segmenter in"),
+                            ({"inpainter": "repaint"}, "needs inpaint_model"),
+                            ({"inpainter": "stable_diffusion", "inpaint_model": str(tmp_path / "no")},
+                             "expected inpaint_model as an existing folder"),
+                            ({"margin": -1}, "expected margin"),
+                            ({"sam_model": "vit_xxl"}, "expected sam_model in"),
+                            ({"source": str(tmp_path / "none.jsonl")}, "expected source")]:
+        with pytest.raises(Exception, match=message):
+            gym.make("vicogym/Natural-v0", **kwargs)
+
+
+def test_segment_anything_serves_the_environment_with_one_embedding_per_image(tmp_path, monkeypatch):
+    from vicogym.envs import natural
+
+    _, checkpoint = tiny_sam_checkpoint(tmp_path)
+    monkeypatch.setattr(natural, "_MASK_CACHE", {})
+    monkeypatch.delenv("VICOGYM_SAM_CHECKPOINT", raising=False)
+    with pytest.raises(ValueError, match="needs a checkpoint"):
+        gym.make("vicogym/Natural-v0", segmenter="sam", sam_model=TINY_SAM)
+    monkeypatch.setenv("VICOGYM_SAM_CHECKPOINT", str(checkpoint))
+    env = gym.make("vicogym/Natural-v0", source=str(_small_source(tmp_path)), segmenter="sam", sam_model=TINY_SAM,
+                   k=2, width=64, height=64)
+    obs, info = env.reset(seed=0, options={"index": 0})
+    env.reset(seed=0, options={"index": 1})  # the same image: its embedding is reused
+    segmenter = env.unwrapped.arm.segmenter
+    assert segmenter.embeddings == 1
+    _, _, _, _, info = env.step({"op": "blur", "sigma": 2.0, "box": [0, 60, 30, 80]})
+    assert info["valid"] and _protected_pixels_hold(env) and segmenter.embeddings == 1
+    scene = env.unwrapped.sample.structure
+    assert scene.mask("targets").sum() <= (28 + 2 * 8) * (28 + 2 * 8)  # within the box and its reach
+
+
+@pytest.mark.parametrize("inpainter, build", [("repaint", tiny_ddpm), ("stable_diffusion", tiny_stable_diffusion)])
+def test_diffusers_inpainters_serve_remove_seeded_by_the_env(tmp_path, inpainter, build):
+    model = build(tmp_path)
+    env = gym.make("vicogym/Natural-v0", source=str(_small_source(tmp_path)), inpainter=inpainter,
+                   inpaint_model=str(model), inpaint_steps=3, k=2, width=64, height=64)
+    images = []
+    for _ in range(2):
+        env.reset(seed=0, options={"index": 0})
+        _, _, _, _, info = env.step({"op": "remove", "box": [66, 48, 90, 76]})
+        assert info["valid"], info["error"]
+        assert _protected_pixels_hold(env)
+        images.append(env.unwrapped.sample.image)
+    assert np.array_equal(*images)
+
+
+def test_verify_rechecks_protected_pixels_against_the_stored_source(tmp_path):
+    import shutil
+
+    from vicogym.images import decode_png, encode_png
+    from vicogym.pipeline import GenerateConfig, generate
+    from vicogym.registry import make_arm
+    from vicogym.verify import iter_rows, verify
+
+    out = tmp_path / "run"
+    generate(GenerateConfig("vicogym/Natural-v0", n=4, out=str(out), episodes_per_shard=4,
+                            env_kwargs={"source": str(_small_source(tmp_path)), "k": 2}), progress=False)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert len(manifest["files"]) == 2  # one source image and its mask, once for every row
+    assert verify(out).ok
+    row = next(iter_rows(out))
+    arm = make_arm("vicogym/Natural-v0", manifest["config"]["env_kwargs"])
+    arm.attach_run(out / "files")
+    assert arm.verify_row(row) is None
+    image = decode_png(row["image"])
+    scene = arm.decode(row["structure"], {p["name"]: p["data"] for p in row["payloads"]})
+    y, x = np.argwhere(frame_mask(scene.mask("protected"), scene.ops))[0]
+    image[y, x] ^= 1  # one protected pixel, one bit
+    assert "1 protected pixels differ from the stored source" in arm.verify_row(dict(row, image=encode_png(image)))
+    source = next(p for p in (out / "files" / "natural").iterdir() if "protected" not in p.name)
+    stored = decode_png(source.read_bytes())
+    stored[0, 0] ^= 1
+    source.write_bytes(encode_png(stored))
+    report = verify(out)
+    assert any("changed since it was written" in reason for _, reason in report.problems)
+    shutil.rmtree(out / "files")
+    assert any("is missing" in reason for _, reason in verify(out).problems)
+
+
+def test_a_resumed_run_keeps_its_shared_files_and_verifies(tmp_path):
+    from vicogym.pipeline import GenerateConfig, generate
+    from vicogym.verify import verify
+
+    out = tmp_path / "run"
+    config = GenerateConfig("vicogym/Natural-v0", n=4, out=str(out), episodes_per_shard=2,
+                            env_kwargs={"source": str(_small_source(tmp_path)), "k": 2})
+    first = generate(config, progress=False)
+    (out / "part-00001.parquet").unlink()  # a crash after the first shard
+    again = generate(config, progress=False)
+    assert again["files"] == first["files"] and again["shards"] == first["shards"]
+    assert verify(out).ok

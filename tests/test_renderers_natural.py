@@ -6,6 +6,7 @@ import pytest
 
 from vicogym.renderers.natural import GrabCutSegmenter, box_mask, polygon_mask, protected_region
 from vicogym.structures.natural import Target
+from tiny_models import tiny_ddpm, tiny_sam_checkpoint, tiny_stable_diffusion
 
 
 def _disc_image():
@@ -101,17 +102,7 @@ def test_a_sequence_keeps_the_proof_and_a_tampered_pixel_breaks_it():
 
 
 def _tiny_sam_checkpoint(tmp_path):
-    """A randomly initialised Segment Anything model built with the package's own builder
-    at a tiny size, saved as a checkpoint file."""
-    torch = pytest.importorskip("torch", reason="the SAM segmenter needs the [natural] extra (torch)")
-    pytest.importorskip("segment_anything", reason="the SAM segmenter needs the [natural] extra (segment-anything)")
-    from vicogym.renderers.natural import SamEncoder, build_sam
-
-    encoder = SamEncoder(embed_dim=32, depth=2, num_heads=2, global_attn_indexes=(1,), image_size=256)
-    torch.manual_seed(0)
-    path = tmp_path / "tiny_sam.pth"
-    torch.save(build_sam(encoder).state_dict(), path)
-    return encoder, path
+    return tiny_sam_checkpoint(tmp_path)
 
 
 def test_sam_loads_a_checkpoint_through_the_real_path_and_embeds_each_image_once(tmp_path, monkeypatch):
@@ -154,15 +145,9 @@ def test_sam_checkpoint_problems_are_named(tmp_path, monkeypatch):
 
 
 def test_repaint_inpaints_only_the_hole_from_a_tiny_local_model(tmp_path):
-    torch = pytest.importorskip("torch", reason="the diffusers inpainters need the [natural] extra (torch)")
-    diffusers = pytest.importorskip("diffusers", reason="the diffusers inpainters need the [natural] extra")
     from vicogym.renderers.natural import RePaintInpainter, protected_unchanged, replay
 
-    torch.manual_seed(0)
-    unet = diffusers.UNet2DModel(sample_size=32, in_channels=3, out_channels=3, layers_per_block=1,
-                                 block_out_channels=(8, 16), down_block_types=("DownBlock2D", "DownBlock2D"),
-                                 up_block_types=("UpBlock2D", "UpBlock2D"), norm_num_groups=8)
-    diffusers.RePaintPipeline(unet=unet, scheduler=diffusers.RePaintScheduler()).save_pretrained(tmp_path / "ddpm")
+    tiny_ddpm(tmp_path)
     inpainter = RePaintInpainter(str(tmp_path / "ddpm"), steps=4, jump_length=2, jump_n_sample=1)
     source, protected = _astronaut_flag()
     op = {"op": "remove", "box": [420, 20, 500, 120]}
@@ -176,3 +161,21 @@ def test_repaint_inpaints_only_the_hole_from_a_tiny_local_model(tmp_path):
     assert np.array_equal(image, again)  # loaded again from the folder, seeded: the same bytes
     with pytest.raises(FileNotFoundError, match="expected a diffusers model folder"):
         RePaintInpainter(str(tmp_path / "nothing")).inpaint(source, hole, 0)
+
+
+def test_stable_diffusion_inpaints_only_the_hole_from_a_tiny_local_pipeline(tmp_path):
+    from vicogym.renderers.natural import StableDiffusionInpainter, protected_unchanged, replay
+
+    model = tiny_stable_diffusion(tmp_path)
+    source, protected = _astronaut_flag()
+    op = {"op": "remove", "box": [420, 20, 500, 120]}
+    image, guard = replay(source, protected, (op,), seed=4, inpainter=StableDiffusionInpainter(str(model), steps=3))
+    hole = box_mask((420, 20, 500, 120), 512, 512)
+    changed = (image != source).any(axis=2)
+    assert changed[hole].mean() > 0.5 and not changed[~hole].any()
+    assert protected_unchanged(source, protected, image, guard)
+    again, _ = replay(source, protected, (op,), seed=4, inpainter=StableDiffusionInpainter(str(model), steps=3))
+    other, _ = replay(source, protected, (op,), seed=5, inpainter=StableDiffusionInpainter(str(model), steps=3))
+    assert np.array_equal(image, again) and not np.array_equal(image, other)  # seeded from the env's stream
+    with pytest.raises(FileNotFoundError, match="expected a diffusers model folder"):
+        StableDiffusionInpainter(str(tmp_path / "nothing")).inpaint(source, hole, 0)

@@ -21,5 +21,10 @@ register(
     "vicogym.envs.clevr:ClevrEnv",
     description="CLEVR scenes (Blender) with functional programs; edits of objects, camera and lights",
 )
+register(
+    "vicogym/Natural-v0",
+    "vicogym.envs.natural:NaturalEnv",
+    description="natural images with protected targets (GrabCut or Segment Anything); edits of the surroundings",
+)
 
 __all__ = ["__version__", "list_environments", "make", "register"]

@@ -1,5 +1,5 @@
 """Answer text shared by every arm: the canonical number format, parsing, and scorers
-(exact match, ChartQA relaxed accuracy, ANLS).
+(exact match, ChartQA relaxed accuracy, ANLS, VQA-style short answers).
 
 Scorers are pure functions ``score(prediction, target) -> float`` in [0, 1].
 """
@@ -94,7 +94,31 @@ def anls(prediction: str, target: str, threshold: float = 0.5) -> float:
     return similarity if similarity >= threshold else 0.0
 
 
-SCORERS: dict[str, Scorer] = {"exact": exact_match, "relaxed": relaxed_accuracy, "anls": anls}
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_NUMBER_WORDS = {w: str(n) for n, w in enumerate(("zero", "one", "two", "three", "four", "five", "six", "seven",
+                                                   "eight", "nine", "ten"))}
+
+
+def short_answer(prediction: str, target: str) -> float:
+    """VQA-style short answers: yes/no by polarity, counts as numbers (``"2"``, ``"2.0"``
+    and ``"two"`` alike, no tolerance), other text normalised and without articles
+    (``"a spoon"`` is ``"spoon"``)."""
+    truth = _yes_no(target)
+    if truth is not None:
+        return float(_yes_no(prediction) == truth)
+    target_number = parse_number(target)
+    if target_number is not None:
+        said = normalize_text(prediction)
+        number = parse_number(_NUMBER_WORDS.get(said, said))
+        return float(number is not None and number == target_number)
+
+    def bare(text: str) -> str:
+        return re.sub(r"\s+", " ", _ARTICLES.sub(" ", normalize_text(text))).strip()
+
+    return float(bare(prediction) == bare(target))
+
+
+SCORERS: dict[str, Scorer] = {"exact": exact_match, "relaxed": relaxed_accuracy, "anls": anls, "short": short_answer}
 
 
 def get_scorer(name: str) -> Scorer:

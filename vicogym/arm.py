@@ -16,12 +16,12 @@ import abc
 import hashlib
 import importlib.util
 import json
-from typing import Any, ClassVar, Mapping
+from typing import Any, Callable, ClassVar, Mapping
 
 import numpy as np
 
 from vicogym.core import Edit, ExportHints, Render, Sample, Seed, canonical_json
-from vicogym.errors import InvalidEdit, MissingExtra
+from vicogym.errors import GenerationError, InvalidEdit, MissingExtra
 from vicogym.images import ImagePolicy
 
 
@@ -126,6 +126,17 @@ class Arm(abc.ABC):
         accept; ``GenerationError`` when none is found within the configured tries."""
 
     # -- stored rows ---------------------------------------------------------------------
+    def side_files(self, structure: Any) -> Mapping[str, bytes]:
+        """Files that rows of ``structure`` share and that a run folder keeps once (a source
+        image, a mask), by a relative name (``arm/file.png``) that is a function of their
+        content; ``vicogym generate`` writes each once under ``files/`` and records its
+        SHA-256 in the manifest. None by default."""
+        return {}
+
+    def attach_run(self, folder: Any) -> None:
+        """``vicogym verify`` hands the arm the ``files/`` folder of the run it checks, whose
+        side files the manifest has vouched for (see :meth:`side_files`)."""
+
     def verify_row(self, row: Mapping[str, Any]) -> str | None:
         """Why a stored row's label does not follow from what it stores, or ``None``.
 
@@ -159,6 +170,22 @@ class Arm(abc.ABC):
 
     def close(self) -> None:
         """Release renderer resources."""
+
+
+def draw_edit(propose: Callable[[], dict[str, Any]], accept: Callable[[dict[str, Any]], bool], tries: int,
+              what: str) -> dict[str, Any]:
+    """The first edit ``propose()`` makes that ``accept`` takes (it returns ``False`` or
+    raises ``InvalidEdit`` to refuse), within ``tries``; ``GenerationError`` naming the
+    last refusal otherwise. The loop behind every arm's ``sample_edit``."""
+    last: Any = "none was a change"
+    for _ in range(tries):
+        edit = propose()
+        try:
+            if accept(edit):
+                return edit
+        except InvalidEdit as exc:
+            last = exc
+    raise GenerationError(f"no valid {what} edit in {tries} tries (last rejection: {last})")
 
 
 def payload_dict(items: Any) -> dict[str, bytes]:

@@ -123,14 +123,16 @@ def _env_for(config: GenerateConfig) -> Any:
     return _WORKER_ENVS[key]
 
 
-def run_block(config: GenerateConfig, block: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """The rows and statistics of the episodes of shard ``block``."""
+def run_block(config: GenerateConfig, block: int) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, bytes]]:
+    """The rows and statistics of the episodes of shard ``block``, and the files its rows
+    share (see :meth:`vicogym.arm.Arm.side_files`)."""
     from vicogym.policies import RandomRewriter
 
     env = _env_for(config)
     rewriter = RandomRewriter.for_env(env)
     first = block * config.episodes_per_shard
     rows: list[dict[str, Any]] = []
+    files: dict[str, bytes] = {}
     total, episodes = EpisodeStats(), 0
     for e in range(first, min(first + config.episodes_per_shard, config.episode_budget)):
         seed = episode_seed(config.seed, e)
@@ -142,9 +144,10 @@ def run_block(config: GenerateConfig, block: int) -> tuple[list[dict[str, Any]],
             row = sample_row(env.arm, config.env_id, row_id, k, seed_sample, p0, provenance)
             row.update(verl_fields(row, env.arm.export, index=e))
             rows.append(row)
+            files.update(env.arm.side_files(k.sample.structure))
         total.add(stats)
         episodes += 1
-    return rows, dict(total.to_dict(), episodes=episodes)
+    return rows, dict(total.to_dict(), episodes=episodes), files
 
 
 # -- the run -----------------------------------------------------------------------------
@@ -160,7 +163,7 @@ def generate(config: GenerateConfig, progress: bool = True) -> dict[str, Any]:
     out = folder.out
     schema = _schema()
     blocks_total = math.ceil(config.episode_budget / config.episodes_per_shard)
-    run = _Progress(config, env.arm.report())
+    run = _Progress(config, env.arm.report(), folder.side_files())
     bar = tqdm(total=config.n, desc=f"generate {config.env_id}", unit="sample", disable=not progress)
     block = 0
     try:
@@ -173,9 +176,10 @@ def generate(config: GenerateConfig, progress: bool = True) -> dict[str, Any]:
             bar.update(stats["rows"])
             block += 1
 
-        def finish(rows: list[dict[str, Any]], stats: dict[str, Any], b: int) -> None:
+        def finish(rows: list[dict[str, Any]], stats: dict[str, Any], files: dict[str, bytes], b: int) -> None:
             rows = rows[: config.n - run.count]  # the last shard stops at exactly n samples
             stats = dict(stats, rows=len(rows), pass_rates=[r["pass_rate"] for r in rows])
+            run.files.update(folder.write_side_files(files))  # before the shard whose rows need them
             entry = write_shard(out, b, rows, stats, schema)
             run.absorb(dict(entry, episodes=_episodes(config, b)), stats)
             folder.write_manifest(run.manifest(finished=False))
@@ -211,8 +215,8 @@ def generate(config: GenerateConfig, progress: bool = True) -> dict[str, Any]:
 class _Progress:
     """What a run has written so far, and its manifest."""
 
-    def __init__(self, config: GenerateConfig, source_report: dict[str, Any]):
-        self.config, self.source_report = config, source_report
+    def __init__(self, config: GenerateConfig, source_report: dict[str, Any], files: dict[str, str]):
+        self.config, self.source_report, self.files = config, source_report, dict(files)
         self.totals = EpisodeStats()
         self.episodes = self.count = 0
         self.pass_rates: list[float] = []
@@ -229,6 +233,7 @@ class _Progress:
         manifest = _manifest(self.config, self.totals, self.episodes, self.count, self.pass_rates, self.shards)
         manifest["finished"] = finished
         manifest["source"] = self.source_report
+        manifest["files"] = dict(sorted(self.files.items()))
         return manifest
 
 

@@ -3,7 +3,10 @@
 A run folder holds ``part-NNNNN.parquet`` shards (each written to a temporary file and
 renamed, so a shard is either whole or absent), ``run.json`` (the settings that fix the
 output) and ``manifest.json``, rewritten after every shard, with each shard's row count,
-SHA-256 and row hashes, and ``finished`` once the run ends. A run that wrote no shard
+SHA-256 and row hashes, and ``finished`` once the run ends. Files that many rows share (a
+natural image's source and mask) are kept once under ``files/``, by names that are a
+function of their content, each written before the first shard that needs it, and listed
+with its SHA-256 in the manifest. A run that wrote no shard
 leaves nothing that blocks a retry with other settings; a resumed run checks every shard
 it keeps against the manifest.
 """
@@ -25,6 +28,7 @@ HASHED_COLUMNS = ("id", "env_id", "source_id", "question", "answer", "label_rule
 RUN_FILE = "run.json"
 MANIFEST_FILE = "manifest.json"
 LOCK_FILE = ".lock"
+FILES_DIR = "files"
 STATS_KEY = b"vicogym_stats"
 
 
@@ -100,7 +104,7 @@ def read_shard_stats(path: Path) -> dict[str, Any]:
 
 
 def _is_run_file(name: str) -> bool:
-    return name in (RUN_FILE, MANIFEST_FILE, LOCK_FILE) or name.endswith(".tmp") or (
+    return name in (RUN_FILE, MANIFEST_FILE, LOCK_FILE, FILES_DIR) or name.endswith(".tmp") or (
         name.startswith("part-") and name.endswith(".parquet"))
 
 
@@ -180,7 +184,7 @@ class RunFolder:
         these settings wrote (empty for a new run)."""
         self.check(identity)
         self.lock()
-        for stale in self.out.glob("*.tmp"):
+        for stale in [*self.out.glob("*.tmp"), *(self.out / FILES_DIR).rglob("*.tmp")]:
             stale.unlink()
         previous: dict[str, dict[str, Any]] = {}
         if self.shards() and (self.out / MANIFEST_FILE).is_file():
@@ -203,9 +207,39 @@ class RunFolder:
         return shard_entry(path)
 
     def release_if_empty(self) -> None:
-        """After a failed start: remove the settings file when no shard was written."""
+        """After a failed start: remove the settings file (and shared files) when no shard
+        was written."""
         if not self.shards():
             (self.out / RUN_FILE).unlink(missing_ok=True)
+            if (self.out / FILES_DIR).is_dir():
+                import shutil
+
+                shutil.rmtree(self.out / FILES_DIR)
+
+    def side_files(self) -> dict[str, str]:
+        """The shared files already in the folder (relative name -> SHA-256)."""
+        root = self.out / FILES_DIR
+        if not root.is_dir():
+            return {}
+        return {path.relative_to(root).as_posix(): file_sha256(path) for path in sorted(root.rglob("*"))
+                if path.is_file() and not path.name.endswith(".tmp")}
+
+    def write_side_files(self, files: dict[str, bytes]) -> dict[str, str]:
+        """Write the shared files not yet in the folder (each to a temporary file, then
+        renamed); their names and SHA-256."""
+        written = {}
+        root = self.out / FILES_DIR
+        for name, data in sorted(files.items()):
+            path = (root / name).resolve()
+            if root.resolve() not in path.parents:
+                raise RunError(f"a shared file's name {name!r} leads outside {root}")
+            if not path.is_file():
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_name(path.name + ".tmp")
+                tmp.write_bytes(data)
+                os.replace(tmp, path)
+            written[name] = hashlib.sha256(data).hexdigest()
+        return written
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
         write_json_atomic(self.out / MANIFEST_FILE, manifest)

@@ -8,7 +8,9 @@ structure rendered again and compared pixel for pixel with the stored image (whi
 decode), the arm's answerability checks on that render, and the whole episode replayed:
 the seed drawn again from the recorded seed (from the run's source, or from ``source``)
 and every recorded edit applied again, which must give the stored seed, question, rule,
-structure and answer. Any problem is reported; nothing is trusted because it is stored.
+structure and answer. Shared files (``files/``) must be those the manifest lists, with
+their recorded SHA-256; an arm reads them (a natural image's source and mask) only after
+that check. Any problem is reported; nothing is trusted because it is stored.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from vicogym.exporters import verl_mismatch
 from vicogym.arm import payload_dict
 from vicogym.errors import InvalidEdit
 from vicogym.images import decode_png, same_image
-from vicogym.shards import MANIFEST_FILE, SHARD_GLOB, file_sha256, row_hash
+from vicogym.shards import FILES_DIR, MANIFEST_FILE, SHARD_GLOB, file_sha256, row_hash
 
 
 @dataclass
@@ -77,12 +79,13 @@ class _Arms:
     """One arm (and, for replays, one environment) per env id, built from the run's
     settings; with ``source``, that folder replaces the run's source."""
 
-    def __init__(self, manifest: dict[str, Any], report: Report, source: str | None = None):
+    def __init__(self, manifest: dict[str, Any], report: Report, source: str | None = None,
+                 files: Path | None = None):
         kwargs = dict(manifest.get("config", {}).get("env_kwargs", {}))
         if source is not None:
             kwargs["source"] = str(source)
         self._kwargs = {manifest.get("env", {}).get("id"): kwargs}
-        self._source, self._report = source, report
+        self._source, self._report, self._files = source, report, files
         self._arms: dict[str, Any] = {}
         self._envs: dict[str, Any] = {}
 
@@ -90,7 +93,10 @@ class _Arms:
         if env_id not in self._arms:
             from vicogym.registry import make_arm
 
-            self._arms[env_id] = make_arm(env_id, self._kwargs.get(env_id))
+            arm = make_arm(env_id, self._kwargs.get(env_id))
+            if self._files is not None:
+                arm.attach_run(self._files)
+            self._arms[env_id] = arm
         return self._arms[env_id]
 
     def env(self, env_id: str) -> Any:
@@ -130,7 +136,8 @@ def verify(out: str | Path, *, images: bool = True, source: str | Path | None = 
     for path in sorted(out.glob(SHARD_GLOB)):
         if path.name not in listed:
             report.add(path.name, "is not in the manifest (a shard from elsewhere, or a copy)")
-    arms = _Arms(manifest, report, None if source is None else str(source))
+    files_ok = _check_side_files(out, manifest, report)
+    arms = _Arms(manifest, report, None if source is None else str(source), out / FILES_DIR if files_ok else None)
     seen: dict[str, str] = {}
     try:
         for name, entry in listed.items():
@@ -165,6 +172,28 @@ def verify(out: str | Path, *, images: bool = True, source: str | Path | None = 
     if report.rows == 0:
         report.add(str(out), "holds no rows")
     return report
+
+
+def _check_side_files(out: Path, manifest: dict[str, Any], report: Report) -> bool:
+    """Whether every shared file is present and as the manifest recorded it (and no other)."""
+    listed = manifest.get("files") or {}
+    if not isinstance(listed, dict):
+        report.add(MANIFEST_FILE, "its files entry is not a mapping of names to SHA-256")
+        return False
+    root, ok = out / FILES_DIR, True
+    for name, digest in sorted(listed.items()):
+        path = root / name
+        if not path.is_file():
+            report.add(f"{FILES_DIR}/{name}", "is missing; rows that share it cannot be checked")
+            ok = False
+        elif file_sha256(path) != digest:
+            report.add(f"{FILES_DIR}/{name}", "changed since it was written (SHA-256 differs from the manifest)")
+            ok = False
+    if root.is_dir():
+        for path in sorted(p for p in root.rglob("*") if p.is_file()):
+            if path.relative_to(root).as_posix() not in listed:
+                report.add(f"{FILES_DIR}/{path.relative_to(root).as_posix()}", "is not in the manifest")
+    return ok
 
 
 def _check_row(row: dict[str, Any], shard: str, seen: dict[str, str], arms: _Arms, report: Report,
