@@ -28,7 +28,7 @@ from vicogym.arm import Arm, draw_edit, payload_dict
 from vicogym.core import Edit, ExportHints, Render, Sample, Seed
 from vicogym.editors import natural as natural_editor
 from vicogym.envs.base import EnvConfig, VicoEnv
-from vicogym.errors import InvalidEdit, MissingExtra
+from vicogym.errors import InvalidEdit, MissingExtra, SourceError
 from vicogym.images import ImagePolicy, decode_png, encode_png
 from vicogym.renderers.natural import (SAM_MODELS, BoxSegmenter, GrabCutSegmenter, OpenCVInpainter, RePaintInpainter,
                                        SamEncoder, SamSegmenter, StableDiffusionInpainter, frame_mask, protected_region,
@@ -156,14 +156,12 @@ class NaturalEnvConfig(EnvConfig):
             raise ValueError(f"expected inpainter in {INPAINTERS}, got {self.inpainter!r}")
         if self.inpainter != "opencv" and not isinstance(self.inpaint_model, str):
             raise ValueError(f"inpainter={self.inpainter!r} needs inpaint_model, a local diffusers model folder")
-        if self.inpaint_model is not None:
-            if not isinstance(self.inpaint_model, str) or not Path(self.inpaint_model).is_dir():
-                raise ValueError(f"expected inpaint_model as an existing folder, got {self.inpaint_model!r}")
-            object.__setattr__(self, "inpaint_model", str(Path(self.inpaint_model).resolve()))
-        if self.sam_checkpoint is not None:
-            if not isinstance(self.sam_checkpoint, str) or not Path(self.sam_checkpoint).is_file():
-                raise ValueError(f"expected sam_checkpoint as an existing file, got {self.sam_checkpoint!r}")
-            object.__setattr__(self, "sam_checkpoint", str(Path(self.sam_checkpoint).resolve()))
+        for name in ("inpaint_model", "sam_checkpoint"):  # must exist where models load (open), not where rows are read
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise TypeError(f"expected {name} as a path, got {value!r}")
+            if value is not None and Path(value).exists():
+                object.__setattr__(self, name, str(Path(value).resolve()))
         self.sam_encoder()  # validates sam_model
         for name, low, high in (("margin", 0, 256), ("inpaint_steps", 1, 1000), ("width", 32, 4096),
                                 ("height", 32, 4096)):
@@ -237,6 +235,11 @@ class NaturalArm(Arm):
 
     # -- building --------------------------------------------------------------------------
     def open(self) -> None:
+        c = self.config
+        if c.inpaint_model is not None and not Path(c.inpaint_model).is_dir():
+            raise FileNotFoundError(f"expected inpaint_model as an existing diffusers model folder, got {c.inpaint_model!r}")
+        if c.sam_checkpoint is not None and not Path(c.sam_checkpoint).is_file():
+            raise FileNotFoundError(f"expected sam_checkpoint as an existing checkpoint file, got {c.sam_checkpoint!r}")
         if self.source is None:
             self.source = RecordSource(self.config.source)
             for record in self.source.records:
@@ -256,7 +259,9 @@ class NaturalArm(Arm):
                 for module in ("torch", "segment_anything"):
                     if importlib.util.find_spec(module) is None:
                         raise _missing(module, "natural", "segmenter='sam'")
-                self._segmenter = SamSegmenter(c.sam_checkpoint, c.sam_encoder(), c.device, reach=c.margin)
+                segmenter = SamSegmenter(c.sam_checkpoint, c.sam_encoder(), c.device, reach=c.margin)
+                segmenter.load()
+                self._segmenter = segmenter
         return self._segmenter
 
     @property
@@ -350,8 +355,12 @@ class NaturalArm(Arm):
         if self.run_folder is not None and (self.run_folder / name).is_file():
             image = decode_png((self.run_folder / name).read_bytes())
         else:
-            self.open()
-            image = self.source.image(scene.record.image)
+            try:
+                self.open()
+                image = self.source.image(scene.record.image)
+            except (SourceError, OSError) as exc:
+                raise InvalidEdit("render_failed", f"the source image of record {scene.record.id} cannot be read "
+                                  f"here ({exc})") from None
         if pixels_sha256(image) != scene.source_sha256:
             raise InvalidEdit("render_failed", f"the image {scene.record.image} of record {scene.record.id} is not the "
                               "one the scene was made from (its pixels differ); use the source the run used")

@@ -164,8 +164,9 @@ def build_sam(encoder: SamEncoder, checkpoint: str | None = None, device: str = 
         try:
             state = torch.load(path, map_location=device, weights_only=True)
             sam.load_state_dict(state)
-        except (RuntimeError, ValueError, OSError) as exc:
-            raise ValueError(f"{path} is not a SAM checkpoint of the {encoder} encoder: {str(exc)[:300]}") from None
+        except Exception as exc:  # torch.load and load_state_dict fail in many ways on other files
+            raise ValueError(f"{path} is not a SAM checkpoint of the {encoder} encoder ({type(exc).__name__}: "
+                             f"{str(exc)[:300]})") from None
     return sam.to(device).eval()
 
 
@@ -192,15 +193,20 @@ class SamSegmenter:
         self._embedded: bytes | None = None
         self.embeddings = 0  # how many images were embedded (the cache's misses)
 
+    def load(self) -> None:
+        """Build the model and load the checkpoint now (a bad file fails here, not at the
+        first mask)."""
+        if self._predictor is None:
+            from segment_anything import SamPredictor
+
+            self._predictor = SamPredictor(build_sam(self.encoder, self.checkpoint, self.device))
+
     def forget(self) -> None:
         """Drop the cached image embedding (the next mask embeds its image again)."""
         self._embedded = None
 
     def _embed(self, image: np.ndarray) -> Any:
-        if self._predictor is None:
-            from segment_anything import SamPredictor
-
-            self._predictor = SamPredictor(build_sam(self.encoder, self.checkpoint, self.device))
+        self.load()
         import hashlib
 
         key = hashlib.sha256(image.tobytes()).digest() + bytes(str(image.shape), "ascii")

@@ -226,7 +226,7 @@ def test_settings_are_checked_at_make_with_what_to_change(tmp_path):
     for kwargs, message in [({"segmenter": "magic"}, "expected segmenter in"),
                             ({"inpainter": "repaint"}, "needs inpaint_model"),
                             ({"inpainter": "stable_diffusion", "inpaint_model": str(tmp_path / "no")},
-                             "expected inpaint_model as an existing folder"),
+                             "expected inpaint_model as an existing diffusers model folder"),
                             ({"margin": -1}, "expected margin"),
                             ({"sam_model": "vit_xxl"}, "expected sam_model in"),
                             ({"source": str(tmp_path / "none.jsonl")}, "expected source")]:
