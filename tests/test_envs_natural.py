@@ -315,3 +315,14 @@ def test_a_resumed_run_keeps_its_shared_files_and_verifies(tmp_path):
     again = generate(config, progress=False)
     assert again["files"] == first["files"] and again["shards"] == first["shards"]
     assert verify(out).ok
+
+
+def test_same_seed_same_bytes_whatever_the_workers(tmp_path):
+    from vicogym.pipeline import GenerateConfig, generate
+
+    source = str(_small_source(tmp_path))
+    manifests = [generate(GenerateConfig("vicogym/Natural-v0", n=4, out=str(tmp_path / f"run{workers}"),
+                                         episodes_per_shard=2, workers=workers, env_kwargs={"source": source, "k": 2}),
+                          progress=False) for workers in (1, 2)]
+    assert [s["sha256"] for s in manifests[0]["shards"]] == [s["sha256"] for s in manifests[1]["shards"]]
+    assert manifests[0]["files"] == manifests[1]["files"]
