@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, ClassVar, Mapping
 
 import gymnasium as gym
@@ -27,6 +27,7 @@ from vicogym.arm import Arm, render_seed, require_extras
 from vicogym.core import Edit, Provenance, Render, Sample, Seed, StepResult
 from vicogym.errors import GenerationError, InvalidEdit
 from vicogym.policies import Actor, make_actor
+from vicogym.registry import check_settings
 from vicogym.rewards import RewardConfig, difficulty_reward, in_sweet_zone
 from vicogym.spaces import TextSpace, to_charset
 
@@ -61,6 +62,8 @@ class EnvConfig:
                 raise ValueError(f"expected {name} to be an integer in [{low}, {high}], got {v!r}")
         if isinstance(self.invalid_penalty, bool) or not isinstance(self.invalid_penalty, (int, float)):
             raise TypeError(f"expected invalid_penalty to be a number, got {self.invalid_penalty!r}")
+        if not -1e6 <= self.invalid_penalty <= 0:  # NaN fails too; a reward for invalid edits would teach them
+            raise ValueError(f"expected invalid_penalty in [-1e6, 0] (a penalty, finite), got {self.invalid_penalty!r}")
         if not isinstance(self.sweet_zone, (tuple, list)) or len(self.sweet_zone) != 2:
             raise ValueError(f"expected sweet_zone as [low, high], got {self.sweet_zone!r}")
         object.__setattr__(self, "sweet_zone", tuple(float(v) for v in self.sweet_zone))
@@ -92,6 +95,7 @@ class VicoEnv(gym.Env):
             raise ValueError(f"expected render_mode in {self.metadata['render_modes']} or None, got {render_mode!r}")
         require_extras(self.arm_class, self.env_id)
         self.render_mode = render_mode
+        check_settings(self.env_id, kwargs, [f.name for f in fields(self.config_class)])
         self.config = replace(config, **kwargs) if config is not None else self.config_class(**kwargs)
         self.arm: Arm = self.arm_class(self.config)
         self.arm.open()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Mapping
@@ -170,8 +171,8 @@ class NaturalEnvConfig(EnvConfig):
                 raise ValueError(f"expected {name} to be an integer in [{low}, {high}], got {v!r}")
         if not isinstance(self.cache_masks, bool):
             raise TypeError(f"expected cache_masks to be true or false, got {self.cache_masks!r}")
-        if not isinstance(self.device, str) or not self.device:
-            raise TypeError(f"expected device as a torch device name ('cpu', 'cuda'), got {self.device!r}")
+        if not isinstance(self.device, str) or not re.fullmatch(r"cpu|cuda(:\d+)?|mps", self.device):
+            raise ValueError(f"expected device as 'cpu', 'cuda', 'cuda:N' or 'mps', got {self.device!r}")
 
     def sam_encoder(self) -> SamEncoder:
         if isinstance(self.sam_model, str):
@@ -198,12 +199,14 @@ class NaturalEnvConfig(EnvConfig):
 class NaturalRender:
     """What a natural-image render knows besides its pixels: the source image, its
     protected region, where that region lies in the image (``guard``, after pads and
-    crops) and where the targets lie (``targets``, un-grown, in image coordinates)."""
+    crops), where the targets lie (``targets``, un-grown, in image coordinates) and which
+    ops changed no pixel (``idle``)."""
 
     source: np.ndarray
     protected: np.ndarray
     guard: np.ndarray
     targets: np.ndarray
+    idle: tuple[int, ...] = ()
 
 
 #: target masks by (segmenter, source pixels, targets), shared by every environment of the
@@ -245,7 +248,12 @@ class NaturalArm(Arm):
             for record in self.source.records:
                 self._known.setdefault(record.answer_type, []).append(record.answer)
         self.segmenter  # a missing model or package fails here, at gym.make
-        self.inpainter
+        if hasattr(self.inpainter, "load"):
+            try:
+                self.inpainter.load()
+            except (OSError, ValueError) as exc:
+                raise ValueError(f"inpaint_model {c.inpaint_model!r} cannot be loaded as a {c.inpainter} pipeline: "
+                                 f"{exc}") from None
 
     @property
     def segmenter(self) -> Any:
@@ -375,12 +383,19 @@ class NaturalArm(Arm):
         if not self.config.cache_masks:
             targets = self.target_mask(structure.record, source, cached=False)
             protected = protected_region([targets], structure.margin)
-        image, guard = replay(source, protected, structure.ops, int(rng.integers(2**63)), self.inpainter)
-        return Render(image, NaturalRender(source, protected, guard, frame_mask(targets, structure.ops)))
+        idle: list[int] = []
+        image, guard = replay(source, protected, structure.ops, int(rng.integers(2**63)), self.inpainter, idle)
+        return Render(image, NaturalRender(source, protected, guard, frame_mask(targets, structure.ops), tuple(idle)))
 
     def validate(self, structure: Scene, render: Render, rule: Mapping[str, Any]) -> None:
-        """The proof: every protected pixel of the source is, bit for bit, in the image."""
+        """The proof: every protected pixel of the source is, bit for bit, in the image; and
+        every op changed some pixel (an edit a reader cannot see is no edit)."""
         facts: NaturalRender = render.facts
+        if facts.idle:
+            k = facts.idle[0]
+            op = structure.ops[k]
+            raise InvalidEdit("no_change", f"{op['op']} changes no pixel of the image (ops[{k}] of the scene: "
+                              f"{json.dumps(dict(op))}); edit a region it would change", field="op")
         if not np.array_equal(facts.protected, structure.mask("protected")):
             raise InvalidEdit("protected", "segmenting again gave another protected region than the scene carries; "
                               "the segmenter is not deterministic on this machine")

@@ -3,6 +3,8 @@
 A segmenter turns each :class:`~vicogym.structures.natural.Target` into a boolean mask of
 the image. :class:`GrabCutSegmenter` (the default, OpenCV, no weights) runs GrabCut from
 the target's box; a polygon is its own mask; points are grown to a box around them first.
+GrabCut's mask is filled to its convex hull (``hull``: GrabCut often loses part of an
+object, a wheel's far rim, a thin leg, and a lost part must not be left unprotected), and
 GrabCut that keeps less than ``min_share`` of the box (it lost the object) falls back to
 the whole box, so a target is never protected by less than its segmentation promised.
 OpenCV's GrabCut draws its colour models from OpenCV's global random generator, which is
@@ -59,6 +61,17 @@ def _or_box(mask: np.ndarray, box: np.ndarray, min_share: float) -> np.ndarray:
     return mask if mask.sum() >= min_share * box.sum() else box
 
 
+def convex_hull(mask: np.ndarray) -> np.ndarray:
+    """The mask filled to the convex hull of its pixels."""
+    import cv2
+
+    ys, xs = np.nonzero(mask)
+    hull = cv2.convexHull(np.stack([xs, ys], axis=1).astype(np.int32))
+    out = np.zeros(mask.shape, np.uint8)
+    cv2.fillConvexPoly(out, hull, 1)
+    return out.astype(bool) | mask
+
+
 @dataclass(frozen=True)
 class BoxSegmenter:
     """Target masks as the targets' own boxes (polygons as drawn; points grown by
@@ -78,6 +91,7 @@ class GrabCutSegmenter:
     """Target masks by OpenCV's GrabCut, started from each target's box."""
 
     min_share: float = 0.2
+    hull: bool = True
 
     name = "grabcut"
 
@@ -105,6 +119,8 @@ class GrabCutSegmenter:
         if target.points is not None:
             for x, y in target.points:  # a point prompt is on the object by definition
                 mask[min(height - 1, int(y)), min(width - 1, int(x))] = True
+        if self.hull and mask.any():
+            mask = convex_hull(mask) & box
         return _or_box(mask, box, self.min_share)
 
 
@@ -320,7 +336,8 @@ class _WindowInpainter:
         self.model_dir, self.steps, self.device = model_dir, steps, device
         self._pipe: Any = None
 
-    def _pipeline(self) -> Any:
+    def load(self) -> Any:
+        """The pipeline, loaded on first use (a wrong folder fails here)."""
         if self._pipe is None:
             if not (Path(self.model_dir) / "model_index.json").is_file():
                 raise FileNotFoundError(f"expected a diffusers model folder with model_index.json at {self.model_dir}")
@@ -343,7 +360,7 @@ class _WindowInpainter:
         import cv2
         import torch
 
-        pipe = self._pipeline()
+        pipe = self.load()
         size = self._size(pipe)
         ys, xs = np.nonzero(hole)
         height, width = hole.shape
@@ -436,12 +453,14 @@ def _stream(seed: int, k: int) -> np.random.Generator:
 
 
 def replay(source: np.ndarray, protected: np.ndarray, ops: tuple, seed: int,
-           inpainter: Any = None) -> tuple[np.ndarray, np.ndarray]:
+           inpainter: Any = None, idle: list[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The image after ``ops`` (see :mod:`vicogym.editors.natural`) and where the source's
     protected pixels now lie. Every op writes only outside the protected region; ``noise``
     and the inpainter draw from ``SeedSequence([seed, op index])``. ``remove`` uses
-    ``inpainter`` (OpenCV's by default)."""
+    ``inpainter`` (OpenCV's by default). The indices of ops that changed no pixel (a
+    recolour of a grey region, a blur of a flat border) are appended to ``idle``."""
     inpainter = inpainter or OpenCVInpainter()
+    idle = idle if idle is not None else []
     image, guard = np.array(source, dtype=np.uint8, copy=True), protected.copy()
     for k, op in enumerate(ops):
         name, shape = op["op"], image.shape[:2]
@@ -457,6 +476,7 @@ def replay(source: np.ndarray, protected: np.ndarray, ops: tuple, seed: int,
         if name == "remove":
             hole = _region(op, shape) & ~guard
             if not hole.any():
+                idle.append(k)
                 continue
             edited = inpainter.inpaint(image, hole, int(_stream(seed, k).integers(2**63)))
             editable = hole
@@ -469,7 +489,10 @@ def replay(source: np.ndarray, protected: np.ndarray, ops: tuple, seed: int,
         else:
             editable = _region(op, shape) & ~guard
             edited = FILTERS[name](image, op, _stream(seed, k), editable)
+        before = image
         image = np.where(editable[:, :, None], edited, image)
+        if np.array_equal(image, before):
+            idle.append(k)
     return image, guard
 
 

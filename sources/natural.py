@@ -128,6 +128,8 @@ def _coco_target(annotation: Any, labels: dict[int, str], where: str) -> Target:
         if not isinstance(bbox, list) or len(bbox) != 4:
             raise ValueError(f"{where}: expected a bbox [x, y, w, h] or a polygon segmentation, got neither")
         x, y, w, h = (float(v) for v in bbox)
+        if not (w > 0 and h > 0):
+            raise ValueError(f"{where}.bbox: expected [x, y, w, h] with a positive width and height, got {bbox!r}")
         box = [int(np.floor(x)), int(np.floor(y)), int(np.ceil(x + w)), int(np.ceil(y + h))]
         return Target.from_dict({"label": label, "box": box}, where)
     except (ValueError, TypeError) as exc:
@@ -193,8 +195,11 @@ class RecordSource:
         self.name, self.base = source, base
         self._images: dict[str, np.ndarray] = {}
         for record in self.records:
-            image = self.image(record.image)
-            record.check_inside(image.shape[1], image.shape[0])
+            try:
+                image = self.image(record.image)
+                record.check_inside(image.shape[1], image.shape[0])
+            except (SourceError, ValueError) as exc:
+                raise SourceError(f"{source}: record {record.id}: {exc}") from None
 
     def image(self, ref: str) -> np.ndarray:
         """The source image (read-only; edits work on copies)."""

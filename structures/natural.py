@@ -79,8 +79,10 @@ class Target:
     def check_inside(self, width: int, height: int, where: str = "target") -> None:
         x0, y0, x1, y1 = self.bounds()
         if x0 < 0 or y0 < 0 or x1 > width or y1 > height:
-            raise ValueError(f"{where} ({self.label}): {self.geometry} {list(self.bounds())} reaches outside the "
-                             f"{width} x {height} image")
+            value = getattr(self, self.geometry)
+            shown = list(value) if self.geometry == "box" else [list(p) for p in value]
+            raise ValueError(f"{where} ({self.label}): {self.geometry} {shown} reaches outside the {width} x {height} "
+                             "image")
 
     def to_dict(self) -> dict[str, Any]:
         value = getattr(self, self.geometry)

@@ -133,14 +133,14 @@ def test_frame_and_paste_guards_name_their_reason(record, op, message):
     assert caught.value.code == "guarded"
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(st.sampled_from([ASTRONAUT, Scene(SUIT, 512, 512), Scene(COINS, 384, 303)]), st.integers(0, 2**32 - 1))
 def test_sampled_ops_stay_clear_of_the_targets_and_are_mostly_accepted(scene, seed):
     from vicogym.editors.natural import guarded_boxes, sample_op
 
     rng = np.random.default_rng(seed)
     accepted = 0
-    for _ in range(10):
+    for _ in range(30):
         op = sample_op(scene, rng)
         frame = frame_of(scene)
         for field in ("box", "source"):
@@ -153,4 +153,4 @@ def test_sampled_ops_stay_clear_of_the_targets_and_are_mostly_accepted(scene, se
             accepted += 1
         except InvalidEdit as exc:
             assert exc.code in ("guarded", "protected", "no_change", "bad_value"), exc
-    assert accepted >= 3
+    assert accepted >= 9  # the guards refuse some kinds for some questions: most of the rest pass

@@ -326,3 +326,53 @@ def test_same_seed_same_bytes_whatever_the_workers(tmp_path):
                           progress=False) for workers in (1, 2)]
     assert [s["sha256"] for s in manifests[0]["shards"]] == [s["sha256"] for s in manifests[1]["shards"]]
     assert manifests[0]["files"] == manifests[1]["files"]
+
+
+def test_an_edit_that_changes_no_pixel_is_refused(tmp_path):
+    """A recolour of a grey picture, a blur inside a flat pad: accepted by the schema, seen
+    by nobody; refused after the render, the state kept."""
+    import cv2
+
+    grey = np.full((60, 80, 3), 120, np.uint8)
+    grey[20:40, 30:50] = 200
+    cv2.imwrite(str(tmp_path / "grey.png"), grey)
+    (tmp_path / "grey.jsonl").write_text(json.dumps(
+        {"id": "grey", "image": "grey.png", "question": "Is there a square?", "answer": "yes", "answer_type": "yes/no",
+         "targets": [{"label": "square", "box": [30, 20, 50, 40]}]}) + "\n", encoding="utf-8")
+    env = gym.make("vicogym/Natural-v0", source=str(tmp_path / "grey.jsonl"), k=2, width=64, height=64, max_turns=10)
+    env.reset(seed=0)
+    before = _state(env)
+    for op in ({"op": "recolor", "hue": 90}, {"op": "blur", "sigma": 3, "box": [0, 0, 20, 20]}):
+        _, _, _, _, info = env.step(op)
+        assert info["error"]["code"] == "no_change" and "changes no pixel" in info["error"]["message"]
+        assert _state(env) == before
+    assert env.step({"op": "noise", "sigma": 10})[4]["valid"]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"segmentr": "box"}, "did you mean 'segmenter'"),
+    ({"invalid_penalty": float("nan")}, "expected invalid_penalty in"),
+    ({"invalid_penalty": 5.0}, "expected invalid_penalty in"),
+    ({"device": "tpu"}, "expected device as"),
+])
+def test_bad_settings_name_what_to_change(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        gym.make("vicogym/Natural-v0", **kwargs)
+
+
+def test_a_folder_that_is_no_model_fails_at_make(tmp_path):
+    with pytest.raises(ValueError, match="cannot be loaded as a repaint pipeline"):
+        gym.make("vicogym/Natural-v0", inpainter="repaint", inpaint_model=str(tmp_path))
+
+
+def test_grabcut_masks_are_filled_to_their_hull():
+    from vicogym.renderers.natural import GrabCutSegmenter
+    from vicogym.structures.natural import Target
+
+    ring = np.full((100, 100, 3), 30, np.uint8)
+    import cv2
+
+    cv2.circle(ring, (50, 50), 30, (230, 230, 230), 6)  # a wheel's rim: GrabCut finds the rim, not the hub
+    target = Target("wheel", box=(15, 15, 86, 86))
+    bare, filled = GrabCutSegmenter(hull=False).mask(ring, target), GrabCutSegmenter().mask(ring, target)
+    assert not bare[50, 50] and filled[50, 50] and (bare <= filled).all()

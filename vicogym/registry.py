@@ -83,13 +83,17 @@ def env_kwargs(env_id: str, overrides: Mapping[str, Any] | None = None) -> dict[
     """The registered kwargs of ``env_id`` with ``overrides`` on top, checked against the
     environment's config fields (a "did you mean" for unknown names)."""
     merged = {**ENVIRONMENTS[check_id(env_id)].kwargs, **dict(overrides or {})}
-    known = config_fields(env_id)
-    for name in merged:
+    check_settings(env_id, merged, config_fields(env_id))
+    return merged
+
+
+def check_settings(env_id: str, names: Any, known: list[str]) -> None:
+    """``ValueError`` with a "did you mean" for the first of ``names`` not in ``known``."""
+    for name in names:
         if name not in known:
-            close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
+            close = difflib.get_close_matches(str(name), known, n=1, cutoff=0.5)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise ValueError(f"{env_id} has no setting {name!r}{hint} (settings: {', '.join(sorted(known))})")
-    return merged
 
 
 def config_fields(env_id: str) -> list[str]:
