@@ -209,6 +209,23 @@ class VicoEnv(gym.Env):
         return self.arm.sample_edit(self.sample.structure, self.sample.label_rule,
                                     rng if rng is not None else self.np_random)
 
+    def preview(self, action: Any, rng: np.random.Generator, repeats: int = 1) -> tuple[float | None, InvalidEdit | None]:
+        """What ``step(action)`` would give, committing nothing: the actor's pass rate on
+        the edited sample (the mean of ``repeats`` probes of ``k`` answers, drawn with
+        ``rng``, not the environment's generator), or the edit's rejection. For search
+        rewriters."""
+        if self._done or self.sample is None:
+            return None, InvalidEdit("episode_over", "the episode has ended; call reset() before preview()")
+        try:
+            edit = Edit.parse(action)
+            if edit.is_stop:
+                return self.pass_rate, None
+            structure, answer, _, render = self._edit(self.sample, edit, {})
+        except InvalidEdit as error:
+            return None, error
+        sample = replace(self.sample, structure=structure, answer=answer, image=render.image)
+        return float(np.mean([self._probe(sample, render, rng)[0] for _ in range(repeats)])), None
+
     # -- helpers -----------------------------------------------------------------------
     def _draw_answerable_seed(self, options: Mapping[str, Any]) -> tuple[Seed, str, Render, dict[str, int]]:
         """A seed (or one of its variants) that passes the arm's checks, within ``max_tries``
@@ -288,9 +305,10 @@ class VicoEnv(gym.Env):
         return StepResult(self._observation(), float(self.config.invalid_penalty), False, truncated,
                           self._info(False, error, timings))
 
-    def _probe(self, sample: Sample, render: Render) -> tuple[float, list[str]]:
+    def _probe(self, sample: Sample, render: Render, rng: np.random.Generator | None = None) -> tuple[float, list[str]]:
         context = self.arm.actor_context(sample, render)
-        answers = self.actor.answer(sample.image, sample.question, self.config.k, rng=self.np_random, context=context)
+        answers = self.actor.answer(sample.image, sample.question, self.config.k,
+                                    rng=rng if rng is not None else self.np_random, context=context)
         if len(answers) != self.config.k:
             raise RuntimeError(f"expected {self.config.k} answers from the actor, got {len(answers)}")
         scores = [self.arm.score(str(a), sample.answer) for a in answers]

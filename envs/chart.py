@@ -190,6 +190,7 @@ class ChartArm(Arm):
     name = "chart"
     export = ExportHints(ability="chart_reasoning", prompt_suffix="\nAnswer with a single word or number.")
     error_codes = chart_programs.ERROR_CODES
+    op_fields = chart_editor.OP_FIELDS
 
     def __init__(self, config: ChartEnvConfig):
         super().__init__(config)

@@ -168,6 +168,7 @@ class ClevrArm(Arm):
     name = "clevr"
     export = ExportHints(ability="visual_reasoning", prompt_suffix="\nAnswer with a single word or number.")
     error_codes = ERROR_CODES
+    op_fields = clevr_editor.OP_FIELDS
     extras = {"bpy": "clevr"}
 
     def __init__(self, config: ClevrEnvConfig):

@@ -226,6 +226,22 @@ class NaturalArm(Arm):
     name = "natural"
     export = ExportHints(ability="visual_question_answering", prompt_suffix="\nAnswer with a single word or number.")
     error_codes = ERROR_CODES
+    op_fields = natural_editor.OP_FIELDS
+    field_schemas = {
+        "box": {"type": "array", "items": {"type": "integer"}, "minItems": 4, "maxItems": 4,
+                "description": "[x0, y0, x1, y1] in the current image's pixels, clear of the targets"},
+        "source": {"type": "array", "items": {"type": "integer"}, "minItems": 4, "maxItems": 4},
+        "to": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2},
+        "fill": {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 255}, "minItems": 3,
+                 "maxItems": 3},
+        "hue": {"type": "number", "minimum": -180, "maximum": 180}, "amount": {"type": "number", "minimum": 0,
+                                                                            "maximum": 1},
+        "sigma": {"type": "number", "minimum": 0.5, "maximum": 40}, "factor": {"type": "number", "minimum": 0.5,
+                                                                             "maximum": 1.5},
+        "delta": {"type": "number", "minimum": -60, "maximum": 60},
+        "quality": {"type": "integer", "minimum": 10, "maximum": 95},
+        **{side: {"type": "integer", "minimum": 0, "maximum": 256} for side in ("top", "bottom", "left", "right")},
+    }
 
     def __init__(self, config: NaturalEnvConfig):
         super().__init__(config)

@@ -273,3 +273,35 @@ def test_generate_and_verify_serve_every_arm(env_id, tmp_path):
     assert manifest["counts"]["samples"] == 4 and manifest["env"]["id"] == env_id
     report = verify(out)
     assert report.ok and report.rows == 4, report.problems
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_the_edit_schema_is_json_schema_and_admits_the_arms_own_edits(env_id):
+    jsonschema = pytest.importorskip("jsonschema", reason="the schema check needs the [test] extra (jsonschema)")
+    env = make(env_id, **FAST).unwrapped
+    schema = env.arm.edit_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    obs, _ = env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    for _ in range(12):
+        jsonschema.validate(env.sample_edit(obs, rng), schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"ops": [{"op": "no such op"}]} if env.arm.op_fields else {"edits": []}, schema)
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_the_search_rewriter_lands_closer_to_the_sweet_zone_than_random_edits(env_id):
+    """Against a strong and a weak stand-in, best-of-n edits end nearer the zone's middle
+    than the random rewriter's, on the same seeds."""
+    from vicogym.policies import RandomRewriter, SearchRewriter
+    from vicogym.rollout import run_episode
+
+    distance = {"search": [], "random": []}
+    for skill in (2.2, 1.0):
+        env = make(env_id, k=8, max_turns=2, actor={"name": "simulated", "skill": skill})
+        for name, rewriter in (("search", SearchRewriter.for_env(env, n=8)), ("random", RandomRewriter.for_env(env))):
+            for seed in range(6):
+                _, p0, kept, _ = run_episode(env, rewriter, seed=seed, rng=np.random.default_rng(seed), keep="all")
+                distance[name].append(abs((kept[-1].pass_rate if kept else p0) - 0.5))
+        env.close()
+    assert np.mean(distance["search"]) < np.mean(distance["random"]), distance

@@ -20,7 +20,7 @@ from typing import Any, Callable, ClassVar, Mapping
 
 import numpy as np
 
-from vicogym.core import Edit, ExportHints, Render, Sample, Seed, canonical_json
+from vicogym.core import Edit, ExportHints, Render, Sample, Seed, canonical_json, edit_schema
 from vicogym.errors import GenerationError, InvalidEdit, MissingExtra
 from vicogym.images import ImagePolicy
 
@@ -41,6 +41,10 @@ class Arm(abc.ABC):
     export: ClassVar[ExportHints]
     error_codes: ClassVar[Mapping[str, str]] = {}
     extras: ClassVar[Mapping[str, str]] = {}
+    #: the editors' op table (op -> (required, optional) fields) and JSON Schemas of fields,
+    #: from which :meth:`edit_schema` is generated (for LLM rewriters)
+    op_fields: ClassVar[Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] | None] = None
+    field_schemas: ClassVar[Mapping[str, Any]] = {}
 
     def __init__(self, config: Any):
         """Cheap: an arm built only to check stored rows (``vicogym verify``) needs no source."""
@@ -119,6 +123,10 @@ class Arm(abc.ABC):
     @abc.abstractmethod
     def score(self, prediction: str, target: str) -> float:
         """The arm's answer scorer, in [0, 1]."""
+
+    def edit_schema(self) -> dict[str, Any]:
+        """The JSON Schema of this arm's edits (see :func:`vicogym.core.edit_schema`)."""
+        return edit_schema(self.op_fields, self.field_schemas)
 
     @abc.abstractmethod
     def sample_edit(self, structure: Any, rule: Mapping[str, Any], rng: np.random.Generator) -> dict[str, Any]:

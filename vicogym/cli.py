@@ -86,6 +86,8 @@ def generate(
     episodes_per_shard: Optional[int] = typer.Option(None, "--episodes-per-shard", help="episodes per Parquet shard [16]"),
     max_episodes: Optional[int] = typer.Option(None, "--max-episodes", help="episode budget [max(4n, 32)]"),
     k: Optional[int] = typer.Option(None, "--k", help="actor rollouts per sample (same as --set k=K) [8]"),
+    actor: Optional[str] = typer.Option(None, "--actor", help="simulated, or openai:MODEL@URL for an OpenAI-compatible "
+                                        "server (key from $OPENAI_API_KEY) [simulated]"),
     max_turns: Optional[int] = typer.Option(None, "--max-turns", help="edit turns per episode (--set max_turns=T) [3]"),
     source: Optional[str] = typer.Option(None, "--source", help="seed source of the environment (--set source=S)"),
     tier2: Optional[str] = typer.Option(None, "--tier2", help="drop | keep: real records whose answer their own "
@@ -108,7 +110,7 @@ def generate(
         if not isinstance(env_kwargs, dict):
             raise ValueError(f"expected env_kwargs as a table of environment settings, got {env_kwargs!r}")
         env_kwargs = dict(env_kwargs)
-        sugar = {"k": k, "max_turns": max_turns, "source": source, "tier2": tier2}
+        sugar = {"k": k, "max_turns": max_turns, "source": source, "tier2": tier2, "actor": actor}
         env_kwargs.update({key: value for key, value in sugar.items() if value is not None})
         env_kwargs.update(parse_setting(text) for text in settings or [])
         data["env_kwargs"] = env_kwargs

@@ -112,6 +112,22 @@ def check_op_fields(op: Mapping[str, Any], op_fields: OpFields) -> None:
         raise InvalidEdit("bad_field", f"{name} needs at least one of {list(optional)}", field="op")
 
 
+def edit_schema(op_fields: OpFields | None, field_schemas: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The JSON Schema of an arm's edits (``{"ops": [...]}``) from its op table (op ->
+    (required, optional) fields) and the schemas of its fields (a field without one takes
+    any JSON value; the arm's editors check it)."""
+    field_schemas = field_schemas or {}
+    if not op_fields:
+        item: dict[str, Any] = {"type": "object", "required": ["op"], "properties": {"op": {"type": "string"}}}
+    else:
+        item = {"oneOf": [{
+            "type": "object", "additionalProperties": False, "required": ["op", *required],
+            "properties": {"op": {"const": name}, **{f: dict(field_schemas.get(f, {})) for f in (*required, *optional)}},
+        } for name, (required, optional) in sorted(op_fields.items())]}
+    return {"type": "object", "additionalProperties": False, "required": ["ops"],
+            "properties": {"ops": {"type": "array", "minItems": 1, "items": item}}}
+
+
 def fold_ops(edit: Edit, state: Any, step: Callable[[Any, Mapping[str, Any]], Any],
              op_fields: OpFields) -> tuple[Any, bool]:
     """``state`` after ``step`` has taken each of ``edit``'s ops in order (each checked

@@ -113,3 +113,7 @@ class SourceError(VicogymError, ValueError):
 
 class RunError(VicogymError, ValueError):
     """A generation or verification run that cannot start or go on (its folder, settings)."""
+
+
+class ModelError(VicogymError, RuntimeError):
+    """A model server or model folder that did not answer (after its retries)."""

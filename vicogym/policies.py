@@ -133,12 +133,76 @@ class RandomRewriter:
         return self.sampler(observation, rng)
 
 
+@dataclass
+class SearchRewriter:
+    """Best of ``n``: proposes ``n`` candidate edits (from ``proposer``, a rewriter such as
+    an LLM's, or from the arm's edit space), probes the actor on each without committing
+    (:meth:`vicogym.envs.base.VicoEnv.preview`) and proposes the one whose pass rate lands
+    closest to the middle of the sweet zone: it pushes a strong actor's pass rate down and
+    pulls a weak actor's up. Each candidate is probed ``repeats`` times (``k`` answers
+    each), which makes the choice less noisy at the cost of actor calls. ``GenerationError``
+    when no candidate is valid."""
+
+    env: Any
+    n: int = 8
+    proposer: Any = None
+    repeats: int = 1
+    last_pass_rates: list = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
+            raise ValueError(f"expected n to be a positive integer, got {self.n!r}")
+
+    @classmethod
+    def for_env(cls, env: Any, n: int = 8, proposer: Any = None, repeats: int = 1) -> "SearchRewriter":
+        return cls(env=env, n=n, proposer=proposer, repeats=repeats)
+
+    def propose(self, observation: Mapping[str, Any], rng: np.random.Generator) -> Any:
+        from vicogym.errors import GenerationError
+
+        env = self.env.unwrapped
+        low, high = env.config.sweet_zone
+        middle = (low + high) / 2
+        best, best_distance, reasons = None, math.inf, []
+        self.last_pass_rates = []
+        for _ in range(self.n):
+            try:
+                edit = self.proposer.propose(observation, rng) if self.proposer is not None else \
+                    env.sample_edit(observation, rng)
+            except GenerationError as exc:
+                reasons.append(str(exc))
+                continue
+            pass_rate, error = env.preview(edit, np.random.default_rng(rng.integers(2**63)), self.repeats)
+            if error is not None:
+                reasons.append(error.code)
+                continue
+            self.last_pass_rates.append(pass_rate)
+            if abs(pass_rate - middle) < best_distance:
+                best, best_distance = edit, abs(pass_rate - middle)
+        if best is None:
+            raise GenerationError(f"none of {self.n} candidate edits was valid ({', '.join(sorted(set(reasons)))})")
+        return best
+
+
 ACTORS: dict[str, Callable[..., Actor]] = {"simulated": SimulatedActor}
 
 
+def _openai_actor(**settings: Any) -> Actor:
+    from vicogym.clients import OpenAIActor
+
+    return OpenAIActor(**settings)
+
+
+ACTORS["openai"] = _openai_actor
+
+
 def make_actor(spec: Any) -> Actor:
-    """An actor from a name (``"simulated"``), a JSON object (``{"name": ..., **kwargs}``)
-    or an object that already has ``answer``."""
+    """An actor from a name (``"simulated"``), a model spec (``"openai:MODEL@URL"``), a JSON
+    object (``{"name": ..., **kwargs}``) or an object that already has ``answer``."""
+    if isinstance(spec, str) and spec.startswith("openai:"):
+        from vicogym.clients import parse_spec
+
+        spec = {"name": "openai", **parse_spec(spec)}
     if isinstance(spec, str):
         spec = {"name": spec}
     if isinstance(spec, Mapping):

@@ -1,0 +1,258 @@
+"""Clients for real models behind an OpenAI-compatible chat server (vLLM, SGLang, hosted
+APIs): an actor that answers visual questions and a rewriter that proposes edits.
+
+Both send images as base64 PNG data URLs, bound the requests in flight, time out, and
+retry with backoff on 429, 5xx and connection errors (the ``openai`` package's client).
+The API key is read from an environment variable (``api_key_env``) when the client is
+built and is never logged, stored in a config or written to a manifest; a spec names the
+variable, not the key.
+
+A spec on the command line: ``openai:MODEL@URL`` (``--actor openai:Qwen2.5-VL-7B@http://
+localhost:8000/v1``); in Python, ``OpenAIActor(model=..., base_url=...)`` or the mapping
+``{"name": "openai", "model": ..., "base_url": ...}``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from vicogym.errors import ModelError
+
+EXTRACTORS = ("auto", "boxed", "answer", "final_line", "full")
+_ANSWER_LINE = re.compile(r"answer\s*[:：]\s*(.+)", re.IGNORECASE)
+
+
+def _boxed(text: str) -> str | None:
+    """The content of the last ``\\boxed{...}`` (braces nested), or ``None``."""
+    start = text.rfind("\\boxed{")
+    if start < 0:
+        return None
+    depth, i = 1, start + len("\\boxed{")
+    for j in range(i, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[j], 0)
+        if depth == 0:
+            return text[i:j]
+    return None
+
+
+def extract_answer(text: str, how: str = "auto") -> str:
+    """The answer in a model's response: ``boxed`` (the last ``\\boxed{}``), ``answer``
+    (the last ``Answer: ...`` line), ``final_line`` (the last non-empty line), ``full``
+    (all of it), ``regex:PATTERN`` (its first group, else the match), or ``auto`` (boxed,
+    else an answer line, else the final line). Surrounding spaces and a final full stop
+    are dropped."""
+    text = str(text or "")
+    found: str | None
+    if how.startswith("regex:"):
+        match = list(re.finditer(how[len("regex:"):], text, re.DOTALL))
+        found = None if not match else (match[-1].group(1) if match[-1].groups() else match[-1].group(0))
+    elif how == "boxed":
+        found = _boxed(text)
+    elif how == "answer":
+        lines = [m.group(1) for m in (_ANSWER_LINE.search(line) for line in text.splitlines()) if m]
+        found = lines[-1] if lines else None
+    elif how == "final_line":
+        lines = [line for line in text.splitlines() if line.strip()]
+        found = lines[-1] if lines else None
+    elif how == "full":
+        found = text
+    elif how == "auto":
+        for way in ("boxed", "answer", "final_line"):
+            found = extract_answer(text, way) or None
+            if found:
+                break
+    else:
+        raise ValueError(f"expected an answer extractor in {EXTRACTORS} or 'regex:PATTERN', got {how!r}")
+    return (found or "").strip().rstrip(".").strip()
+
+
+def image_data_url(image: np.ndarray) -> str:
+    from vicogym.images import encode_png
+
+    return "data:image/png;base64," + base64.b64encode(encode_png(np.asarray(image, dtype=np.uint8))).decode("ascii")
+
+
+def parse_spec(spec: str) -> dict[str, Any]:
+    """``openai:MODEL@URL`` as client settings."""
+    if not isinstance(spec, str) or not spec.startswith("openai:") or "@" not in spec:
+        raise ValueError(f"expected a model spec 'openai:MODEL@URL' (for example openai:qwen2.5-vl@http://localhost:8000/v1),"
+                         f" got {spec!r}")
+    model, url = spec[len("openai:"):].rsplit("@", 1)
+    if not model or not re.match(r"^https?://", url):
+        raise ValueError(f"expected 'openai:MODEL@URL' with a model name and an http(s) URL, got {spec!r}")
+    return {"model": model, "base_url": url}
+
+
+@dataclass
+class _ChatClient:
+    """What both clients share: one ``openai`` client, a bound on requests in flight."""
+
+    model: str
+    base_url: str
+    api_key_env: str = "OPENAI_API_KEY"
+    max_in_flight: int = 8
+    timeout: float = 60.0
+    max_retries: int = 4
+    temperature: float = 1.0
+    max_tokens: int = 512
+    system_prompt: str | None = None
+    _client: Any = field(default=None, init=False, repr=False)
+    _gate: Any = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        for name, low in (("max_in_flight", 1), ("max_retries", 0), ("max_tokens", 1)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < low:
+                raise ValueError(f"expected {name} to be an integer >= {low}, got {v!r}")
+        if not isinstance(self.timeout, (int, float)) or not self.timeout > 0:
+            raise ValueError(f"expected timeout as positive seconds, got {self.timeout!r}")
+        parse_spec(f"openai:{self.model}@{self.base_url}")  # checks both
+        self._gate = threading.BoundedSemaphore(self.max_in_flight)
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            import openai
+
+            key = os.environ.get(self.api_key_env) or "EMPTY"  # local servers take any key
+            self._client = openai.OpenAI(base_url=self.base_url, api_key=key, timeout=self.timeout,
+                                         max_retries=self.max_retries)
+        return self._client
+
+    def spec(self) -> dict[str, Any]:
+        """The settings to rebuild this client (the key's variable, never the key)."""
+        return {"model": self.model, "base_url": self.base_url, "api_key_env": self.api_key_env}
+
+    def chat(self, content: list[dict[str, Any]], n: int = 1, seed: int | None = None) -> list[str]:
+        """The texts of ``n`` choices for one user message (``ModelError`` after retries)."""
+        import openai
+
+        messages = ([{"role": "system", "content": self.system_prompt}] if self.system_prompt else []) + [
+            {"role": "user", "content": content}]
+        with self._gate:
+            try:
+                response = self.client.chat.completions.create(
+                    model=self.model, messages=messages, n=n, temperature=self.temperature,
+                    max_tokens=self.max_tokens, **({"seed": seed} if seed is not None else {}))
+            except openai.APIStatusError as exc:
+                raise ModelError(f"{self.base_url} answered {exc.status_code} for model {self.model!r} after "
+                                 f"{self.max_retries} retries: {_short(exc.message)}") from None
+            except openai.APIConnectionError as exc:  # time-outs included
+                raise ModelError(f"{self.base_url} did not answer for model {self.model!r} after {self.max_retries} "
+                                 f"retries ({type(exc).__name__}); is the server running?") from None
+        return [(choice.message.content or "") for choice in response.choices]
+
+
+def _short(text: Any, limit: int = 200) -> str:
+    text = str(text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+@dataclass
+class OpenAIActor(_ChatClient):
+    """An actor behind an OpenAI-compatible chat server. ``k`` answers come from one
+    request with ``n=k`` where the server gives ``n`` choices, else from ``k`` requests
+    (at most ``max_in_flight`` at a time); each response's answer is read by ``extractor``
+    (see :func:`extract_answer`). ``prompt`` is put after the question."""
+
+    extractor: str = "auto"
+    prompt: str = "\nAnswer with a single word or number."
+    use_n: bool | None = None  # None: try n, remember whether the server honours it
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        extract_answer("", self.extractor)  # checks the name
+        self._pool = ThreadPoolExecutor(max_workers=self.max_in_flight)
+
+    def answer(self, image: np.ndarray, question: str, k: int, *, rng: np.random.Generator,
+               context: Mapping[str, Any]) -> list[str]:
+        content = [{"type": "image_url", "image_url": {"url": image_data_url(image)}},
+                   {"type": "text", "text": question + self.prompt}]
+        seed = int(rng.integers(2**31))
+        texts: list[str] = []
+        if self.use_n is not False and k > 1:
+            texts = self.chat(content, n=k, seed=seed)
+            self.use_n = len(texts) == k
+            if not self.use_n:
+                texts = texts[:1]
+        futures = [self._pool.submit(self.chat, content, 1, seed + i) for i in range(len(texts), k)]
+        for future in futures:
+            texts.extend(future.result()[:1])
+        return [extract_answer(t, self.extractor) for t in texts]
+
+
+def edit_prompt(structure: str, question: str, answer: str, pass_rate: float | None, zone: tuple[float, float],
+                schema: Mapping[str, Any]) -> str:
+    """What the rewriter reads: the structure, the question and answer, the actor's pass
+    rate, which way to move it, and the edit schema."""
+    low, high = zone
+    if pass_rate is None:
+        direction = f"bring the actor's pass rate into [{low}, {high}]"
+    elif pass_rate > high:
+        direction = f"make the question harder to answer from the image: lower the pass rate from {pass_rate:.2f} into [{low}, {high}]"
+    elif pass_rate < low:
+        direction = f"make the question easier to answer from the image: raise the pass rate from {pass_rate:.2f} into [{low}, {high}]"
+    else:
+        direction = f"keep the pass rate ({pass_rate:.2f}) within [{low}, {high}] while changing the image"
+    return (f"You edit the structure behind a visual question so that a vision-language model finds it just hard "
+            f"enough.\n\nStructure (JSON):\n{structure}\n\nQuestion: {question}\nAnswer: {answer}\n\nGoal: {direction}."
+            f"\n\nReply with one edit as JSON matching this schema, and nothing else:\n"
+            f"{json.dumps(schema, sort_keys=True)}")
+
+
+def parse_edit(text: str) -> Any:
+    """The edit in a rewriter's response: the JSON in a ```json fence, or the outermost
+    JSON object of the text; the text itself otherwise (the environment then names what is
+    wrong with it)."""
+    fenced = re.findall(r"```(?:json)?\s*(.*?)```", text, re.DOTALL)
+    candidates = fenced[::-1] + [text[text.find("{"): text.rfind("}") + 1]] if "{" in text else fenced[::-1]
+    for candidate in candidates:
+        try:
+            return json.loads(candidate)
+        except ValueError:
+            continue
+    return text
+
+
+@dataclass
+class OpenAIRewriter(_ChatClient):
+    """A rewriter behind an OpenAI-compatible chat server, bound to an environment
+    (:meth:`for_env`): it reads the current sample, pass rate and the arm's edit schema,
+    and proposes one edit as JSON. A response that is no JSON edit is sent as it is: the
+    environment rejects it with the parser's reason in ``info["error"]``."""
+
+    env: Any = None
+    show_image: bool = True
+    last_response: str = field(default="", init=False)
+
+    @classmethod
+    def for_env(cls, env: Any, **settings: Any) -> "OpenAIRewriter":
+        return cls(env=env, **settings)
+
+    def prompt(self) -> list[dict[str, Any]]:
+        env = self.env.unwrapped
+        if env.sample is None:
+            raise RuntimeError("reset the environment before asking the rewriter")
+        text = edit_prompt(env.arm.encode(env.sample.structure)[0], env.sample.question, env.sample.answer,
+                           env.pass_rate, env.config.sweet_zone, env.arm.edit_schema())
+        content: list[dict[str, Any]] = [{"type": "text", "text": text}]
+        if self.show_image:
+            content.insert(0, {"type": "image_url", "image_url": {"url": image_data_url(env.sample.image)}})
+        return content
+
+    def propose(self, observation: Mapping[str, Any], rng: np.random.Generator) -> Any:
+        self.last_response = self.chat(self.prompt(), n=1, seed=int(rng.integers(2**31)))[0]
+        return parse_edit(self.last_response)
+
+
+__all__ = ["EXTRACTORS", "OpenAIActor", "OpenAIRewriter", "edit_prompt", "extract_answer", "image_data_url",
+           "parse_edit", "parse_spec"]
