@@ -29,6 +29,7 @@ from vicogym.arm import Arm, draw_edit, payload_dict
 from vicogym.core import Edit, ExportHints, Render, Sample, Seed
 from vicogym.editors import natural as natural_editor
 from vicogym.envs.base import EnvConfig, VicoEnv
+from vicogym.exporters import row_png
 from vicogym.errors import InvalidEdit, MissingExtra, SourceError
 from vicogym.images import ImagePolicy, decode_png, encode_png
 from vicogym.renderers.natural import (SAM_MODELS, BoxSegmenter, GrabCutSegmenter, OpenCVInpainter, RePaintInpainter,
@@ -472,7 +473,7 @@ class NaturalArm(Arm):
             if not path.is_file():
                 return f"{path.relative_to(self.run_folder)} (its source image or mask) is missing from the run folder"
         try:
-            source, image = decode_png(stored_source.read_bytes()), decode_png(row["image"])
+            source, image = decode_png(stored_source.read_bytes()), decode_png(row_png(row))
             mask = decode_png(stored_mask.read_bytes())[:, :, 0] > 127
         except ValueError as exc:
             return f"the stored image, source or mask does not decode ({exc})"

@@ -288,11 +288,12 @@ def test_verify_rechecks_protected_pixels_against_the_stored_source(tmp_path):
     arm = make_arm("vicogym/Natural-v0", manifest["config"]["env_kwargs"])
     arm.attach_run(out / "files")
     assert arm.verify_row(row) is None
-    image = decode_png(row["image"])
+    image = decode_png(row["images"][0]["bytes"])
     scene = arm.decode(row["structure"], {p["name"]: p["data"] for p in row["payloads"]})
     y, x = np.argwhere(frame_mask(scene.mask("protected"), scene.ops))[0]
     image[y, x] ^= 1  # one protected pixel, one bit
-    assert "1 protected pixels differ from the stored source" in arm.verify_row(dict(row, image=encode_png(image)))
+    tampered = dict(row, images=[{"bytes": encode_png(image), "path": row["images"][0]["path"]}])
+    assert "1 protected pixels differ from the stored source" in arm.verify_row(tampered)
     source = next(p for p in (out / "files" / "natural").iterdir() if "protected" not in p.name)
     stored = decode_png(source.read_bytes())
     stored[0, 0] ^= 1

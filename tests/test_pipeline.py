@@ -58,15 +58,16 @@ def test_generate_writes_rows_verl_fields_and_manifest(small_run):
     assert len(rows) == 10 == manifest["counts"]["samples"]
     assert len({r["id"] for r in rows}) == 10
     row = rows[0]
-    for key in ("id", "env_id", "source_id", "image", "question", "answer", "label_rule", "label", "structure",
+    for key in ("id", "env_id", "source_id", "images", "question", "answer", "label_rule", "label", "structure",
                 "payloads", "seed_structure", "edit_trace", "pass_rate", "pass_rate_before", "reward", "provenance",
                 "data_source", "prompt", "images", "ability", "reward_model", "extra_info"):
         assert key in row
     assert row["prompt"][0]["role"] == "user"
     assert row["prompt"][0]["content"] == "<image>" + row["question"] + "\nAnswer with a single word or number."
-    assert row["images"][0] == {"bytes": row["image"], "path": None} and row["ability"] == "chart_reasoning"
+    assert "image" not in row  # one copy of the PNG per row, in verl's images column
+    assert row["images"][0]["path"] == row["id"] + ".png" and row["ability"] == "chart_reasoning"
     assert row["reward_model"] == {"style": "rule", "ground_truth": row["answer"]}
-    assert decode_png(row["image"]).shape[2] == 3
+    assert decode_png(row["images"][0]["bytes"]).shape[2] == 3
     assert json.loads(row["edit_trace"]) and row["payloads"] == []
     assert row["structure"] == json.dumps(json.loads(row["structure"]), sort_keys=True, separators=(",", ":"),
                                           ensure_ascii=False)  # the canonical text
@@ -162,8 +163,7 @@ def test_verify_reports_undecodable_images(copy_run):
     path = sorted(bad.glob("part-*.parquet"))[0]
     table = pq.read_table(path)
     rows = table.to_pylist()
-    rows[0]["image"] = rows[0]["image"][:100]
-    rows[0]["images"][0]["bytes"] = rows[0]["image"]
+    rows[0]["images"][0]["bytes"] = rows[0]["images"][0]["bytes"][:100]
     pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), path)
     problems = dict(verify(bad).problems)
     assert problems[rows[0]["id"]] == "image does not decode (expected PNG bytes, could not decode)"

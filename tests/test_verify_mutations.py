@@ -59,7 +59,8 @@ def _sync_trainer_columns(row):
     row["reward_model"]["ground_truth"] = row["answer"]
     row["extra_info"].update(answer=row["answer"], question=row["question"], label_rule=row["label_rule"])
     row["prompt"][0]["content"] = verl_prompt(row["question"], _hints())
-    row["images"][0]["bytes"] = row["image"]
+    if "image" in row:  # a mutation's new PNG goes where rows keep it
+        row["images"][0]["bytes"] = row.pop("image")
     return row
 
 
@@ -107,7 +108,7 @@ def _mutations(rows):
     invariant = take("invariant")
     invariant_rule = json.loads(invariant["label"])
     swapped = take("program")
-    other_image = next(r["image"] for r in rows if r["image"] != swapped["image"])
+    other_image = next(r["images"][0]["bytes"] for r in rows if r["images"] != swapped["images"])
     program = take("program")
     return {
         "cell question switched to another row": edit(take("cell"), question=donor["question"]),

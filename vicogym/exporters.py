@@ -1,9 +1,13 @@
 """Trainer formats added to every stored row.
 
 verl's multimodal RL dataset (``RLHFDataset``) reads ``data_source``, ``prompt`` (chat
-messages with an ``<image>`` placeholder), ``images`` (``{bytes, path}``), ``ability``,
-``reward_model`` (``{style, ground_truth}``) and ``extra_info``. The arm's
-:class:`~vicogym.core.ExportHints` give the ability and the prompt suffix.
+messages with an ``<image>`` placeholder), ``images`` (a list of ``{bytes, path}``: the
+row's own image column, its one copy of the PNG), ``ability``, ``reward_model``
+(``{style, ground_truth}``) and ``extra_info``. The arm's
+:class:`~vicogym.core.ExportHints` give the ability and the prompt suffix. Shards also
+carry Hugging Face ``datasets`` features metadata (:func:`hf_features`), so
+``load_dataset("parquet", ...)`` shows ``images`` as Image features and vicogym files
+concatenate with other multimodal datasets.
 """
 
 from __future__ import annotations
@@ -21,7 +25,6 @@ def verl_schema():
     return pa.schema([
         ("data_source", pa.string()),
         ("prompt", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
-        ("images", pa.list_(pa.struct([("bytes", pa.binary()), ("path", pa.string())]))),
         ("ability", pa.string()),
         ("reward_model", pa.struct([("style", pa.string()), ("ground_truth", pa.string())])),
         ("extra_info", pa.struct([("id", pa.string()), ("index", pa.int64()), ("split", pa.string()),
@@ -38,7 +41,6 @@ def verl_fields(row: Mapping[str, Any], hints: ExportHints, index: int, split: s
     return {
         "data_source": row["env_id"],
         "prompt": [{"role": "user", "content": verl_prompt(row["question"], hints)}],
-        "images": [{"bytes": row["image"], "path": None}],
         "ability": hints.ability,
         "reward_model": {"style": "rule", "ground_truth": row["answer"]},
         "extra_info": {"id": row["id"], "index": index, "split": split, "question": row["question"],
@@ -57,14 +59,39 @@ def verl_mismatch(row: Mapping[str, Any], hints: ExportHints | None) -> str | No
         ("extra_info.id", extra.get("id"), row["id"]),
         ("data_source", row.get("data_source"), row["env_id"]),
     ]
-    images = row.get("images") or []
-    checks.append(("images[0].bytes", images[0].get("bytes") if images else None, row["image"]))
     if hints is not None:
         prompt = row.get("prompt") or []
         checks.append(("prompt", prompt[0].get("content") if prompt else None, verl_prompt(row["question"], hints)))
         checks.append(("ability", row.get("ability"), hints.ability))
     for name, stored, expected in checks:
         if stored != expected:
-            shown = "the image column" if name == "images[0].bytes" else repr(expected)
-            return f"{name} differs from {shown}"
+            return f"{name} differs from {expected!r}"
     return None
+
+
+def row_png(row: Mapping[str, Any]) -> bytes:
+    """The PNG bytes of a stored row's image (``images[0].bytes``); ``ValueError`` when the
+    row holds none."""
+    images = row.get("images") or []
+    data = images[0].get("bytes") if images and isinstance(images[0], Mapping) else None
+    if not data:
+        raise ValueError("the row holds no image (images[0].bytes is empty)")
+    return bytes(data)
+
+
+def hf_features(schema: Any) -> dict[str, Any]:
+    """Hugging Face ``datasets`` features of an Arrow schema (its ``Features.to_dict()``
+    form), with ``images`` as a list of Image features."""
+    import pyarrow as pa
+
+    def feature(kind: Any) -> Any:
+        if pa.types.is_struct(kind):
+            return {kind.field(i).name: feature(kind.field(i).type) for i in range(kind.num_fields)}
+        if pa.types.is_list(kind):
+            return {"feature": feature(kind.value_type), "_type": "List"}
+        return {"dtype": {"double": "float64", "float": "float32"}.get(str(kind), str(kind)), "_type": "Value"}
+
+    features = {f.name: feature(f.type) for f in schema}
+    if "images" in features:
+        features["images"] = {"feature": {"_type": "Image"}, "_type": "List"}
+    return features

@@ -209,7 +209,7 @@ def make_actor(spec: Any) -> Actor:
         kwargs = dict(spec)
         name = kwargs.pop("name", None)
         if name not in ACTORS:
-            raise ValueError(f"expected actor name in {sorted(ACTORS)}, got {name!r}")
+            raise ValueError(f"expected actor name in {sorted(ACTORS)} or a spec 'openai:MODEL@URL', got {name!r}")
         return ACTORS[name](**kwargs)
     if isinstance(spec, Actor):
         return spec

@@ -28,7 +28,8 @@ def row_schema():
 
     payloads = pa.list_(pa.struct([("name", pa.string()), ("data", pa.binary())]))
     return pa.schema([
-        ("id", pa.string()), ("env_id", pa.string()), ("source_id", pa.string()), ("image", pa.binary()),
+        ("id", pa.string()), ("env_id", pa.string()), ("source_id", pa.string()),
+        ("images", pa.list_(pa.struct([("bytes", pa.binary()), ("path", pa.string())]))),
         ("question", pa.string()), ("answer", pa.string()), ("label_rule", pa.string()), ("label", pa.string()),
         ("structure", pa.string()), ("payloads", payloads), ("seed_structure", pa.string()),
         ("seed_payloads", payloads), ("edit_trace", pa.string()), ("pass_rate", pa.float64()),
@@ -122,7 +123,7 @@ def sample_row(arm: Arm, env_id: str, row_id: str, kept: Kept, seed_sample: Samp
         "id": row_id,
         "env_id": env_id,
         "source_id": sample.provenance.source_id,
-        "image": encode_png(sample.image),
+        "images": [{"bytes": encode_png(sample.image), "path": f"{row_id}.png"}],  # the one copy of the PNG
         "question": sample.question,
         "answer": sample.answer,
         "label_rule": sample.rule_kind,

@@ -49,7 +49,8 @@ def row_hash(row: dict[str, Any]) -> str:
     from vicogym.core import canonical_json
 
     digest = hashlib.sha256(canonical_json({c: row.get(c) for c in HASHED_COLUMNS}).encode("utf-8"))
-    digest.update(hashlib.sha256(bytes(row.get("image") or b"")).digest())
+    images = row.get("images") or [{}]
+    digest.update(hashlib.sha256(bytes((images[0] or {}).get("bytes") or b"")).digest())
     for column in ("payloads", "seed_payloads"):
         for item in row.get(column) or []:
             digest.update(str(item["name"]).encode("utf-8") + hashlib.sha256(bytes(item["data"])).digest())
@@ -69,7 +70,12 @@ def write_shard(out: Path, block: int, rows: list[dict[str, Any]], stats: dict[s
     import pyarrow.parquet as pq
 
     table = pa.Table.from_pylist(rows, schema=schema)
-    table = table.replace_schema_metadata({STATS_KEY: json.dumps(stats, sort_keys=True).encode()})
+    from vicogym.exporters import hf_features
+
+    table = table.replace_schema_metadata({
+        STATS_KEY: json.dumps(stats, sort_keys=True).encode(),
+        b"huggingface": json.dumps({"info": {"features": hf_features(schema)}}).encode(),
+    })
     path = shard_path(out, block)
     tmp = path.with_suffix(".tmp")
     pq.write_table(table, tmp, compression="zstd")

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from vicogym.errors import MissingExtra, RunError, UnknownEnvironment
-from vicogym.exporters import verl_mismatch
+from vicogym.exporters import row_png, verl_mismatch
 from vicogym.arm import payload_dict
 from vicogym.errors import InvalidEdit
 from vicogym.images import decode_png, same_image
@@ -203,7 +203,7 @@ def _check_row(row: dict[str, Any], shard: str, seen: dict[str, str], arms: _Arm
         report.add(row_id, f"appears twice ({seen[row_id]} and {shard})")
         return
     seen[row_id] = shard
-    missing = [c for c in ("env_id", "image", "question", "answer", "label_rule", "label", "structure") if c not in row]
+    missing = [c for c in ("env_id", "images", "question", "answer", "label_rule", "label", "structure") if c not in row]
     if missing:
         report.add(row_id, f"lacks columns {missing}")
         return
@@ -278,7 +278,7 @@ def _image_problem(row: dict[str, Any], arm: Any) -> str | None:
     """Decode the stored image, render the stored structure again, compare, and re-run the
     arm's answerability checks on the render."""
     try:
-        stored = decode_png(row["image"])
+        stored = decode_png(row_png(row))
     except ValueError as exc:
         return f"image does not decode ({exc})"
     try:
