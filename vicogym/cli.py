@@ -153,5 +153,26 @@ def verify(
     console.print(f"all {report.rows} rows verified")
 
 
+@app.command()
+def export(
+    run: Path = typer.Argument(..., help="a folder written by `vicogym generate`"),
+    out: Path = typer.Option(..., "--out", help="folder for the exported files"),
+    format: str = typer.Option("llamafactory", "--format", help="llamafactory: the rewriter's edits as multimodal "
+                               "ShareGPT with a dataset_info.json entry"),
+) -> None:
+    """Export a run's edit transitions as training data for the rewriter."""
+    from vicogym.errors import VicogymError
+    from vicogym.export import FORMATS, export_llamafactory
+
+    if format not in FORMATS:
+        raise _fail(f"expected --format in {list(FORMATS)}, got {format!r}")
+    try:
+        counts = export_llamafactory(run, out)
+    except (VicogymError, ValueError, OSError) as exc:
+        raise _fail(str(exc)) from None
+    console.print(f"wrote {counts['records']} records from {counts['transitions']} edits to {out} "
+                  f"({counts['dropped_off_zone']} edits off the sweet zone left out)")
+
+
 if __name__ == "__main__":
     app()

@@ -1,0 +1,59 @@
+"""The rewriter's training data for LlamaFactory: multimodal ShareGPT records rebuilt from
+a run, weighted by where each edit landed."""
+
+import json
+import math
+
+import pytest
+from typer.testing import CliRunner
+
+from vicogym.cli import app
+from vicogym.core import Edit
+from vicogym.pipeline import GenerateConfig, generate
+from vicogym.registry import make_arm
+from vicogym.rewards import weight
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("export") / "run"
+    generate(GenerateConfig("vicogym/Chart-v0", n=8, out=str(out), keep="all", episodes_per_shard=8,
+                            env_kwargs={"k": 4}), progress=False)
+    return out
+
+
+def test_records_follow_sharegpt_and_repeat_by_the_weight_of_the_edit(run, tmp_path):
+    result = CliRunner().invoke(app, ["export", str(run), "--out", str(tmp_path / "lf")])
+    assert result.exit_code == 0, result.output
+    records = json.loads((tmp_path / "lf" / "rewriter.json").read_text())
+    info = json.loads((tmp_path / "lf" / "dataset_info.json").read_text())
+    entry = info["vicogym_rewriter"]
+    assert entry["formatting"] == "sharegpt" and entry["file_name"] == "rewriter.json"
+    assert entry["columns"] == {"messages": "messages", "images": "images"}
+    assert records
+    arm = make_arm("vicogym/Chart-v0")
+    for record in records:
+        user, assistant = record["messages"]
+        assert (user["role"], assistant["role"]) == ("user", "assistant")
+        assert user["content"].count("<image>") == 1 == len(record["images"])
+        assert (tmp_path / "lf" / record["images"][0]).is_file()
+        Edit.parse(assistant["content"])  # the edit parses
+    # copies: floor(5 w(p)) for every transition of the run, each transition once
+    from vicogym.verify import iter_rows
+
+    expected, seen = 0, set()
+    for row in iter_rows(run):
+        provenance = json.loads(row["provenance"])
+        for entry in json.loads(row["edit_trace"]):
+            key = (provenance["index"], entry["turn"])
+            if key not in seen:
+                seen.add(key)
+                expected += math.floor(5 * weight(entry["pass_rate"], arm.config.reward_config()))
+    assert len(records) == expected
+
+
+def test_an_unknown_format_and_a_missing_run_are_named(tmp_path):
+    result = CliRunner().invoke(app, ["export", str(tmp_path), "--out", str(tmp_path / "x"), "--format", "alpaca"])
+    assert result.exit_code != 0 and "expected --format in" in result.output
+    result = CliRunner().invoke(app, ["export", str(tmp_path / "none"), "--out", str(tmp_path / "x")])
+    assert result.exit_code != 0 and "is not a folder written by" in result.output

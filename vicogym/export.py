@@ -1,0 +1,98 @@
+"""Training data for the rewriter, from a generation run (``vicogym export``).
+
+LlamaFactory's multimodal ShareGPT format: one record per kept edit transition, with
+``messages`` (the rewriter's prompt with one ``<image>`` token, then the edit as the
+assistant's JSON) and ``images`` (the picture the rewriter looked at), plus the
+``dataset_info.json`` entry that names the file. The prompt is the one
+:class:`vicogym.clients.OpenAIRewriter` sends: the structure before the edit, the
+question, its answer, the actor's pass rate then, the direction and the arm's edit
+schema. Each transition is repeated ``floor(5 * w(p))`` times, ``w`` the difficulty
+weight (:func:`vicogym.rewards.weight`, the run's reward shape and zone) of the pass rate
+on the sample the edit produced: sweet-zone edits count five times, off-zone ones (under
+the default band) not at all. The states before each edit are rebuilt from the row's
+seed and edit trace and rendered again, so the export needs only the run folder.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vicogym.errors import RunError
+
+FORMATS = ("llamafactory",)
+COPIES = 5
+
+
+def export_llamafactory(run: str | Path, out: str | Path, name: str = "vicogym_rewriter") -> dict[str, Any]:
+    """Write ``rewriter.json``, ``images/`` and ``dataset_info.json`` into ``out``; counts."""
+    from vicogym.arm import payload_dict, render_seed
+    from vicogym.clients import edit_prompt
+    from vicogym.core import Edit
+    from vicogym.exporters import IMAGE_TOKEN
+    from vicogym.images import encode_png
+    from vicogym.registry import make_arm
+    from vicogym.rewards import weight
+    from vicogym.verify import iter_rows, read_manifest
+
+    run, out = Path(run), Path(out)
+    manifest = read_manifest(run)
+    env_id = manifest["env"]["id"]
+    arm = make_arm(env_id, manifest["config"]["env_kwargs"])
+    if (run / "files").is_dir():
+        arm.attach_run(run / "files")
+    reward = arm.config.reward_config()
+    zone = arm.config.sweet_zone
+    schema = arm.edit_schema()
+    (out / "images").mkdir(parents=True, exist_ok=True)
+    records: list[dict[str, Any]] = []
+    seen: set[tuple[str, int]] = set()
+    counts = {"transitions": 0, "records": 0, "dropped_off_zone": 0}
+    try:
+        for row in iter_rows(run):
+            provenance = json.loads(row["provenance"])
+            episode = f"{provenance.get('run_seed')}-{provenance.get('index')}"
+            rule = json.loads(row["label"])
+            structure = arm.decode(row["seed_structure"], payload_dict(row.get("seed_payloads")))
+            answer, pass_rate = arm.relabel(structure, rule), float(row["pass_rate_before"])
+            for entry in json.loads(row["edit_trace"]):
+                key = (episode, int(entry["turn"]))
+                after = arm.apply(structure, Edit.parse(entry["edit"]), rule)
+                if key not in seen:
+                    seen.add(key)
+                    counts["transitions"] += 1
+                    copies = math.floor(COPIES * weight(float(entry["pass_rate"]), reward))
+                    if copies == 0:
+                        counts["dropped_off_zone"] += 1
+                    else:
+                        text, payloads = arm.encode(structure)
+                        image = arm.render(structure, np.random.default_rng(render_seed(text, payloads))).image
+                        file = f"images/{row['env_id'].split('/')[-1].lower()}-{episode}-t{entry['turn']}.png"
+                        (out / file).write_bytes(encode_png(image))
+                        prompt = edit_prompt(text, row["question"], answer, pass_rate, zone, schema)
+                        record = {"messages": [
+                            {"role": "user", "content": IMAGE_TOKEN + prompt},
+                            {"role": "assistant", "content": json.dumps(entry["edit"], sort_keys=True)}],
+                            "images": [file]}
+                        records.extend([record] * copies)
+                structure, answer, pass_rate = after, entry["answer"], float(entry["pass_rate"])
+    finally:
+        arm.close()
+    counts["records"] = len(records)
+    (out / "rewriter.json").write_text(json.dumps(records, ensure_ascii=False, indent=1), encoding="utf-8")
+    info = {name: {"file_name": "rewriter.json", "formatting": "sharegpt",
+                   "columns": {"messages": "messages", "images": "images"},
+                   "tags": {"role_tag": "role", "content_tag": "content", "user_tag": "user",
+                            "assistant_tag": "assistant"}}}
+    (out / "dataset_info.json").write_text(json.dumps(info, indent=1), encoding="utf-8")
+    if not records:
+        raise RunError(f"{run}: none of its {counts['transitions']} edits landed where the reward weight reaches 0.2; "
+                       "nothing to train the rewriter on (generate with --keep all, or more samples)")
+    return counts
+
+
+__all__ = ["FORMATS", "export_llamafactory"]
