@@ -245,6 +245,8 @@ def _free_box(frame: Frame, guarded: list[tuple[int, int, int, int]], rng: Any,
             x0, x1 = (max(0, x - w + 1), x + 1) if left else (x, min(frame.width, x + w))
             y0, y1 = (max(0, y - h + 1), y + 1) if up else (y, min(frame.height, y + h))
             box = (x0, y0, x1, y1)
+            if x1 - x0 < MIN_SIDE or y1 - y0 < MIN_SIDE:  # clipped by the canvas's edge
+                break
             if not any(_overlaps(box, g) for g in guarded):
                 return list(box)
             if w <= MIN_SIDE and h <= MIN_SIDE:

@@ -119,11 +119,28 @@ def generate(
     except (VicogymError, ValueError, TypeError, OSError) as exc:
         raise _fail(str(exc)) from None
     counts = manifest["counts"]
+    _summary(manifest)
     console.print(f"wrote {counts['samples']} samples from {counts['episodes']} episodes to {config.out} "
                   f"({counts['rejected_steps']} of {counts['steps']} edits rejected: {json.dumps(manifest['rejections'])})")
     if not manifest["complete"]:
         console.print(f"[yellow]only {counts['samples']} of {config.n} samples within the episode budget[/yellow]")
         raise typer.Exit(1)
+
+
+def _summary(manifest: dict) -> None:
+    """The table that ends a run: counts, acceptance, sweet-zone hits, rejections."""
+    from rich.table import Table
+
+    counts = manifest["counts"]
+    table = Table(title=f"{manifest['env']['id']}: run summary", show_header=False)
+    table.add_row("samples", f"{counts['samples']} of {counts['requested']}")
+    table.add_row("episodes", str(counts["episodes"]))
+    accepted = counts["valid_steps"] / counts["steps"] if counts["steps"] else 0.0
+    table.add_row("edits accepted", f"{counts['valid_steps']} of {counts['steps']} ({accepted:.0%})")
+    table.add_row("sweet-zone hit rate", f"{manifest.get('sweet_zone_hit_rate', 0.0):.0%} of kept samples")
+    for code, n in manifest["rejections"].items():
+        table.add_row(f"rejected: {code}", str(n))
+    console.print(table)
 
 
 @app.command()
@@ -172,6 +189,23 @@ def export(
         raise _fail(str(exc)) from None
     console.print(f"wrote {counts['records']} records from {counts['transitions']} edits to {out} "
                   f"({counts['dropped_off_zone']} edits off the sweet zone left out)")
+
+
+@app.command("report")
+def report_command(
+    folder: Path = typer.Argument(..., help="a run folder, or a folder of round-* runs"),
+    out: Optional[Path] = typer.Option(None, "--out", help="where to write the report [FOLDER/report]"),
+    limit: int = typer.Option(200, "--limit", min=1, help="samples shown on the page"),
+) -> None:
+    """Write a static HTML page and plots to look at a run's samples."""
+    from vicogym.errors import VicogymError
+    from vicogym.report import report
+
+    try:
+        page = report(folder, out, limit)
+    except (VicogymError, ValueError, OSError) as exc:
+        raise _fail(str(exc)) from None
+    console.print(f"wrote {page}")
 
 
 if __name__ == "__main__":

@@ -165,6 +165,7 @@ def generate(config: GenerateConfig, progress: bool = True) -> dict[str, Any]:
     blocks_total = math.ceil(config.episode_budget / config.episodes_per_shard)
     run = _Progress(config, env.arm.report(), folder.side_files())
     bar = tqdm(total=config.n, desc=f"generate {config.env_id}", unit="sample", disable=not progress)
+    zone = env.config.sweet_zone
     block = 0
     try:
         # resume: complete shards are kept, each checked against the manifest that recorded it
@@ -174,6 +175,7 @@ def generate(config: GenerateConfig, progress: bool = True) -> dict[str, Any]:
             run.absorb(dict(folder.resumed_entry(path, previous.get(path.name)), episodes=_episodes(config, block)),
                        stats)
             bar.update(stats["rows"])
+            bar.set_postfix(run.rates(zone), refresh=False)
             block += 1
 
         def finish(rows: list[dict[str, Any]], stats: dict[str, Any], files: dict[str, bytes], b: int) -> None:
@@ -184,6 +186,7 @@ def generate(config: GenerateConfig, progress: bool = True) -> dict[str, Any]:
             run.absorb(dict(entry, episodes=_episodes(config, b)), stats)
             folder.write_manifest(run.manifest(finished=False))
             bar.update(len(rows))
+            bar.set_postfix(run.rates(zone), refresh=True)
 
         if config.workers == 1:
             while block < blocks_total and run.count < config.n:
@@ -229,6 +232,14 @@ class _Progress:
         self.pass_rates.extend(stats["pass_rates"])
         self.shards.append(entry)
 
+    def rates(self, zone: tuple[float, float]) -> dict[str, str]:
+        """What the progress bar shows beside rate and ETA: the share of edits accepted and
+        of kept samples in the sweet zone."""
+        kept = self.pass_rates
+        sweet = sum(zone[0] <= p <= zone[1] for p in kept) / len(kept) if kept else 0.0
+        accepted = self.totals.valid / self.totals.steps if self.totals.steps else 0.0
+        return {"accepted": f"{accepted:.0%}", "sweet": f"{sweet:.0%}"}
+
     def manifest(self, finished: bool) -> dict[str, Any]:
         manifest = _manifest(self.config, self.totals, self.episodes, self.count, self.pass_rates, self.shards)
         manifest["finished"] = finished
@@ -241,6 +252,10 @@ def _schema():
     import pyarrow as pa
 
     return pa.schema(list(row_schema()) + list(verl_schema()))
+
+
+def _sweet_share(pass_rates: list[float], zone: tuple[float, float]) -> float:
+    return round(sum(zone[0] <= p <= zone[1] for p in pass_rates) / len(pass_rates), 4) if pass_rates else 0.0
 
 
 def _episodes(config: GenerateConfig, block: int) -> list[int]:
@@ -268,5 +283,6 @@ def _manifest(config: GenerateConfig, totals: EpisodeStats, episodes: int, count
         "rejections": dict(sorted(totals.rejections.items())),
         "seed_rejections": dict(sorted(totals.seed_rejections.items())),
         "pass_rate_histogram": {"edges": [round(e, 2) for e in edges.tolist()], "counts": hist.tolist()},
+        "sweet_zone_hit_rate": _sweet_share(pass_rates, make_config(config.env_id, config.make_kwargs).sweet_zone),
         "shards": shards,
     }

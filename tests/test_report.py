@@ -1,0 +1,57 @@
+"""The report: plots and a static page, opened in a real headless browser (Debian's
+Chromium) that must load every image and plot."""
+
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+from typer.testing import CliRunner
+
+from vicogym.cli import app
+from vicogym.pipeline import GenerateConfig, generate
+
+
+def _chromium():
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
+        message = "the report's browser test needs Chromium (apt-get install chromium; .ci/run installs it)"
+        if os.environ.get("VICOGYM_REQUIRE_BROWSER") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+@pytest.fixture(scope="module")
+def rounds(tmp_path_factory):
+    """Two rounds of a chart run, as `vicogym evolve` lays them out."""
+    folder = tmp_path_factory.mktemp("report")
+    for r in range(2):
+        generate(GenerateConfig("vicogym/Chart-v0", n=4, seed=r, out=str(folder / f"round-{r:03d}"),
+                                episodes_per_shard=4, env_kwargs={"k": 4}), progress=False)
+    return folder
+
+
+def test_the_page_loads_every_image_and_plot_in_a_real_browser(rounds, tmp_path):
+    browser = _chromium()
+    result = CliRunner().invoke(app, ["report", str(rounds)])
+    assert result.exit_code == 0, result.output
+    page = rounds / "report" / "index.html"
+    for plot in ("pass_rates.png", "rounds.png", "rejections.png"):
+        assert (rounds / "report" / plot).stat().st_size > 5000
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--window-size=1200,1600"]
+    dom = subprocess.run([browser, *flags, "--virtual-time-budget=5000", "--dump-dom", page.as_uri()],
+                         capture_output=True, text=True, timeout=120).stdout
+    ok = int(re.search(r'data-images-ok="(\d+)"', dom).group(1))
+    broken = int(re.search(r'data-images-broken="(\d+)"', dom).group(1))
+    assert broken == 0 and ok == 3 + 8 * 2  # three plots; each of 8 samples before and after
+    assert "8 shown" in dom and "round-001" in dom
+    shot = tmp_path / "page.png"
+    subprocess.run([browser, *flags, f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=120)
+    assert shot.stat().st_size > 20_000  # a page with pictures, not a blank one
+
+
+def test_report_errors_are_named(tmp_path):
+    result = CliRunner().invoke(app, ["report", str(tmp_path)])
+    assert result.exit_code != 0 and "holds no run" in result.output

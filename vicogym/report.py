@@ -1,0 +1,209 @@
+"""A report to look at a run (``vicogym report DIR``): a static HTML page to browse the
+samples, with filters, and PNG plots made with matplotlib.
+
+``DIR`` is a generation run, or a folder of rounds (``round-000/``, ``round-001/`` ...,
+each a run, as ``vicogym evolve`` writes them). The page shows each sample's image, the
+image it was edited from, its question, answer, label rule, pass rate before and after
+and its edit trace; it filters by text, label rule, round and sweet zone. The plots:
+pass-rate histograms before and after editing, sweet-zone hit rate and editing intensity
+``|p_before - p|`` per round, and rejection reasons by code. Everything is written into
+``DIR/report/`` (or ``--out``); the page needs no server.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vicogym.errors import RunError
+
+
+def rounds_of(folder: Path) -> list[tuple[str, Path]]:
+    """The runs of ``folder``: itself, or its ``round-*`` subfolders, in order."""
+    if (folder / "manifest.json").is_file():
+        return [("run", folder)]
+    rounds = sorted(p for p in folder.glob("round-*") if (p / "manifest.json").is_file())
+    if not rounds:
+        raise RunError(f"{folder} holds no run (no manifest.json) and no round-* folders of runs")
+    return [(p.name, p) for p in rounds]
+
+
+def _plots(out: Path, data: list[dict[str, Any]], manifests: dict[str, dict], zone: tuple[float, float]) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = []
+    bins = np.linspace(0, 1, 11)
+    fig, ax = plt.subplots(figsize=(6, 3.5), dpi=100)
+    ax.hist([[d["pass_rate_before"] for d in data], [d["pass_rate"] for d in data]], bins=bins,
+            label=["before editing", "after editing"], color=["#999999", "#1f77b4"])
+    ax.axvspan(*zone, color="#2ca02c", alpha=0.12, label="sweet zone")
+    ax.set_xlabel("actor pass rate")
+    ax.set_ylabel("samples")
+    ax.legend()
+    ax.set_title("Pass rates before and after editing")
+    fig.tight_layout()
+    fig.savefig(out / "pass_rates.png")
+    plt.close(fig)
+    names.append("pass_rates.png")
+
+    rounds = list(manifests)
+    hit = [np.mean([zone[0] <= d["pass_rate"] <= zone[1] for d in data if d["round"] == r] or [0.0]) for r in rounds]
+    intensity = [np.mean([abs(d["pass_rate_before"] - d["pass_rate"]) for d in data if d["round"] == r] or [0.0])
+                 for r in rounds]
+    fig, ax = plt.subplots(figsize=(6, 3.5), dpi=100)
+    x = np.arange(len(rounds))
+    ax.plot(x, hit, marker="o", label="sweet-zone hit rate")
+    ax.plot(x, intensity, marker="s", label="editing intensity |p_before - p|")
+    ax.set_xticks(x, labels=rounds)
+    ax.set_ylim(0, 1)
+    ax.legend()
+    ax.set_title("Per round")
+    fig.tight_layout()
+    fig.savefig(out / "rounds.png")
+    plt.close(fig)
+    names.append("rounds.png")
+
+    rejections: dict[str, int] = {}
+    for manifest in manifests.values():
+        for code, n in manifest.get("rejections", {}).items():
+            rejections[code] = rejections.get(code, 0) + n
+    fig, ax = plt.subplots(figsize=(6, 3.5), dpi=100)
+    codes = sorted(rejections, key=rejections.get, reverse=True) or ["(none)"]
+    ax.barh(codes[::-1], [rejections.get(c, 0) for c in codes[::-1]], color="#d62728")
+    ax.set_xlabel("rejected edits")
+    ax.set_title("Rejection reasons")
+    fig.tight_layout()
+    fig.savefig(out / "rejections.png")
+    plt.close(fig)
+    names.append("rejections.png")
+    return names
+
+
+PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<style>
+body {{ font-family: sans-serif; margin: 1.5em; background: #fafafa; }}
+.plots img {{ max-width: 32%; margin-right: 1%; border: 1px solid #ddd; background: white; }}
+.filters {{ margin: 1em 0; padding: .6em; background: #eef; }}
+.sample {{ display: flex; gap: 1em; background: white; border: 1px solid #ddd; margin: .6em 0; padding: .6em; }}
+.sample img {{ max-height: 260px; max-width: 340px; border: 1px solid #ccc; }}
+.meta {{ font-size: 90%; }} .sweet {{ color: #2a7; font-weight: bold; }}
+pre {{ white-space: pre-wrap; font-size: 80%; max-width: 60em; }}
+</style></head><body>
+<h1>{title}</h1>
+<p>{summary}</p>
+<div class="plots">{plots}</div>
+<div class="filters">
+ text <input id="text" placeholder="question, answer, id">
+ label rule <select id="rule"><option value="">any</option>{rules}</select>
+ round <select id="round"><option value="">any</option>{round_options}</select>
+ <label><input type="checkbox" id="sweet"> sweet zone only</label>
+ <span id="shown"></span>
+</div>
+<div id="samples">{samples}</div>
+<script>
+function apply() {{
+  const text = document.getElementById("text").value.toLowerCase();
+  const rule = document.getElementById("rule").value, round = document.getElementById("round").value;
+  const sweet = document.getElementById("sweet").checked;
+  let shown = 0;
+  for (const s of document.querySelectorAll(".sample")) {{
+    const ok = (!text || s.dataset.text.includes(text)) && (!rule || s.dataset.rule === rule)
+      && (!round || s.dataset.round === round) && (!sweet || s.dataset.sweet === "1");
+    s.style.display = ok ? "" : "none";
+    shown += ok;
+  }}
+  document.getElementById("shown").textContent = shown + " shown";
+}}
+for (const id of ["text", "rule", "round", "sweet"]) document.getElementById(id).addEventListener("input", apply);
+window.addEventListener("load", () => {{
+  const images = [...document.images];
+  document.body.dataset.imagesOk = images.filter(i => i.complete && i.naturalWidth > 0).length;
+  document.body.dataset.imagesBroken = images.filter(i => !(i.complete && i.naturalWidth > 0)).length;
+  apply();
+}});
+</script></body></html>
+"""
+
+
+def report(folder: str | Path, out: str | Path | None = None, limit: int = 200) -> Path:
+    """Write the report of the run(s) in ``folder``; the page's path."""
+    from vicogym.arm import payload_dict, render_seed
+    from vicogym.exporters import row_png
+    from vicogym.images import encode_png
+    from vicogym.registry import make_arm
+    from vicogym.verify import iter_rows, read_manifest
+
+    folder = Path(folder)
+    out = Path(out) if out is not None else folder / "report"
+    (out / "images").mkdir(parents=True, exist_ok=True)
+    data: list[dict[str, Any]] = []
+    manifests: dict[str, dict] = {}
+    arms: dict[str, Any] = {}
+    zone = (0.35, 0.65)
+    for name, run in rounds_of(folder):
+        manifest = read_manifest(run)
+        manifests[name] = manifest
+        env_id = manifest["env"]["id"]
+        if env_id not in arms:
+            arms[env_id] = make_arm(env_id, manifest["config"]["env_kwargs"])
+            if (run / "files").is_dir():
+                arms[env_id].attach_run(run / "files")
+        zone = tuple(arms[env_id].config.sweet_zone)
+        for row in iter_rows(run):
+            data.append({"round": name, "row": row, "pass_rate": float(row["pass_rate"]),
+                         "pass_rate_before": float(row["pass_rate_before"])})
+    plots = _plots(out, data, manifests, zone)
+    cards = []
+    for k, d in enumerate(data[:limit]):
+        row = d["row"]
+        after = f"images/{k:05d}-after.png"
+        (out / after).write_bytes(row_png(row))
+        before_html = ""
+        arm = arms[row["env_id"]]
+        try:
+            seed = arm.decode(row["seed_structure"], payload_dict(row.get("seed_payloads")))
+            text, payloads = arm.encode(seed)
+            image = arm.render(seed, np.random.default_rng(render_seed(text, payloads))).image
+            before = f"images/{k:05d}-before.png"
+            (out / before).write_bytes(encode_png(image))
+            before_html = f'<div><div>before</div><img src="{before}" alt="seed image"></div>'
+        except Exception as exc:  # a renderer this machine lacks: the page says so
+            before_html = f"<div><em>seed image not rendered here ({html.escape(type(exc).__name__)})</em></div>"
+        sweet = zone[0] <= d["pass_rate"] <= zone[1]
+        trace = "\n".join(f"turn {t['turn']}: {json.dumps(t['edit'], sort_keys=True)} -> answer {t['answer']}, pass rate "
+                          f"{t['pass_rate']:.2f}" for t in json.loads(row["edit_trace"]))
+        searchable = html.escape(f"{row['id']} {row['question']} {row['answer']}".lower(), quote=True)
+        cards.append(
+            f'<div class="sample" data-text="{searchable}" data-rule="{html.escape(row["label_rule"])}" '
+            f'data-round="{html.escape(d["round"])}" data-sweet="{int(sweet)}">{before_html}'
+            f'<div><div>after</div><img src="{after}" alt="edited image"></div>'
+            f'<div class="meta"><b>{html.escape(row["question"])}</b><br>answer: <b>{html.escape(row["answer"])}</b>'
+            f' &middot; label rule: {html.escape(row["label_rule"])} &middot; {html.escape(d["round"])}<br>'
+            f'pass rate {d["pass_rate_before"]:.2f} &rarr; <span class="{"sweet" if sweet else ""}">'
+            f'{d["pass_rate"]:.2f}</span><br><small>{html.escape(row["id"])}</small>'
+            f'<pre>{html.escape(trace)}</pre></div></div>')
+    rules = sorted({d["row"]["label_rule"] for d in data})
+    hit = np.mean([zone[0] <= d["pass_rate"] <= zone[1] for d in data]) if data else 0.0
+    summary = (f"{len(data)} samples in {len(manifests)} round(s); sweet zone {zone[0]}-{zone[1]} hit by {hit:.0%}"
+               + (f"; the first {limit} shown" if len(data) > limit else ""))
+    page = PAGE.format(title=html.escape(f"vicogym report: {folder.name}"), summary=html.escape(summary),
+                       plots="".join(f'<img src="{p}" alt="{p}">' for p in plots),
+                       rules="".join(f'<option value="{html.escape(r)}">{html.escape(r)}</option>' for r in rules),
+                       round_options="".join(f'<option value="{html.escape(r)}">{html.escape(r)}</option>'
+                                             for r in manifests),
+                       samples="\n".join(cards))
+    (out / "index.html").write_text(page, encoding="utf-8")
+    for arm in arms.values():
+        arm.close()
+    return out / "index.html"
+
+
+__all__ = ["report", "rounds_of"]
