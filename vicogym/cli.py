@@ -88,6 +88,8 @@ def generate(
     k: Optional[int] = typer.Option(None, "--k", help="actor rollouts per sample (same as --set k=K) [8]"),
     actor: Optional[str] = typer.Option(None, "--actor", help="simulated, or openai:MODEL@URL for an OpenAI-compatible "
                                         "server (key from $OPENAI_API_KEY) [simulated]"),
+    rewriter: Optional[str] = typer.Option(None, "--rewriter", help="random | search | search:N | openai:MODEL@URL "
+                                           "[random]"),
     max_turns: Optional[int] = typer.Option(None, "--max-turns", help="edit turns per episode (--set max_turns=T) [3]"),
     source: Optional[str] = typer.Option(None, "--source", help="seed source of the environment (--set source=S)"),
     tier2: Optional[str] = typer.Option(None, "--tier2", help="drop | keep: real records whose answer their own "
@@ -103,7 +105,7 @@ def generate(
 
     try:
         data = load_config_file(config_file) if config_file is not None else {}
-        flags = {"env_id": env_id, "n": n, "out": out, "seed": seed, "workers": workers, "keep": keep,
+        flags = {"env_id": env_id, "n": n, "out": out, "seed": seed, "workers": workers, "keep": keep, "rewriter": rewriter,
                  "episodes_per_shard": episodes_per_shard, "max_episodes": max_episodes}
         data.update({key: value for key, value in flags.items() if value is not None})
         env_kwargs = data.get("env_kwargs") or {}
@@ -189,6 +191,53 @@ def export(
         raise _fail(str(exc)) from None
     console.print(f"wrote {counts['records']} records from {counts['transitions']} edits to {out} "
                   f"({counts['dropped_off_zone']} edits off the sweet zone left out)")
+
+
+@app.command()
+def evolve(
+    env_id: Optional[str] = typer.Argument(None, help="environment id; default vicogym/Chart-v0"),
+    rounds: int = typer.Option(2, "--rounds", help="co-evolution rounds"),
+    n: int = typer.Option(64, "--n", help="samples per round"),
+    out: str = typer.Option("vicogym-evolve", "--out", help="output folder, resumable"),
+    seed: int = typer.Option(0, "--seed", help="round r generates with seed + r"),
+    workers: int = typer.Option(1, "--workers"),
+    actor: str = typer.Option("simulated", "--actor", help="the first round's actor: simulated, openai:MODEL@URL or a "
+                              "JSON object"),
+    rewriter: str = typer.Option("search", "--rewriter", help="random | search | search:N | openai:MODEL@URL"),
+    train_actor: Optional[str] = typer.Option(None, "--train-actor", help="shell command run after each round; "
+                                              "placeholders {verl_files} {round_dir} {round} {next_actor_file}"),
+    train_rewriter: Optional[str] = typer.Option(None, "--train-rewriter", help="shell command run after each round; "
+                                                 "placeholders {rewriter_data} {dataset_info} {next_rewriter_file}"),
+    episodes_per_shard: int = typer.Option(16, "--episodes-per-shard"),
+    settings: Optional[list[str]] = typer.Option(None, "--set", help="environment setting KEY=VALUE (JSON value)"),
+    progress: bool = typer.Option(True, "--progress/--no-progress"),
+) -> None:
+    """Run rewriter-actor rounds: generate, export both trainers' data, train, switch models."""
+    from rich.table import Table
+
+    from vicogym.errors import VicogymError
+    from vicogym.evolve import EvolveConfig
+    from vicogym.evolve import evolve as run
+
+    def show(r: int, stats: dict) -> None:
+        table = Table(title=f"round {r}", show_header=False)
+        table.add_row("sweet-zone hit rate", f"{stats['sweet_zone_hit_rate']:.0%}")
+        table.add_row("pass rate before -> after", f"{stats['pass_rate_before']:.2f} -> {stats['pass_rate_after']:.2f}")
+        table.add_row("editing intensity", f"{stats['editing_intensity']:.2f}")
+        table.add_row("rejections", json.dumps(stats["rejections"]))
+        console.print(table)
+
+    try:
+        spec = json.loads(actor) if actor.strip().startswith("{") else actor
+        config = EvolveConfig(env_id=env_id or "vicogym/Chart-v0", rounds=rounds, n=n, out=out, seed=seed,
+                              workers=workers, episodes_per_shard=episodes_per_shard,
+                              env_kwargs=dict(parse_setting(text) for text in settings or []), actor=spec,
+                              rewriter=rewriter, train_actor=train_actor, train_rewriter=train_rewriter)
+        state = run(config, progress=progress, report=show)
+    except (VicogymError, ValueError, TypeError, OSError) as exc:
+        raise _fail(str(exc)) from None
+    console.print(f"{state['finished_rounds']} rounds in {out} (state in {out}/evolve.json; `vicogym report {out}` "
+                  "to look at them)")
 
 
 @app.command("report")

@@ -10,6 +10,7 @@ only through ``env_kwargs`` (generation's own default: 3-turn episodes).
 from __future__ import annotations
 
 import concurrent.futures as cf
+import re
 import difflib
 import math
 import multiprocessing
@@ -45,9 +46,15 @@ class GenerateConfig:
     episodes_per_shard: int = 16
     max_episodes: int | None = None
     env_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    rewriter: str = "random"
 
     def __post_init__(self) -> None:
         check_id(self.env_id)
+        if not isinstance(self.rewriter, str) or not re.fullmatch(r"random|search(:[1-9]\d*)?|openai:.+@https?://.+",
+                                                                  self.rewriter):
+            from vicogym.policies import REWRITERS
+
+            raise ValueError(f"expected rewriter in {list(REWRITERS)}, got {self.rewriter!r}")
         for name in ("n", "workers", "episodes_per_shard"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
@@ -99,6 +106,8 @@ class GenerateConfig:
         for name in ("workers", "out", "env_kwargs"):
             d.pop(name)
         d["env_kwargs"] = self.make_kwargs
+        if d["rewriter"] == "random":  # runs from before rewriters were a setting stay resumable
+            d.pop("rewriter")
         return d
 
 
@@ -126,10 +135,10 @@ def _env_for(config: GenerateConfig) -> Any:
 def run_block(config: GenerateConfig, block: int) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, bytes]]:
     """The rows and statistics of the episodes of shard ``block``, and the files its rows
     share (see :meth:`vicogym.arm.Arm.side_files`)."""
-    from vicogym.policies import RandomRewriter
+    from vicogym.policies import make_rewriter
 
     env = _env_for(config)
-    rewriter = RandomRewriter.for_env(env)
+    rewriter = make_rewriter(config.rewriter, env)
     first = block * config.episodes_per_shard
     rows: list[dict[str, Any]] = []
     files: dict[str, bytes] = {}

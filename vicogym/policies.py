@@ -184,6 +184,29 @@ class SearchRewriter:
         return best
 
 
+REWRITERS = ("random", "search", "search:N", "openai:MODEL@URL")
+
+
+def make_rewriter(spec: Any, env: Any) -> Rewriter:
+    """A rewriter for ``env`` from a spec: ``"random"`` (the arm's edit space), ``"search"``
+    or ``"search:N"`` (best of N, 8 by default), ``"openai:MODEL@URL"`` (an LLM behind an
+    OpenAI-compatible server), or an object that already has ``propose``."""
+    if isinstance(spec, Rewriter):
+        return spec
+    if spec == "random":
+        return RandomRewriter.for_env(env)
+    if isinstance(spec, str) and (spec == "search" or spec.startswith("search:")):
+        n = spec.split(":", 1)[1] if ":" in spec else "8"
+        if not n.isdigit() or int(n) < 1:
+            raise ValueError(f"expected a rewriter 'search:N' with N a positive integer, got {spec!r}")
+        return SearchRewriter.for_env(env, n=int(n))
+    if isinstance(spec, str) and spec.startswith("openai:"):
+        from vicogym.clients import OpenAIRewriter, parse_spec
+
+        return OpenAIRewriter.for_env(env, **parse_spec(spec))
+    raise ValueError(f"expected a rewriter in {list(REWRITERS)}, got {spec!r}")
+
+
 ACTORS: dict[str, Callable[..., Actor]] = {"simulated": SimulatedActor}
 
 
