@@ -190,3 +190,21 @@ def test_edits_are_parsed_from_fences_or_bare_objects():
     assert parse_edit('```json\n{"op": "stop"}\n```') == {"op": "stop"}
     assert parse_edit('sure: {"ops": [{"op": "stop"}]} done') == {"ops": [{"op": "stop"}]}
     assert parse_edit("nothing") == "nothing"
+
+
+def test_a_local_image_text_to_text_model_answers_in_batches_and_repeats_itself(tmp_path):
+    from tiny_models import tiny_image_text_to_text
+    from vicogym.clients import TransformersActor
+
+    model = tiny_image_text_to_text(tmp_path)
+    actor = TransformersActor(str(model), batch_size=3, max_new_tokens=3)
+    answers = actor.answer(IMAGE, "how many bars are there", 7, rng=np.random.default_rng(0), context={})
+    assert len(answers) == 7 and all(isinstance(a, str) for a in answers)
+    again = TransformersActor(str(model), batch_size=3, max_new_tokens=3).answer(
+        IMAGE, "how many bars are there", 7, rng=np.random.default_rng(0), context={})
+    assert again == answers  # seeded from the environment's generator
+    env = gym.make("vicogym/Chart-v0", k=3, actor=f"transformers:{model}")
+    obs, info = env.reset(seed=0)
+    assert len(info["actor_answers"]) == 3 and 0.0 <= info["pass_rate"] <= 1.0
+    with pytest.raises(ValueError, match="transformers model folder"):
+        TransformersActor(str(tmp_path / "nothing"))

@@ -76,7 +76,7 @@ def test_config_errors_say_what_to_change():
         gym.make("vicogym/Chart-v0", max_question_chars=1)
     with pytest.raises(SourceError, match="expected source 'procedural' or a ChartQA folder"):
         gym.make("vicogym/Chart-v0", source="/no/such/folder")
-    with pytest.raises(ValueError, match="expected actor name in \\['openai', 'simulated'\\] or a spec 'openai:MODEL@URL', got 'gpt'"):
+    with pytest.raises(ValueError, match="expected actor name in \\['openai', 'simulated', 'transformers'\\] or a spec 'openai:MODEL@URL', got 'gpt'"):
         gym.make("vicogym/Chart-v0", actor="gpt")
 
 

@@ -68,3 +68,42 @@ def tiny_stable_diffusion(folder: Path) -> Path:
     path = folder / "sd-inpaint"
     pipe.save_pretrained(path)
     return path
+
+
+def tiny_image_text_to_text(folder: Path) -> Path:
+    """A LLaVA-style image-text-to-text model (a CLIP vision tower and a Llama decoder of a
+    few thousand weights) with its processor: a word-level tokenizer trained here on a few
+    words, a CLIP image processor and a chat template; saved with ``save_pretrained``."""
+    torch = pytest.importorskip("torch", reason="the local actor needs the [natural] extra (torch)")
+    transformers = pytest.importorskip("transformers", reason="the local actor needs the [natural] extra (transformers)")
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    words = ["what is the answer yes no one two three four red blue green how many bars are there with a single "
+             "word or number"]
+    tokenizer = Tokenizer(models.WordLevel(unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer.train_from_iterator(words, trainers.WordLevelTrainer(special_tokens=["<unk>", "<pad>", "<s>", "</s>",
+                                                                                  "<image>"]))
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="<unk>", pad_token="<pad>",
+                                                bos_token="<s>", eos_token="</s>")
+    template = ("{% for m in messages %}{% for c in m['content'] %}{% if c['type'] == 'image' %}<image> {% else %}"
+                "{{ c['text'] }} {% endif %}{% endfor %}{% endfor %}{% if add_generation_prompt %}answer {% endif %}")
+    size, patch = 28, 14
+    config = transformers.LlavaConfig(
+        vision_config=transformers.CLIPVisionConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                                    num_attention_heads=2, image_size=size, patch_size=patch),
+        text_config=transformers.LlamaConfig(vocab_size=len(fast), hidden_size=16, intermediate_size=32,
+                                             num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
+                                             max_position_embeddings=128, pad_token_id=fast.pad_token_id,
+                                             bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id),
+        image_token_index=fast.convert_tokens_to_ids("<image>"), vision_feature_select_strategy="default",
+        vision_feature_layer=-1)
+    torch.manual_seed(0)
+    path = Path(folder) / "tiny-vlm"
+    transformers.LlavaForConditionalGeneration(config).save_pretrained(path)
+    transformers.LlavaProcessor(
+        image_processor=transformers.CLIPImageProcessor(size={"shortest_edge": size},
+                                                        crop_size={"height": size, "width": size}),
+        tokenizer=fast, patch_size=patch, vision_feature_select_strategy="default", image_token="<image>",
+        chat_template=template, num_additional_image_tokens=1).save_pretrained(path)
+    return path

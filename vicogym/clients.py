@@ -254,5 +254,68 @@ class OpenAIRewriter(_ChatClient):
         return parse_edit(self.last_response)
 
 
-__all__ = ["EXTRACTORS", "OpenAIActor", "OpenAIRewriter", "edit_prompt", "extract_answer", "image_data_url",
+@dataclass
+class TransformersActor:
+    """An actor from a local Hugging Face image-text-to-text model folder (transformers'
+    ``AutoProcessor`` and ``AutoModelForImageTextToText``, local files only), for small
+    experiments without a server. The ``k`` answers are sampled in batches of
+    ``batch_size``, seeded from the environment's generator; answers are read by
+    ``extractor``. Spec: ``"transformers:/path/to/model"``."""
+
+    model_dir: str
+    device: str = "cpu"
+    batch_size: int = 8
+    max_new_tokens: int = 32
+    temperature: float = 1.0
+    extractor: str = "auto"
+    prompt: str = "\nAnswer with a single word or number."
+    _model: Any = field(default=None, init=False, repr=False)
+    _processor: Any = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        from pathlib import Path
+
+        if not isinstance(self.model_dir, str) or not (Path(self.model_dir) / "config.json").is_file():
+            raise ValueError(f"expected model_dir as a transformers model folder with config.json, got {self.model_dir!r}")
+        for name in ("batch_size", "max_new_tokens"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"expected {name} to be a positive integer, got {v!r}")
+        extract_answer("", self.extractor)
+
+    def load(self) -> None:
+        if self._model is None:
+            from transformers import AutoModelForImageTextToText, AutoProcessor
+
+            try:
+                self._processor = AutoProcessor.from_pretrained(self.model_dir, local_files_only=True)
+                model = AutoModelForImageTextToText.from_pretrained(self.model_dir, local_files_only=True)
+            except (OSError, ValueError) as exc:
+                raise ModelError(f"{self.model_dir} is not an image-text-to-text model folder ({_short(exc)})") from None
+            self._model = model.to(self.device).eval()
+
+    def answer(self, image: np.ndarray, question: str, k: int, *, rng: np.random.Generator,
+               context: Mapping[str, Any]) -> list[str]:
+        import torch
+        from PIL import Image
+
+        self.load()
+        messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": question + self.prompt}]}]
+        text = self._processor.apply_chat_template(messages, add_generation_prompt=True)
+        picture = Image.fromarray(np.asarray(image, dtype=np.uint8))
+        answers: list[str] = []
+        for start in range(0, k, self.batch_size):
+            size = min(self.batch_size, k - start)
+            inputs = self._processor(images=[picture] * size, text=[text] * size, return_tensors="pt",
+                                     padding=True).to(self.device)
+            torch.manual_seed(int(rng.integers(2**31)))
+            with torch.no_grad():
+                out = self._model.generate(**inputs, do_sample=True, temperature=self.temperature,
+                                           max_new_tokens=self.max_new_tokens)
+            texts = self._processor.batch_decode(out[:, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
+            answers.extend(extract_answer(t, self.extractor) for t in texts)
+        return answers
+
+
+__all__ = ["EXTRACTORS", "OpenAIActor", "TransformersActor", "OpenAIRewriter", "edit_prompt", "extract_answer", "image_data_url",
            "parse_edit", "parse_spec"]

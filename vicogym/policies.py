@@ -216,16 +216,26 @@ def _openai_actor(**settings: Any) -> Actor:
     return OpenAIActor(**settings)
 
 
+def _transformers_actor(**settings: Any) -> Actor:
+    from vicogym.clients import TransformersActor
+
+    return TransformersActor(**settings)
+
+
 ACTORS["openai"] = _openai_actor
+ACTORS["transformers"] = _transformers_actor
 
 
 def make_actor(spec: Any) -> Actor:
-    """An actor from a name (``"simulated"``), a model spec (``"openai:MODEL@URL"``), a JSON
+    """An actor from a name (``"simulated"``), a model spec (``"openai:MODEL@URL"``,
+    ``"transformers:/path/to/model"``), a JSON
     object (``{"name": ..., **kwargs}``) or an object that already has ``answer``."""
     if isinstance(spec, str) and spec.startswith("openai:"):
         from vicogym.clients import parse_spec
 
         spec = {"name": "openai", **parse_spec(spec)}
+    elif isinstance(spec, str) and spec.startswith("transformers:"):
+        spec = {"name": "transformers", "model_dir": spec.split(":", 1)[1]}
     if isinstance(spec, str):
         spec = {"name": spec}
     if isinstance(spec, Mapping):
