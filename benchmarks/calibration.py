@@ -32,6 +32,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=8, help="candidates per edit")
     parser.add_argument("--k", type=int, default=8, help="actor probes per sample")
     parser.add_argument("--repeats", type=int, default=1, help="probes of k answers per candidate")
+    parser.add_argument("--depth", type=int, default=3, help="edits a candidate may chain")
     parser.add_argument("--arms", default="chart,natural,clevr")
     args = parser.parse_args()
 
@@ -51,7 +52,7 @@ def main() -> None:
             except MissingExtra as exc:
                 print(f"{arm}: skipped ({exc})")
                 break
-            rewriter = SearchRewriter.for_env(env, n=args.n, repeats=args.repeats)
+            rewriter = SearchRewriter.for_env(env, n=args.n, repeats=args.repeats, depth=args.depth)
             for r in range(args.rounds):
                 before, after, hits, kept = [], [], 0, 0
                 for e in range(args.episodes):

@@ -140,13 +140,16 @@ class SearchRewriter:
     (:meth:`vicogym.envs.base.VicoEnv.preview`) and proposes the one whose pass rate lands
     closest to the middle of the sweet zone: it pushes a strong actor's pass rate down and
     pulls a weak actor's up. Each candidate is probed ``repeats`` times (``k`` answers
-    each), which makes the choice less noisy at the cost of actor calls. ``GenerationError``
-    when no candidate is valid."""
+    each), which makes the choice less noisy at the cost of actor calls. With ``depth`` > 1
+    a candidate from the arm's edit space chains up to ``depth`` sampled edits (each drawn
+    on the structure the previous ones made), so one turn can move the pass rate further.
+    ``GenerationError`` when no candidate is valid."""
 
     env: Any
     n: int = 8
     proposer: Any = None
     repeats: int = 1
+    depth: int = 1
     last_pass_rates: list = None  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
@@ -154,11 +157,22 @@ class SearchRewriter:
             raise ValueError(f"expected n to be a positive integer, got {self.n!r}")
 
     @classmethod
-    def for_env(cls, env: Any, n: int = 8, proposer: Any = None, repeats: int = 1) -> "SearchRewriter":
-        return cls(env=env, n=n, proposer=proposer, repeats=repeats)
+    def for_env(cls, env: Any, n: int = 8, proposer: Any = None, repeats: int = 1, depth: int = 1) -> "SearchRewriter":
+        return cls(env=env, n=n, proposer=proposer, repeats=repeats, depth=depth)
+
+    def _chain(self, env: Any, observation: Mapping[str, Any], rng: np.random.Generator) -> Any:
+        """One candidate from the arm's edit space: 1 to ``depth`` edits, chained."""
+        from vicogym.core import Edit
+
+        structure, rule, ops = env.sample.structure, env.sample.label_rule, []
+        for _ in range(int(rng.integers(1, self.depth + 1))):
+            edit = env.arm.sample_edit(structure, rule, rng)
+            structure = env.arm.apply(structure, Edit.parse(edit), rule)
+            ops.extend(Edit.parse(edit).ops)
+        return {"ops": [dict(op) for op in ops]}
 
     def propose(self, observation: Mapping[str, Any], rng: np.random.Generator) -> Any:
-        from vicogym.errors import GenerationError
+        from vicogym.errors import GenerationError, InvalidEdit
 
         env = self.env.unwrapped
         low, high = env.config.sweet_zone
@@ -168,8 +182,8 @@ class SearchRewriter:
         for _ in range(self.n):
             try:
                 edit = self.proposer.propose(observation, rng) if self.proposer is not None else \
-                    env.sample_edit(observation, rng)
-            except GenerationError as exc:
+                    self._chain(env, observation, rng)
+            except (GenerationError, InvalidEdit) as exc:
                 reasons.append(str(exc))
                 continue
             pass_rate, error = env.preview(edit, np.random.default_rng(rng.integers(2**63)), self.repeats)
