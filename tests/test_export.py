@@ -57,3 +57,17 @@ def test_an_unknown_format_and_a_missing_run_are_named(tmp_path):
     assert result.exit_code != 0 and "expected --format in" in result.output
     result = CliRunner().invoke(app, ["export", str(tmp_path / "none"), "--out", str(tmp_path / "x")])
     assert result.exit_code != 0 and "is not a folder written by" in result.output
+
+
+def test_preference_pairs_set_a_sweet_edit_against_an_off_zone_or_rejected_one(run, tmp_path):
+    result = CliRunner().invoke(app, ["export", str(run), "--out", str(tmp_path / "lf"), "--pairs"])
+    assert result.exit_code == 0, result.output
+    pairs = json.loads((tmp_path / "lf" / "rewriter_pairs.json").read_text())
+    info = json.loads((tmp_path / "lf" / "dataset_info.json").read_text())["vicogym_rewriter_pairs"]
+    assert info["ranking"] is True and set(info["columns"]) == {"messages", "chosen", "rejected", "images"}
+    assert pairs, "some sweet-zone edit found an off-zone counterpart"
+    for pair in pairs:
+        assert [m["role"] for m in pair["messages"]] == ["user"] and pair["chosen"]["role"] == "assistant"
+        assert pair["chosen"]["content"] != pair["rejected"]["content"]
+        assert pair["messages"][0]["content"].count("<image>") == 1 == len(pair["images"])
+        Edit.parse(pair["rejected"]["content"])

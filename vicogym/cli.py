@@ -178,6 +178,8 @@ def export(
     out: Path = typer.Option(..., "--out", help="folder for the exported files"),
     format: str = typer.Option("llamafactory", "--format", help="llamafactory: the rewriter's edits as multimodal "
                                "ShareGPT with a dataset_info.json entry"),
+    pairs: bool = typer.Option(False, "--pairs/--no-pairs", help="also preference pairs (ranking): each sweet-zone edit "
+                               "against a rejected or off-zone edit from the same state"),
 ) -> None:
     """Export a run's edit transitions as training data for the rewriter."""
     from vicogym.errors import VicogymError
@@ -186,11 +188,12 @@ def export(
     if format not in FORMATS:
         raise _fail(f"expected --format in {list(FORMATS)}, got {format!r}")
     try:
-        counts = export_llamafactory(run, out)
+        counts = export_llamafactory(run, out, pairs=pairs)
     except (VicogymError, ValueError, OSError) as exc:
         raise _fail(str(exc)) from None
     console.print(f"wrote {counts['records']} records from {counts['transitions']} edits to {out} "
-                  f"({counts['dropped_off_zone']} edits off the sweet zone left out)")
+                  f"({counts['dropped_off_zone']} edits off the sweet zone left out)"
+                  + (f" and {counts['pairs']} preference pairs" if pairs else ""))
 
 
 @app.command()

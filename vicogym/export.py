@@ -28,8 +28,10 @@ FORMATS = ("llamafactory",)
 COPIES = 5
 
 
-def export_llamafactory(run: str | Path, out: str | Path, name: str = "vicogym_rewriter") -> dict[str, Any]:
-    """Write ``rewriter.json``, ``images/`` and ``dataset_info.json`` into ``out``; counts."""
+def export_llamafactory(run: str | Path, out: str | Path, name: str = "vicogym_rewriter", pairs: bool = False,
+                        candidates: int = 8) -> dict[str, Any]:
+    """Write ``rewriter.json``, ``images/`` and ``dataset_info.json`` into ``out``; counts.
+    With ``pairs``, also ``rewriter_pairs.json`` (see :func:`preference_pairs`)."""
     from vicogym.arm import payload_dict, render_seed
     from vicogym.clients import edit_prompt
     from vicogym.core import Edit
@@ -84,10 +86,16 @@ def export_llamafactory(run: str | Path, out: str | Path, name: str = "vicogym_r
         arm.close()
     counts["records"] = len(records)
     (out / "rewriter.json").write_text(json.dumps(records, ensure_ascii=False, indent=1), encoding="utf-8")
-    info = {name: {"file_name": "rewriter.json", "formatting": "sharegpt",
-                   "columns": {"messages": "messages", "images": "images"},
-                   "tags": {"role_tag": "role", "content_tag": "content", "user_tag": "user",
-                            "assistant_tag": "assistant"}}}
+    tags = {"role_tag": "role", "content_tag": "content", "user_tag": "user", "assistant_tag": "assistant"}
+    info: dict[str, Any] = {name: {"file_name": "rewriter.json", "formatting": "sharegpt",
+                                   "columns": {"messages": "messages", "images": "images"}, "tags": tags}}
+    if pairs:
+        ranked = preference_pairs(run, records, candidates)
+        counts["pairs"] = len(ranked)
+        (out / "rewriter_pairs.json").write_text(json.dumps(ranked, ensure_ascii=False, indent=1), encoding="utf-8")
+        info[f"{name}_pairs"] = {"file_name": "rewriter_pairs.json", "formatting": "sharegpt", "ranking": True,
+                                 "columns": {"messages": "messages", "chosen": "chosen", "rejected": "rejected",
+                                             "images": "images"}, "tags": tags}
     (out / "dataset_info.json").write_text(json.dumps(info, indent=1), encoding="utf-8")
     if not records:
         raise RunError(f"{run}: none of its {counts['transitions']} edits landed where the reward weight reaches 0.2; "
@@ -95,4 +103,54 @@ def export_llamafactory(run: str | Path, out: str | Path, name: str = "vicogym_r
     return counts
 
 
-__all__ = ["FORMATS", "export_llamafactory"]
+def preference_pairs(run: Path, records: list[dict[str, Any]], candidates: int) -> list[dict[str, Any]]:
+    """LlamaFactory ranking records: for each exported sweet-zone edit (``chosen``), an edit
+    from the same state that the environment rejects or whose pass rate lands off the zone
+    (``rejected``). The state is rebuilt by replaying the episode in the run's own
+    environment (its seed, its earlier edits, its actor) and up to ``candidates`` edits of
+    the arm's edit space are probed there without committing."""
+    import gymnasium as gym
+
+    from vicogym.verify import iter_rows, read_manifest
+
+    manifest = read_manifest(run)
+    by_image = {}
+    for record in records:  # one pair per transition, whatever its copies
+        by_image.setdefault(record["images"][0], record)
+    episodes: dict[str, dict[str, Any]] = {}
+    for row in iter_rows(run, columns=["provenance", "edit_trace", "env_id"]):
+        provenance = json.loads(row["provenance"])
+        key = f"{provenance.get('run_seed')}-{provenance.get('index')}"
+        trace = json.loads(row["edit_trace"])
+        if key not in episodes or len(trace) > len(episodes[key]["trace"]):
+            episodes[key] = {"seed": int(provenance["seed"]), "trace": trace, "env_id": row["env_id"]}
+    pairs = []
+    env = None
+    try:
+        for key, episode in episodes.items():
+            if env is None:
+                kwargs = dict(manifest["config"]["env_kwargs"], max_turns=10_000)
+                env = gym.make(episode["env_id"], **kwargs).unwrapped
+            env.reset(seed=episode["seed"])
+            rng = np.random.default_rng(np.random.SeedSequence([episode["seed"], 7]))
+            low, high = env.config.sweet_zone
+            for entry in episode["trace"]:
+                image = f"images/{episode['env_id'].split('/')[-1].lower()}-{key}-t{entry['turn']}.png"
+                record = by_image.get(image)
+                if record is not None and low <= entry["pass_rate"] <= high:
+                    for _ in range(candidates):
+                        edit = env.sample_edit(None, rng)
+                        pass_rate, error = env.preview(edit, rng)
+                        if error is not None or not low <= pass_rate <= high:
+                            pairs.append({"messages": record["messages"][:1], "chosen": record["messages"][1],
+                                          "rejected": {"role": "assistant", "content": json.dumps(edit, sort_keys=True)},
+                                          "images": record["images"]})
+                            break
+                env.step(entry["edit"])
+    finally:
+        if env is not None:
+            env.close()
+    return pairs
+
+
+__all__ = ["FORMATS", "export_llamafactory", "preference_pairs"]
