@@ -23,7 +23,7 @@ from vicogym.programs import chart as chart_programs
 from vicogym.renderers.chart import ChartRender, ChartRenderer
 from vicogym.checks import chart as chart_checks
 from vicogym.sources.chart import TIER2_POLICIES, make_source, spec_variants
-from vicogym.structures.chart import ChartStructure, Table
+from vicogym.structures.chart import CHART_TYPES, LEGEND_POSITIONS, PALETTES, ChartStructure, Table
 
 #: difficulty added by the kind of reasoning a question needs
 OP_COST = {
@@ -191,6 +191,20 @@ class ChartArm(Arm):
     export = ExportHints(ability="chart_reasoning", prompt_suffix="\nAnswer with a single word or number.")
     error_codes = chart_programs.ERROR_CODES
     op_fields = chart_editor.OP_FIELDS
+    field_schemas = {
+        "row": {"type": "string", "description": "a row label of the table"},
+        "series": {"type": "string", "description": "a series (column) label of the table"},
+        "value": {"type": ["number", "null"], "description": "with no more decimals than the table's values"},
+        "factor": {"type": "number", "exclusiveMinimum": 0},
+        "values": {"type": "array", "items": {"type": ["number", "null"]}},
+        "position": {"type": "integer", "minimum": 0}, "to": {"type": "string"},
+        "order": {"type": "array", "items": {"type": "string"}},
+        "chart_type": {"enum": list(CHART_TYPES)}, "palette": {"enum": list(PALETTES)},
+        "legend": {"enum": list(LEGEND_POSITIONS)}, "title": {"type": "string"}, "x_label": {"type": "string"},
+        "y_label": {"type": "string"}, "data_labels": {"type": "boolean"}, "gridlines": {"type": "boolean"},
+        "font_size": {"type": "number"}, "figure_size": {"type": "array", "items": {"type": "number"}, "minItems": 2,
+                                                          "maxItems": 2},
+    }
 
     def __init__(self, config: ChartEnvConfig):
         super().__init__(config)

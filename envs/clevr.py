@@ -169,6 +169,14 @@ class ClevrArm(Arm):
     export = ExportHints(ability="visual_reasoning", prompt_suffix="\nAnswer with a single word or number.")
     error_codes = ERROR_CODES
     op_fields = clevr_editor.OP_FIELDS
+    field_schemas = {
+        "object": {"type": "integer", "minimum": 0, "description": "an object's index in the scene"},
+        "a": {"type": "integer", "minimum": 0}, "b": {"type": "integer", "minimum": 0},
+        "shape": {"enum": list(ATTRIBUTES["shape"])}, "color": {"enum": list(ATTRIBUTES["color"])},
+        "material": {"enum": list(ATTRIBUTES["material"])}, "size": {"enum": list(ATTRIBUTES["size"])},
+        **{f: {"type": "number"} for f in ("x", "y", "rotation", "dx", "dy", "dz", "intensity")},
+        **{f: {"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3} for f in ("key", "fill", "back")},
+    }
     extras = {"bpy": "clevr"}
 
     def __init__(self, config: ClevrEnvConfig):

@@ -43,6 +43,8 @@ class ChatServer:
                 try:
                     if step[0] == "status":
                         return self._send(step[1], {"error": {"message": f"scripted {step[1]}"}})
+                    if step[0] == "raw":
+                        return self._send(200, step[1])
                     if step[0] == "slow":
                         time.sleep(step[1])
                         texts = step[2]
@@ -208,3 +210,19 @@ def test_a_local_image_text_to_text_model_answers_in_batches_and_repeats_itself(
     assert len(info["actor_answers"]) == 3 and 0.0 <= info["pass_rate"] <= 1.0
     with pytest.raises(ValueError, match="transformers model folder"):
         TransformersActor(str(tmp_path / "nothing"))
+
+
+@pytest.mark.parametrize("body", [{"not": "a chat completion"}, "<html>a login page</html>"])
+def test_an_answer_that_is_no_chat_completion_is_named(serve, body):
+    server = serve(("raw", body))
+    actor = OpenAIActor(model="vlm", base_url=server.url, max_retries=0)
+    with pytest.raises(ModelError, match="did not answer with a chat completion"):
+        actor.answer(IMAGE, "Is it?", 1, rng=np.random.default_rng(0), context={})
+
+
+def test_a_404_is_not_said_to_be_retried(serve):
+    server = serve(("status", 404))
+    with pytest.raises(ModelError, match="answered 404 for model 'vlm': ") as caught:
+        OpenAIActor(model="vlm", base_url=server.url, max_retries=2).answer(
+            IMAGE, "Is it?", 1, rng=np.random.default_rng(0), context={})
+    assert "retries" not in str(caught.value) and len(server.requests) == 1

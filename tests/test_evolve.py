@@ -47,18 +47,41 @@ def test_rounds_export_train_switch_actor_and_resume(tmp_path):
     assert first["rounds"][0]["stats"] == r0["stats"]
 
 
-def test_a_failed_training_command_stops_the_run_and_a_rerun_resumes_there(tmp_path):
-    marker = tmp_path / "fixed"
-    command = f"{PY} -c \"import os, sys; sys.exit(0 if os.path.exists('{marker}') else 3)\""
+def test_a_failed_training_command_stops_the_run_and_a_fixed_one_resumes_there(tmp_path):
     base = dict(env_id="vicogym/Chart-v0", n=4, out=str(tmp_path / "evo"), episodes_per_shard=4, env_kwargs={"k": 2},
-                rewriter="random", train_rewriter=command, rounds=1)
+                rewriter="random", rounds=1)
     with pytest.raises(Exception, match="exited with 3"):
-        evolve(EvolveConfig(**base), progress=False, report=lambda *a: None)
+        evolve(EvolveConfig(train_actor=f"{PY} -c \"import sys; sys.exit(3)\"", **base), progress=False,
+               report=lambda *a: None)
     state = json.loads((tmp_path / "evo" / "evolve.json").read_text())
     assert state["rounds"][0]["stages"] == ["generated", "exported"]
-    marker.write_text("")
-    state = evolve(EvolveConfig(**base), progress=False, report=lambda *a: None)
-    assert state["rounds"][0]["stages"] == ["generated", "exported", "trained_rewriter"]
+    digest = file_sha256(tmp_path / "evo" / "round-000" / "part-00000.parquet")
+    state = evolve(EvolveConfig(train_actor=f"{PY} -c \"print('trained')\"", **base), progress=False,
+                   report=lambda *a: None)  # the command fixed on the command line
+    assert state["rounds"][0]["stages"] == ["generated", "exported", "trained_actor"]
+    assert file_sha256(tmp_path / "evo" / "round-000" / "part-00000.parquet") == digest
+
+
+def test_a_finished_round_that_lost_a_shard_is_made_whole_again(tmp_path):
+    base = dict(env_id="vicogym/Chart-v0", n=4, out=str(tmp_path / "evo"), episodes_per_shard=2, env_kwargs={"k": 2},
+                rewriter="random", rounds=1)
+    evolve(EvolveConfig(**base), progress=False, report=lambda *a: None)
+    shard = tmp_path / "evo" / "round-000" / "part-00000.parquet"
+    digest = file_sha256(shard)
+    shard.unlink()
+    evolve(EvolveConfig(**base), progress=False, report=lambda *a: None)
+    assert file_sha256(shard) == digest
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"train_actor": "echo {nope}"}, "names {nope}; known placeholders"),
+    ({"actor": {"name": "simulated", "skil": 3.0}}, "takes the settings"),
+    ({"rewriter": "search:100000"}, "expected rewriter in"),
+])
+def test_bad_settings_fail_before_anything_is_written(tmp_path, settings, message):
+    with pytest.raises(ValueError, match=message):
+        EvolveConfig(env_id="vicogym/Chart-v0", out=str(tmp_path / "evo"), **settings)
+    assert not (tmp_path / "evo").exists()
 
 
 def test_the_cli_runs_rounds_and_names_bad_settings(tmp_path):

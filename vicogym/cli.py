@@ -112,6 +112,8 @@ def generate(
         if not isinstance(env_kwargs, dict):
             raise ValueError(f"expected env_kwargs as a table of environment settings, got {env_kwargs!r}")
         env_kwargs = dict(env_kwargs)
+        if actor is not None and actor.strip().startswith("{"):
+            actor = json.loads(actor)  # a JSON actor object, as --set actor=... takes it
         sugar = {"k": k, "max_turns": max_turns, "source": source, "tier2": tier2, "actor": actor}
         env_kwargs.update({key: value for key, value in sugar.items() if value is not None})
         env_kwargs.update(parse_setting(text) for text in settings or [])
@@ -208,9 +210,10 @@ def evolve(
                               "JSON object"),
     rewriter: str = typer.Option("search", "--rewriter", help="random | search | search:N | openai:MODEL@URL"),
     train_actor: Optional[str] = typer.Option(None, "--train-actor", help="shell command run after each round; "
-                                              "placeholders {verl_files} {round_dir} {round} {next_actor_file}"),
-    train_rewriter: Optional[str] = typer.Option(None, "--train-rewriter", help="shell command run after each round; "
-                                                 "placeholders {rewriter_data} {dataset_info} {next_rewriter_file}"),
+                                              "placeholders {round} {round_dir} {verl_files} {rewriter_data} "
+                                              "{dataset_info} {next_actor_file} {next_rewriter_file}"),
+    train_rewriter: Optional[str] = typer.Option(None, "--train-rewriter", help="shell command run after each round "
+                                                 "(the same placeholders)"),
     episodes_per_shard: int = typer.Option(16, "--episodes-per-shard"),
     settings: Optional[list[str]] = typer.Option(None, "--set", help="environment setting KEY=VALUE (JSON value)"),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
@@ -228,6 +231,7 @@ def evolve(
         table.add_row("pass rate before -> after", f"{stats['pass_rate_before']:.2f} -> {stats['pass_rate_after']:.2f}")
         table.add_row("editing intensity", f"{stats['editing_intensity']:.2f}")
         table.add_row("rejections", json.dumps(stats["rejections"]))
+        table.add_row("rewriter response", f"{stats['rewriter_response_chars']:.0f} characters on average")
         console.print(table)
 
     try:

@@ -144,12 +144,20 @@ class _ChatClient:
                     model=self.model, messages=messages, n=n, temperature=self.temperature,
                     max_tokens=self.max_tokens, **({"seed": seed} if seed is not None else {}))
             except openai.APIStatusError as exc:
-                raise ModelError(f"{self.base_url} answered {exc.status_code} for model {self.model!r} after "
-                                 f"{self.max_retries} retries: {_short(exc.message)}") from None
+                retried = f" after {self.max_retries} retries" if exc.status_code == 429 or exc.status_code >= 500 else ""
+                raise ModelError(f"{self.base_url} answered {exc.status_code} for model {self.model!r}{retried}: "
+                                 f"{_short(exc.message)}") from None
             except openai.APIConnectionError as exc:  # time-outs included
                 raise ModelError(f"{self.base_url} did not answer for model {self.model!r} after {self.max_retries} "
                                  f"retries ({type(exc).__name__}); is the server running?") from None
-        return [(choice.message.content or "") for choice in response.choices]
+            except Exception as exc:  # a 200 that is no chat completion (HTML, another API)
+                raise ModelError(f"{self.base_url} did not answer with a chat completion for model {self.model!r} "
+                                 f"({type(exc).__name__}: {_short(exc)}); is it an OpenAI-compatible /v1 endpoint?") from None
+            try:
+                return [(choice.message.content or "") for choice in response.choices]
+            except (AttributeError, TypeError) as exc:
+                raise ModelError(f"{self.base_url} did not answer with a chat completion for model {self.model!r} "
+                                 f"({type(exc).__name__}: {_short(exc)}); is it an OpenAI-compatible /v1 endpoint?") from None
 
 
 def _short(text: Any, limit: int = 200) -> str:

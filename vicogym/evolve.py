@@ -28,6 +28,8 @@ import numpy as np
 from vicogym.errors import RunError
 
 STATE_FILE = "evolve.json"
+PLACEHOLDERS = ("round", "round_dir", "verl_files", "rewriter_data", "dataset_info", "next_actor_file",
+                "next_rewriter_file")
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,15 @@ class EvolveConfig:
                 raise ValueError(f"expected {name} as a shell command, got {value!r}")
         if "actor" in self.env_kwargs:
             raise ValueError("give the first round's actor as actor, not in env_kwargs (each round sets its own)")
+        for name in ("train_actor", "train_rewriter"):
+            if getattr(self, name):
+                unknown = sorted(set(re.findall(r"\{(\w+)\}", getattr(self, name))) - set(PLACEHOLDERS))
+                if unknown:
+                    raise ValueError(f"{name} names {{{unknown[0]}}}; known placeholders: "
+                                     f"{', '.join('{' + k + '}' for k in PLACEHOLDERS)}")
+        from vicogym.policies import make_actor
+
+        make_actor(self.actor)  # a bad actor fails here, before anything is written
         self.generate_config(0, self.actor, self.rewriter)  # checks env id, n, settings, rewriter
 
     def generate_config(self, r: int, actor: Any, rewriter: str) -> Any:
@@ -65,9 +76,10 @@ class EvolveConfig:
                               env_kwargs={**dict(self.env_kwargs), "actor": actor}, rewriter=rewriter)
 
     def identity(self) -> dict[str, Any]:
+        """What fixes the rounds' data (the training commands may change on resume)."""
         d = asdict(self)
-        d.pop("out")
-        d.pop("workers")
+        for name in ("out", "workers", "train_actor", "train_rewriter"):
+            d.pop(name)
         d["env_kwargs"] = dict(self.env_kwargs)
         return d
 
@@ -78,10 +90,12 @@ def round_stats(run: Path, zone: tuple[float, float]) -> dict[str, Any]:
     rewriter's mean response length (characters of its edit)."""
     from vicogym.verify import iter_rows, read_manifest
 
-    rows = list(iter_rows(run, columns=["pass_rate", "pass_rate_before", "edit_trace"]))
+    rows = list(iter_rows(run, columns=["pass_rate", "pass_rate_before", "edit_trace", "provenance"]))
     after = np.array([r["pass_rate"] for r in rows])
     before = np.array([r["pass_rate_before"] for r in rows])
-    edits = [json.dumps(t["edit"], sort_keys=True) for r in rows for t in json.loads(r["edit_trace"])]
+    edits = {(json.loads(r["provenance"]).get("index"), t["turn"]): json.dumps(t["edit"], sort_keys=True)
+             for r in rows for t in json.loads(r["edit_trace"])}  # each turn once, however many rows hold it
+    edits = list(edits.values())
     manifest = read_manifest(run)
     return {"samples": len(rows), "sweet_zone_hit_rate": float(np.mean((after >= zone[0]) & (after <= zone[1]))),
             "pass_rate_before": float(before.mean()), "pass_rate_after": float(after.mean()),
@@ -114,7 +128,8 @@ def _next_spec(path: Path) -> Any:
         return text  # a plain spec such as openai:MODEL@URL
 
 
-def evolve(config: EvolveConfig, progress: bool = True, report: Any = print) -> dict[str, Any]:
+def evolve(config: EvolveConfig, progress: bool = True, report: Any = print,
+           report_note: Any = lambda r, note: print(f"round {r}: {note}")) -> dict[str, Any]:
     """Run (or resume) the rounds of ``config``; the state with every round's statistics."""
     from vicogym.export import export_llamafactory
     from vicogym.pipeline import generate
@@ -127,6 +142,8 @@ def evolve(config: EvolveConfig, progress: bool = True, report: Any = print) -> 
     identity = config.identity()
     if state_path.is_file():
         state = json.loads(state_path.read_text(encoding="utf-8"))
+        if not any(entry.get("stages") for entry in state.get("rounds", [])):
+            state = {"config": identity, "rounds": []}  # nothing was done: the settings may change freely
         if state.get("config") != identity:
             same = {k for k in identity if k != "rounds" and state["config"].get(k) == identity[k]}
             if same != set(identity) - {"rounds"}:
@@ -149,12 +166,15 @@ def evolve(config: EvolveConfig, progress: bool = True, report: Any = print) -> 
             write_json_atomic(state_path, state)
         actor, rewriter = entry["actor"], entry["rewriter"]
         folder = out / f"round-{r:03d}"
-        if "generated" not in entry["stages"]:
-            manifest = generate(config.generate_config(r, actor, rewriter), progress=progress)
-            if not manifest["complete"]:
-                raise RunError(f"round {r} made {manifest['counts']['samples']} of {config.n} samples within its "
-                               "episode budget; raise n's budget or check the rejections in its manifest")
-            entry["stages"].append("generated")
+        # generation resumes, and a finished round whose shards went missing is made whole again
+        manifest = generate(config.generate_config(r, actor, rewriter), progress=progress)
+        if not manifest["complete"]:
+            raise RunError(f"round {r} made {manifest['counts']['samples']} of {config.n} samples within its "
+                           "episode budget; raise n's budget or check the rejections in its manifest")
+        shards = {s["name"]: s["sha256"] for s in manifest["shards"]}
+        if entry.get("shards") != shards:
+            entry["shards"] = shards
+            entry["stages"] = ["generated"] + [s for s in entry["stages"] if s.startswith("trained")]  # export again
             write_json_atomic(state_path, state)
         paths = {"round": str(r), "round_dir": str(folder), "verl_files": str(folder / "verl_files.txt"),
                  "rewriter_data": str(folder / "rewriter" / "rewriter.json"),
@@ -168,12 +188,16 @@ def evolve(config: EvolveConfig, progress: bool = True, report: Any = print) -> 
             except RunError as exc:  # no edit landed in the zone: nothing for the rewriter this round
                 entry["rewriter_records"] = 0
                 entry["note"] = str(exc)
+                report_note(r, str(exc))
             entry["stats"] = round_stats(folder, zone)
             entry["stages"].append("exported")
             write_json_atomic(state_path, state)
             report(r, entry["stats"])
         for what, template in (("actor", config.train_actor), ("rewriter", config.train_rewriter)):
             stage = f"trained_{what}"
+            if what == "rewriter" and template and not entry.get("rewriter_records"):
+                report_note(r, "no rewriter data this round: its training command is skipped")
+                continue
             if template and stage not in entry["stages"]:
                 _run_command(template, paths, what, r)
                 entry["stages"].append(stage)

@@ -85,6 +85,10 @@ def export_llamafactory(run: str | Path, out: str | Path, name: str = "vicogym_r
     finally:
         arm.close()
     counts["records"] = len(records)
+    if not records:
+        (out / "images").rmdir() if not any((out / "images").iterdir()) else None
+        raise RunError(f"{run}: none of its {counts['transitions']} edits landed in the sweet zone (weight >= 0.2), so "
+                       "there is nothing to train the rewriter on; generate more samples, or with --rewriter search")
     (out / "rewriter.json").write_text(json.dumps(records, ensure_ascii=False, indent=1), encoding="utf-8")
     tags = {"role_tag": "role", "content_tag": "content", "user_tag": "user", "assistant_tag": "assistant"}
     info: dict[str, Any] = {name: {"file_name": "rewriter.json", "formatting": "sharegpt",
@@ -97,9 +101,6 @@ def export_llamafactory(run: str | Path, out: str | Path, name: str = "vicogym_r
                                  "columns": {"messages": "messages", "chosen": "chosen", "rejected": "rejected",
                                              "images": "images"}, "tags": tags}
     (out / "dataset_info.json").write_text(json.dumps(info, indent=1), encoding="utf-8")
-    if not records:
-        raise RunError(f"{run}: none of its {counts['transitions']} edits landed where the reward weight reaches 0.2; "
-                       "nothing to train the rewriter on (generate with --keep all, or more samples)")
     return counts
 
 

@@ -50,8 +50,8 @@ class GenerateConfig:
 
     def __post_init__(self) -> None:
         check_id(self.env_id)
-        if not isinstance(self.rewriter, str) or not re.fullmatch(r"random|search(:[1-9]\d*)?|openai:.+@https?://.+",
-                                                                  self.rewriter):
+        if not isinstance(self.rewriter, str) or not re.fullmatch(r"random|search(:[1-9]\d?|:1\d\d|:2[0-4]\d|:25[0-6])?|"
+                                                                  r"openai:.+@https?://.+", self.rewriter):
             from vicogym.policies import REWRITERS
 
             raise ValueError(f"expected rewriter in {list(REWRITERS)}, got {self.rewriter!r}")

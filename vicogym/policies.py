@@ -211,8 +211,8 @@ def make_rewriter(spec: Any, env: Any) -> Rewriter:
         return RandomRewriter.for_env(env)
     if isinstance(spec, str) and (spec == "search" or spec.startswith("search:")):
         n = spec.split(":", 1)[1] if ":" in spec else "8"
-        if not n.isdigit() or int(n) < 1:
-            raise ValueError(f"expected a rewriter 'search:N' with N a positive integer, got {spec!r}")
+        if not n.isdigit() or not 1 <= int(n) <= 256:
+            raise ValueError(f"expected a rewriter 'search:N' with N in [1, 256], got {spec!r}")
         return SearchRewriter.for_env(env, n=int(n))
     if isinstance(spec, str) and spec.startswith("openai:"):
         from vicogym.clients import OpenAIRewriter, parse_spec
@@ -257,7 +257,14 @@ def make_actor(spec: Any) -> Actor:
         name = kwargs.pop("name", None)
         if name not in ACTORS:
             raise ValueError(f"expected actor name in {sorted(ACTORS)} or a spec 'openai:MODEL@URL', got {name!r}")
-        return ACTORS[name](**kwargs)
+        try:
+            return ACTORS[name](**kwargs)
+        except TypeError as exc:
+            import inspect
+
+            target = ACTORS[name]
+            known = [p for p in inspect.signature(target).parameters if not p.startswith("_")]
+            raise ValueError(f"actor {name!r} takes the settings {known}, got {sorted(kwargs)} ({exc})") from None
     if isinstance(spec, Actor):
         return spec
     raise TypeError(f"expected an actor name, a JSON object or an object with answer(), got {type(spec).__name__}")

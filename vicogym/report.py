@@ -104,7 +104,7 @@ pre {{ white-space: pre-wrap; font-size: 80%; max-width: 60em; }}
  text <input id="text" placeholder="question, answer, id">
  label rule <select id="rule"><option value="">any</option>{rules}</select>
  round <select id="round"><option value="">any</option>{round_options}</select>
- <label><input type="checkbox" id="sweet"> sweet zone only</label>
+ <label><input type="checkbox" id="sweet"> sweet zone only</label> &middot;
  <span id="shown"></span>
 </div>
 <div id="samples">{samples}</div>
@@ -142,13 +142,14 @@ def report(folder: str | Path, out: str | Path | None = None, limit: int = 200) 
     from vicogym.verify import iter_rows, read_manifest
 
     folder = Path(folder)
+    runs = rounds_of(folder)  # a wrong folder fails before anything is written
     out = Path(out) if out is not None else folder / "report"
     (out / "images").mkdir(parents=True, exist_ok=True)
     data: list[dict[str, Any]] = []
     manifests: dict[str, dict] = {}
     arms: dict[str, Any] = {}
     zone = (0.35, 0.65)
-    for name, run in rounds_of(folder):
+    for name, run in runs:
         manifest = read_manifest(run)
         manifests[name] = manifest
         env_id = manifest["env"]["id"]
