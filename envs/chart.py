@@ -14,7 +14,7 @@ import numpy as np
 
 from vicogym.answers import format_number, get_scorer
 from vicogym.arm import Arm, draw_edit
-from vicogym.core import Edit, ExportHints, Render, Sample, Seed
+from vicogym.core import SHORT_ANSWER, Edit, ExportHints, Render, Sample, Seed
 from vicogym.editors import chart as chart_editor
 from vicogym.envs.base import EnvConfig, VicoEnv
 from vicogym.errors import InvalidEdit
@@ -188,7 +188,7 @@ class ChartArm(Arm):
     """The chart arm behind the arm interface (see :class:`vicogym.arm.Arm`)."""
 
     name = "chart"
-    export = ExportHints(ability="chart_reasoning", prompt_suffix="\nAnswer with a single word or number.")
+    export = ExportHints(ability="chart_reasoning", prompt_suffix=SHORT_ANSWER)
     error_codes = chart_programs.ERROR_CODES
     op_fields = chart_editor.OP_FIELDS
     field_schemas = {

@@ -18,7 +18,7 @@ import numpy as np
 
 from vicogym.answers import exact_match
 from vicogym.arm import Arm, draw_edit
-from vicogym.core import Edit, ExportHints, Render, Sample, Seed
+from vicogym.core import SHORT_ANSWER, Edit, ExportHints, Render, Sample, Seed
 from vicogym.editors import clevr as clevr_editor
 from vicogym.envs.base import EnvConfig, VicoEnv
 from vicogym.errors import GenerationError, InvalidEdit
@@ -166,7 +166,7 @@ class ClevrArm(Arm):
     """The CLEVR arm behind the arm interface (see :class:`vicogym.arm.Arm`)."""
 
     name = "clevr"
-    export = ExportHints(ability="visual_reasoning", prompt_suffix="\nAnswer with a single word or number.")
+    export = ExportHints(ability="visual_reasoning", prompt_suffix=SHORT_ANSWER)
     error_codes = ERROR_CODES
     op_fields = clevr_editor.OP_FIELDS
     field_schemas = {

@@ -15,7 +15,6 @@ answer's type.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from dataclasses import dataclass, fields
@@ -25,16 +24,16 @@ from typing import Any, Mapping
 import numpy as np
 
 from vicogym.answers import short_answer
-from vicogym.arm import Arm, draw_edit, payload_dict
-from vicogym.core import Edit, ExportHints, Render, Sample, Seed
+from vicogym.arm import Arm, draw_edit, payload_dict, require_module
+from vicogym.core import SHORT_ANSWER, Edit, ExportHints, Render, Sample, Seed
 from vicogym.editors import natural as natural_editor
 from vicogym.envs.base import EnvConfig, VicoEnv
 from vicogym.exporters import row_png
-from vicogym.errors import InvalidEdit, MissingExtra, SourceError
+from vicogym.errors import InvalidEdit, SourceError
 from vicogym.images import ImagePolicy, decode_png, encode_png
 from vicogym.renderers.natural import (SAM_MODELS, BoxSegmenter, GrabCutSegmenter, OpenCVInpainter, RePaintInpainter,
                                        SamEncoder, SamSegmenter, StableDiffusionInpainter, frame_mask, protected_region,
-                                       protected_unchanged, replay)
+                                       protected_changes, replay)
 from vicogym.sources.natural import RecordSource
 from vicogym.structures.natural import ERROR_CODES, Record, Scene, pack_mask, pixels_sha256, sha256
 
@@ -216,16 +215,11 @@ _MASK_CACHE: dict[tuple, np.ndarray] = {}
 _MASK_CACHE_SIZE = 512
 
 
-def _missing(module: str, extra: str, what: str) -> MissingExtra:
-    return MissingExtra(f"{what} needs the {module!r} package, which the [{extra}] extra installs: "
-                        f"pip install 'vicogym[{extra}]'")
-
-
 class NaturalArm(Arm):
     """The natural-image arm behind the arm interface (see :class:`vicogym.arm.Arm`)."""
 
     name = "natural"
-    export = ExportHints(ability="visual_question_answering", prompt_suffix="\nAnswer with a single word or number.")
+    export = ExportHints(ability="visual_question_answering", prompt_suffix=SHORT_ANSWER)
     error_codes = ERROR_CODES
     op_fields = natural_editor.OP_FIELDS
     field_schemas = {
@@ -282,8 +276,7 @@ class NaturalArm(Arm):
                 self._segmenter = BoxSegmenter()
             else:
                 for module in ("torch", "segment_anything"):
-                    if importlib.util.find_spec(module) is None:
-                        raise _missing(module, "natural", "segmenter='sam'")
+                    require_module(module, "natural", "segmenter='sam'")
                 segmenter = SamSegmenter(c.sam_checkpoint, c.sam_encoder(), c.device, reach=c.margin)
                 segmenter.load()
                 self._segmenter = segmenter
@@ -293,8 +286,8 @@ class NaturalArm(Arm):
     def inpainter(self) -> Any:
         if self._inpainter is None:
             c = self.config
-            if c.inpainter != "opencv" and importlib.util.find_spec("diffusers") is None:
-                raise _missing("diffusers", "natural", f"inpainter={c.inpainter!r}")
+            if c.inpainter != "opencv":
+                require_module("diffusers", "natural", f"inpainter={c.inpainter!r}")
             if c.inpainter == "opencv":
                 self._inpainter = OpenCVInpainter()
             elif c.inpainter == "repaint":
@@ -416,10 +409,9 @@ class NaturalArm(Arm):
         if not np.array_equal(facts.protected, structure.mask("protected")):
             raise InvalidEdit("protected", "segmenting again gave another protected region than the scene carries; "
                               "the segmenter is not deterministic on this machine")
-        if not protected_unchanged(facts.source, facts.protected, render.image, facts.guard):
-            changed = int((facts.source[facts.protected] != render.image[facts.guard]).any(axis=1).sum()) \
-                if facts.protected.sum() == facts.guard.sum() else -1
-            where = f"{changed} protected pixels changed" if changed >= 0 else "the protected region was cut"
+        changed = protected_changes(facts.source, facts.protected, render.image, facts.guard)
+        if changed != 0:
+            where = "the protected region was cut" if changed is None else f"{changed} protected pixels changed"
             raise InvalidEdit("protected", f"{where}; the edit reached the targets ({', '.join(sorted({t.label for t in structure.record.targets}))})")
 
     def actor_context(self, sample: Sample, render: Render) -> dict[str, Any]:
@@ -484,8 +476,10 @@ class NaturalArm(Arm):
         guard = frame_mask(protected, scene.ops)
         if image.shape[:2] != guard.shape:
             return f"the image is {image.shape[1]} x {image.shape[0]}, the edits make a {guard.shape[1]} x {guard.shape[0]} canvas"
-        if not protected_unchanged(source, protected, image, guard):
-            changed = int((source[protected] != image[guard]).any(axis=1).sum())
+        changed = protected_changes(source, protected, image, guard)
+        if changed is None:
+            return "the edits cut the protected region out of the image"
+        if changed:
             return f"{changed} protected pixels differ from the stored source image"
         return None
 

@@ -16,6 +16,7 @@ pixels no edit may change.
 
 from __future__ import annotations
 
+import abc
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -324,7 +325,7 @@ class OpenCVInpainter:
                            cv2.INPAINT_TELEA)[:, :, ::-1]
 
 
-class _WindowInpainter:
+class _WindowInpainter(abc.ABC):
     """``remove`` by a diffusers pipeline from a local model folder (loaded with
     ``from_pretrained``, local files only: nothing is downloaded). The hole's surroundings,
     a square window around it, are scaled to the model's size, inpainted, and scaled back;
@@ -346,15 +347,17 @@ class _WindowInpainter:
             self._pipe = pipe.to(self.device)
         return self._pipe
 
+    @abc.abstractmethod
     def _load(self) -> Any:
-        raise NotImplementedError
+        """The pipeline, from ``model_dir``."""
 
+    @abc.abstractmethod
     def _size(self, pipe: Any) -> int:
-        raise NotImplementedError
+        """The side of the square the model paints."""
 
+    @abc.abstractmethod
     def _fill(self, pipe: Any, window: np.ndarray, hole: np.ndarray, generator: Any) -> np.ndarray:
         """The model's picture (floats in [0, 1], the window's size) with ``hole`` filled."""
-        raise NotImplementedError
 
     def inpaint(self, image: np.ndarray, hole: np.ndarray, seed: int) -> np.ndarray:
         import cv2
@@ -508,11 +511,20 @@ def frame_mask(mask: np.ndarray, ops: tuple) -> np.ndarray:
     return np.ascontiguousarray(mask)
 
 
+def protected_changes(source: np.ndarray, protected: np.ndarray, image: np.ndarray, guard: np.ndarray) -> int | None:
+    """How many protected pixels of ``source`` differ in ``image`` where ``guard`` (their
+    place after pads and crops) says they are; ``None`` when the guard cut the region."""
+    if protected.sum() != guard.sum():
+        return None
+    return int((source[protected] != image[guard]).any(axis=1).sum())
+
+
 def protected_unchanged(source: np.ndarray, protected: np.ndarray, image: np.ndarray, guard: np.ndarray) -> bool:
     """The proof: the protected pixels of ``source`` are, bit for bit, those of ``image``
-    where ``guard`` (their place after pads and crops) says they are."""
-    return bool(protected.sum() == guard.sum() and np.array_equal(source[protected], image[guard]))
+    where ``guard`` says they are."""
+    return protected_changes(source, protected, image, guard) == 0
 
 
 __all__ = ["SAM_MODELS", "BoxSegmenter", "GrabCutSegmenter", "OpenCVInpainter", "RePaintInpainter", "SamEncoder", "SamSegmenter",
-           "StableDiffusionInpainter", "build_sam", "box_mask", "frame_mask", "polygon_mask", "protected_region", "protected_unchanged", "replay"]
+           "StableDiffusionInpainter", "build_sam", "box_mask", "frame_mask", "polygon_mask", "protected_changes", "protected_region",
+           "protected_unchanged", "replay"]

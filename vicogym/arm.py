@@ -168,11 +168,15 @@ class Arm(abc.ABC):
             return f"question {row['question']!r} does not fit its label rule: {mismatch}"
         return None
 
-    def render_checked(self, structure: Any, rule: Mapping[str, Any]) -> Render:
-        """Render ``structure`` with its own render seed and run :meth:`validate` on it (what
-        the environment does to every accepted sample; ``vicogym verify`` redoes it)."""
+    def render_seeded(self, structure: Any) -> Render:
+        """Render ``structure`` with its own render seed (the same bytes every time)."""
         text, payloads = self.encode(structure)
-        render = self.render(structure, np.random.default_rng(render_seed(text, payloads)))
+        return self.render(structure, np.random.default_rng(render_seed(text, payloads)))
+
+    def render_checked(self, structure: Any, rule: Mapping[str, Any]) -> Render:
+        """:meth:`render_seeded` and :meth:`validate` on it (what the environment does to
+        every accepted sample; ``vicogym verify`` redoes it)."""
+        render = self.render_seeded(structure)
         self.validate(structure, render, rule)
         return render
 
@@ -207,12 +211,18 @@ def payload_list(payloads: Mapping[str, bytes]) -> list[dict[str, Any]]:
     return [{"name": name, "data": payloads[name]} for name in sorted(payloads)]
 
 
+def require_module(module: str, extra: str, what: str) -> None:
+    """Raise :class:`MissingExtra` when ``module`` (which ``what`` needs) cannot be imported,
+    naming the pip extra that installs it."""
+    if importlib.util.find_spec(module) is None:
+        raise MissingExtra(f"{what} needs the {module!r} package, which the [{extra}] extra installs: "
+                           f"pip install 'vicogym[{extra}]' (or 'vicogym[all]')")
+
+
 def require_extras(arm_class: type[Arm], env_id: str) -> None:
     """Raise :class:`MissingExtra` naming the pip extra of a missing dependency."""
     for module, extra in arm_class.extras.items():
-        if importlib.util.find_spec(module) is None:
-            raise MissingExtra(f"{env_id} needs the {module!r} package, which the [{extra}] extra installs: "
-                               f"pip install 'vicogym[{extra}]' (or 'vicogym[all]')")
+        require_module(module, extra, env_id)
 
 
 def render_seed(text: str, payloads: Mapping[str, bytes]) -> np.random.SeedSequence:

@@ -25,6 +25,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from vicogym.core import SHORT_ANSWER
 from vicogym.errors import ModelError
 
 EXTRACTORS = ("auto", "boxed", "answer", "final_line", "full")
@@ -143,6 +144,7 @@ class _ChatClient:
                 response = self.client.chat.completions.create(
                     model=self.model, messages=messages, n=n, temperature=self.temperature,
                     max_tokens=self.max_tokens, **({"seed": seed} if seed is not None else {}))
+                return [(choice.message.content or "") for choice in response.choices]
             except openai.APIStatusError as exc:
                 retried = f" after {self.max_retries} retries" if exc.status_code == 429 or exc.status_code >= 500 else ""
                 raise ModelError(f"{self.base_url} answered {exc.status_code} for model {self.model!r}{retried}: "
@@ -151,11 +153,6 @@ class _ChatClient:
                 raise ModelError(f"{self.base_url} did not answer for model {self.model!r} after {self.max_retries} "
                                  f"retries ({type(exc).__name__}); is the server running?") from None
             except Exception as exc:  # a 200 that is no chat completion (HTML, another API)
-                raise ModelError(f"{self.base_url} did not answer with a chat completion for model {self.model!r} "
-                                 f"({type(exc).__name__}: {_short(exc)}); is it an OpenAI-compatible /v1 endpoint?") from None
-            try:
-                return [(choice.message.content or "") for choice in response.choices]
-            except (AttributeError, TypeError) as exc:
                 raise ModelError(f"{self.base_url} did not answer with a chat completion for model {self.model!r} "
                                  f"({type(exc).__name__}: {_short(exc)}); is it an OpenAI-compatible /v1 endpoint?") from None
 
@@ -173,7 +170,7 @@ class OpenAIActor(_ChatClient):
     (see :func:`extract_answer`). ``prompt`` is put after the question."""
 
     extractor: str = "auto"
-    prompt: str = "\nAnswer with a single word or number."
+    prompt: str = SHORT_ANSWER
     use_n: bool | None = None  # None: try n, remember whether the server honours it
 
     def __post_init__(self) -> None:
@@ -276,7 +273,7 @@ class TransformersActor:
     max_new_tokens: int = 32
     temperature: float = 1.0
     extractor: str = "auto"
-    prompt: str = "\nAnswer with a single word or number."
+    prompt: str = SHORT_ANSWER
     _model: Any = field(default=None, init=False, repr=False)
     _processor: Any = field(default=None, init=False, repr=False)
 

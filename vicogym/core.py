@@ -181,6 +181,10 @@ class Render:
     facts: Any = None
 
 
+#: the instruction after every question: answers are short, so the scorers can read them
+SHORT_ANSWER = "\nAnswer with a single word or number."
+
+
 @dataclass(frozen=True)
 class ExportHints:
     """How an arm's samples are phrased for trainers: the verl ``ability`` and the text

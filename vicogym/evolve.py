@@ -26,6 +26,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from vicogym.errors import RunError
+from vicogym.rewards import sweet_share
 
 STATE_FILE = "evolve.json"
 PLACEHOLDERS = ("round", "round_dir", "verl_files", "rewriter_data", "dataset_info", "next_actor_file",
@@ -97,7 +98,7 @@ def round_stats(run: Path, zone: tuple[float, float]) -> dict[str, Any]:
              for r in rows for t in json.loads(r["edit_trace"])}  # each turn once, however many rows hold it
     edits = list(edits.values())
     manifest = read_manifest(run)
-    return {"samples": len(rows), "sweet_zone_hit_rate": float(np.mean((after >= zone[0]) & (after <= zone[1]))),
+    return {"samples": len(rows), "sweet_zone_hit_rate": sweet_share(after, zone),
             "pass_rate_before": float(before.mean()), "pass_rate_after": float(after.mean()),
             "editing_intensity": float(np.abs(before - after).mean()),
             "rejections": manifest.get("rejections", {}),

@@ -32,21 +32,17 @@ def export_llamafactory(run: str | Path, out: str | Path, name: str = "vicogym_r
                         candidates: int = 8) -> dict[str, Any]:
     """Write ``rewriter.json``, ``images/`` and ``dataset_info.json`` into ``out``; counts.
     With ``pairs``, also ``rewriter_pairs.json`` (see :func:`preference_pairs`)."""
-    from vicogym.arm import payload_dict, render_seed
+    from vicogym.arm import payload_dict
     from vicogym.clients import edit_prompt
     from vicogym.core import Edit
     from vicogym.exporters import IMAGE_TOKEN
     from vicogym.images import encode_png
-    from vicogym.registry import make_arm
     from vicogym.rewards import weight
-    from vicogym.verify import iter_rows, read_manifest
+    from vicogym.verify import iter_rows, read_manifest, run_arm
 
     run, out = Path(run), Path(out)
     manifest = read_manifest(run)
-    env_id = manifest["env"]["id"]
-    arm = make_arm(env_id, manifest["config"]["env_kwargs"])
-    if (run / "files").is_dir():
-        arm.attach_run(run / "files")
+    arm = run_arm(run, manifest)
     reward = arm.config.reward_config()
     zone = arm.config.sweet_zone
     schema = arm.edit_schema()
@@ -71,8 +67,8 @@ def export_llamafactory(run: str | Path, out: str | Path, name: str = "vicogym_r
                     if copies == 0:
                         counts["dropped_off_zone"] += 1
                     else:
-                        text, payloads = arm.encode(structure)
-                        image = arm.render(structure, np.random.default_rng(render_seed(text, payloads))).image
+                        text = arm.encode(structure)[0]
+                        image = arm.render_seeded(structure).image
                         file = f"images/{row['env_id'].split('/')[-1].lower()}-{episode}-t{entry['turn']}.png"
                         (out / file).write_bytes(encode_png(image))
                         prompt = edit_prompt(text, row["question"], answer, pass_rate, zone, schema)

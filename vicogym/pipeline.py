@@ -10,7 +10,6 @@ only through ``env_kwargs`` (generation's own default: 3-turn episodes).
 from __future__ import annotations
 
 import concurrent.futures as cf
-import re
 import difflib
 import math
 import multiprocessing
@@ -24,6 +23,7 @@ import vicogym
 from vicogym.core import canonical_json
 from vicogym.exporters import verl_fields, verl_schema
 from vicogym.processes import die_with_parent
+from vicogym.rewards import sweet_share
 from vicogym.registry import check_id, env_class, make_config
 from vicogym.rollout import KEEP_POLICIES, EpisodeStats, row_schema, run_episode, sample_row
 from vicogym.shards import RunFolder, read_shard_stats, shard_path, write_shard
@@ -50,11 +50,9 @@ class GenerateConfig:
 
     def __post_init__(self) -> None:
         check_id(self.env_id)
-        if not isinstance(self.rewriter, str) or not re.fullmatch(r"random|search(:[1-9]\d?|:1\d\d|:2[0-4]\d|:25[0-6])?|"
-                                                                  r"openai:.+@https?://.+", self.rewriter):
-            from vicogym.policies import REWRITERS
+        from vicogym.policies import parse_rewriter
 
-            raise ValueError(f"expected rewriter in {list(REWRITERS)}, got {self.rewriter!r}")
+        parse_rewriter(self.rewriter)  # a bad spec fails here, before anything runs
         for name in ("n", "workers", "episodes_per_shard"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
@@ -244,8 +242,7 @@ class _Progress:
     def rates(self, zone: tuple[float, float]) -> dict[str, str]:
         """What the progress bar shows beside rate and ETA: the share of edits accepted and
         of kept samples in the sweet zone."""
-        kept = self.pass_rates
-        sweet = sum(zone[0] <= p <= zone[1] for p in kept) / len(kept) if kept else 0.0
+        sweet = sweet_share(self.pass_rates, zone)
         accepted = self.totals.valid / self.totals.steps if self.totals.steps else 0.0
         return {"accepted": f"{accepted:.0%}", "sweet": f"{sweet:.0%}"}
 
@@ -263,10 +260,6 @@ def _schema():
     return pa.schema(list(row_schema()) + list(verl_schema()))
 
 
-def _sweet_share(pass_rates: list[float], zone: tuple[float, float]) -> float:
-    return round(sum(zone[0] <= p <= zone[1] for p in pass_rates) / len(pass_rates), 4) if pass_rates else 0.0
-
-
 def _episodes(config: GenerateConfig, block: int) -> list[int]:
     first = block * config.episodes_per_shard
     return [first, min(first + config.episodes_per_shard, config.episode_budget)]
@@ -278,13 +271,14 @@ def _manifest(config: GenerateConfig, totals: EpisodeStats, episodes: int, count
 
     hist, edges = np.histogram(pass_rates, bins=10, range=(0.0, 1.0))
     spec = gym.spec(config.env_id)
+    env_config = make_config(config.env_id, config.make_kwargs)
     return {
         "config": dict(asdict(config), env_kwargs=config.make_kwargs),
         "package_version": vicogym.__version__,
         "gymnasium_version": gym.__version__,
         "env": {"id": config.env_id, "version": spec.version, "entry_point": str(spec.entry_point),
                 "arm": env_class(config.env_id).arm_class.name,
-                "env_config": make_config(config.env_id, config.make_kwargs).to_dict()},
+                "env_config": env_config.to_dict()},
         "counts": {"samples": count, "requested": config.n, "episodes": episodes, "steps": totals.steps,
                    "valid_steps": totals.valid, "rejected_steps": totals.steps - totals.valid,
                    "no_edit_episodes": totals.no_edit},
@@ -292,6 +286,6 @@ def _manifest(config: GenerateConfig, totals: EpisodeStats, episodes: int, count
         "rejections": dict(sorted(totals.rejections.items())),
         "seed_rejections": dict(sorted(totals.seed_rejections.items())),
         "pass_rate_histogram": {"edges": [round(e, 2) for e in edges.tolist()], "counts": hist.tolist()},
-        "sweet_zone_hit_rate": _sweet_share(pass_rates, make_config(config.env_id, config.make_kwargs).sweet_zone),
+        "sweet_zone_hit_rate": round(sweet_share(pass_rates, env_config.sweet_zone), 4),
         "shards": shards,
     }

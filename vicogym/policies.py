@@ -21,7 +21,7 @@ Built in:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, runtime_checkable
 
 import numpy as np
@@ -150,7 +150,7 @@ class SearchRewriter:
     proposer: Any = None
     repeats: int = 1
     depth: int = 1
-    last_pass_rates: list = None  # type: ignore[assignment]
+    last_pass_rates: list = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
@@ -201,24 +201,37 @@ class SearchRewriter:
 REWRITERS = ("random", "search", "search:N", "openai:MODEL@URL")
 
 
-def make_rewriter(spec: Any, env: Any) -> Rewriter:
-    """A rewriter for ``env`` from a spec: ``"random"`` (the arm's edit space), ``"search"``
-    or ``"search:N"`` (best of N, 8 by default), ``"openai:MODEL@URL"`` (an LLM behind an
-    OpenAI-compatible server), or an object that already has ``propose``."""
-    if isinstance(spec, Rewriter):
-        return spec
+def parse_rewriter(spec: Any) -> tuple[str, dict[str, Any]]:
+    """A rewriter spec as its kind and settings: ``"random"`` (the arm's edit space),
+    ``"search"`` or ``"search:N"`` (best of N, 8 by default, N at most 256),
+    ``"openai:MODEL@URL"`` (an LLM behind an OpenAI-compatible server); ``ValueError``
+    naming the forms otherwise."""
     if spec == "random":
-        return RandomRewriter.for_env(env)
+        return "random", {}
     if isinstance(spec, str) and (spec == "search" or spec.startswith("search:")):
         n = spec.split(":", 1)[1] if ":" in spec else "8"
-        if not n.isdigit() or not 1 <= int(n) <= 256:
-            raise ValueError(f"expected a rewriter 'search:N' with N in [1, 256], got {spec!r}")
-        return SearchRewriter.for_env(env, n=int(n))
-    if isinstance(spec, str) and spec.startswith("openai:"):
-        from vicogym.clients import OpenAIRewriter, parse_spec
+        if n.isdigit() and 1 <= int(n) <= 256:
+            return "search", {"n": int(n)}
+    elif isinstance(spec, str) and spec.startswith("openai:"):
+        from vicogym.clients import parse_spec
 
-        return OpenAIRewriter.for_env(env, **parse_spec(spec))
-    raise ValueError(f"expected a rewriter in {list(REWRITERS)}, got {spec!r}")
+        return "openai", parse_spec(spec)
+    raise ValueError(f"expected rewriter in {list(REWRITERS)} (N in [1, 256]), got {spec!r}")
+
+
+def make_rewriter(spec: Any, env: Any) -> Rewriter:
+    """A rewriter for ``env`` from a spec (see :func:`parse_rewriter`) or an object that
+    already has ``propose``."""
+    if isinstance(spec, Rewriter):
+        return spec
+    kind, settings = parse_rewriter(spec)
+    if kind == "random":
+        return RandomRewriter.for_env(env)
+    if kind == "search":
+        return SearchRewriter.for_env(env, **settings)
+    from vicogym.clients import OpenAIRewriter
+
+    return OpenAIRewriter.for_env(env, **settings)
 
 
 ACTORS: dict[str, Callable[..., Actor]] = {"simulated": SimulatedActor}

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from vicogym.errors import RunError
+from vicogym.rewards import sweet_share
 
 
 def rounds_of(folder: Path) -> list[tuple[str, Path]]:
@@ -54,7 +55,7 @@ def _plots(out: Path, data: list[dict[str, Any]], manifests: dict[str, dict], zo
     names.append("pass_rates.png")
 
     rounds = list(manifests)
-    hit = [np.mean([zone[0] <= d["pass_rate"] <= zone[1] for d in data if d["round"] == r] or [0.0]) for r in rounds]
+    hit = [sweet_share((d["pass_rate"] for d in data if d["round"] == r), zone) for r in rounds]
     intensity = [np.mean([abs(d["pass_rate_before"] - d["pass_rate"]) for d in data if d["round"] == r] or [0.0])
                  for r in rounds]
     fig, ax = plt.subplots(figsize=(6, 3.5), dpi=100)
@@ -135,11 +136,10 @@ window.addEventListener("load", () => {{
 
 def report(folder: str | Path, out: str | Path | None = None, limit: int = 200) -> Path:
     """Write the report of the run(s) in ``folder``; the page's path."""
-    from vicogym.arm import payload_dict, render_seed
+    from vicogym.arm import payload_dict
     from vicogym.exporters import row_png
     from vicogym.images import encode_png
-    from vicogym.registry import make_arm
-    from vicogym.verify import iter_rows, read_manifest
+    from vicogym.verify import iter_rows, read_manifest, run_arm
 
     folder = Path(folder)
     runs = rounds_of(folder)  # a wrong folder fails before anything is written
@@ -154,9 +154,7 @@ def report(folder: str | Path, out: str | Path | None = None, limit: int = 200) 
         manifests[name] = manifest
         env_id = manifest["env"]["id"]
         if env_id not in arms:
-            arms[env_id] = make_arm(env_id, manifest["config"]["env_kwargs"])
-            if (run / "files").is_dir():
-                arms[env_id].attach_run(run / "files")
+            arms[env_id] = run_arm(run, manifest)
         zone = tuple(arms[env_id].config.sweet_zone)
         for row in iter_rows(run):
             data.append({"round": name, "row": row, "pass_rate": float(row["pass_rate"]),
@@ -171,8 +169,7 @@ def report(folder: str | Path, out: str | Path | None = None, limit: int = 200) 
         arm = arms[row["env_id"]]
         try:
             seed = arm.decode(row["seed_structure"], payload_dict(row.get("seed_payloads")))
-            text, payloads = arm.encode(seed)
-            image = arm.render(seed, np.random.default_rng(render_seed(text, payloads))).image
+            image = arm.render_seeded(seed).image
             before = f"images/{k:05d}-before.png"
             (out / before).write_bytes(encode_png(image))
             before_html = f'<div><div>before</div><img src="{before}" alt="seed image"></div>'
@@ -192,7 +189,7 @@ def report(folder: str | Path, out: str | Path | None = None, limit: int = 200) 
             f'{d["pass_rate"]:.2f}</span><br><small>{html.escape(row["id"])}</small>'
             f'<pre>{html.escape(trace)}</pre></div></div>')
     rules = sorted({d["row"]["label_rule"] for d in data})
-    hit = np.mean([zone[0] <= d["pass_rate"] <= zone[1] for d in data]) if data else 0.0
+    hit = sweet_share((d["pass_rate"] for d in data), zone)
     summary = (f"{len(data)} samples in {len(manifests)} round(s); sweet zone {zone[0]}-{zone[1]} hit by {hit:.0%}"
                + (f"; the first {limit} shown" if len(data) > limit else ""))
     page = PAGE.format(title=html.escape(f"vicogym report: {folder.name}"), summary=html.escape(summary),

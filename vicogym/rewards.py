@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import Iterable
 
 SHAPES = ("band", "triangle", "gaussian")
 
@@ -72,3 +73,9 @@ def rwr_copies(p: float, config: RewardConfig = RewardConfig(), scale: int = 5) 
 
 def in_sweet_zone(p: float, config: RewardConfig = RewardConfig()) -> bool:
     return config.low <= p <= config.high
+
+
+def sweet_share(pass_rates: Iterable[float], zone: tuple[float, float]) -> float:
+    """The share of ``pass_rates`` inside the sweet ``zone`` ``(low, high)`` (0 for none)."""
+    rates = list(pass_rates)
+    return float(sum(zone[0] <= p <= zone[1] for p in rates) / len(rates)) if rates else 0.0

@@ -25,7 +25,7 @@ from vicogym.exporters import row_png, verl_mismatch
 from vicogym.arm import payload_dict
 from vicogym.errors import InvalidEdit
 from vicogym.images import decode_png, same_image
-from vicogym.shards import FILES_DIR, MANIFEST_FILE, SHARD_GLOB, file_sha256, row_hash
+from vicogym.shards import FILES_DIR, MANIFEST_FILE, SHARD_GLOB, RunFolder, file_sha256, row_hash
 
 
 @dataclass
@@ -180,20 +180,28 @@ def _check_side_files(out: Path, manifest: dict[str, Any], report: Report) -> bo
     if not isinstance(listed, dict):
         report.add(MANIFEST_FILE, "its files entry is not a mapping of names to SHA-256")
         return False
-    root, ok = out / FILES_DIR, True
+    stored, ok = RunFolder(out).side_files(), True
     for name, digest in sorted(listed.items()):
-        path = root / name
-        if not path.is_file():
+        if name not in stored:
             report.add(f"{FILES_DIR}/{name}", "is missing; rows that share it cannot be checked")
             ok = False
-        elif file_sha256(path) != digest:
+        elif stored[name] != digest:
             report.add(f"{FILES_DIR}/{name}", "changed since it was written (SHA-256 differs from the manifest)")
             ok = False
-    if root.is_dir():
-        for path in sorted(p for p in root.rglob("*") if p.is_file()):
-            if path.relative_to(root).as_posix() not in listed:
-                report.add(f"{FILES_DIR}/{path.relative_to(root).as_posix()}", "is not in the manifest")
+    for name in sorted(set(stored) - set(listed)):
+        report.add(f"{FILES_DIR}/{name}", "is not in the manifest")
     return ok
+
+
+def run_arm(run: Path, manifest: dict[str, Any]) -> Any:
+    """The arm of a run's environment, built from the run's settings, with the run's shared
+    files attached (for exports and reports of a folder verify has not vouched for)."""
+    from vicogym.registry import make_arm
+
+    arm = make_arm(manifest["env"]["id"], manifest["config"]["env_kwargs"])
+    if (Path(run) / FILES_DIR).is_dir():
+        arm.attach_run(Path(run) / FILES_DIR)
+    return arm
 
 
 def _check_row(row: dict[str, Any], shard: str, seen: dict[str, str], arms: _Arms, report: Report,
