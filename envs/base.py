@@ -213,13 +213,15 @@ class VicoEnv(gym.Env):
         """What ``step(action)`` would give, committing nothing: the actor's pass rate on
         the edited sample (the mean of ``repeats`` probes of ``k`` answers, drawn with
         ``rng``, not the environment's generator), or the edit's rejection. For search
-        rewriters."""
+        rewriters. For ``stop``, the sample stays: the mean of ``repeats`` new probes of it
+        and the pass rate measured when it was made."""
         if self._done or self.sample is None:
             return None, InvalidEdit("episode_over", "the episode has ended; call reset() before preview()")
         try:
             edit = Edit.parse(action)
             if edit.is_stop:
-                return self.pass_rate, None
+                probes = [self._probe(self.sample, self._render_out, rng)[0] for _ in range(repeats)]
+                return float(np.mean([self.pass_rate, *probes])), None
             structure, answer, _, render = self._edit(self.sample, edit, {})
         except InvalidEdit as error:
             return None, error

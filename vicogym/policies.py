@@ -139,37 +139,64 @@ class SearchRewriter:
     an LLM's, or from the arm's edit space), probes the actor on each without committing
     (:meth:`vicogym.envs.base.VicoEnv.preview`) and proposes the one whose pass rate lands
     closest to the middle of the sweet zone: it pushes a strong actor's pass rate down and
-    pulls a weak actor's up. Each candidate is probed ``repeats`` times (``k`` answers
-    each), which makes the choice less noisy at the cost of actor calls. With ``depth`` > 1
-    a candidate from the arm's edit space chains up to ``depth`` sampled edits (each drawn
-    on the structure the previous ones made), so one turn can move the pass rate further.
-    ``GenerationError`` when no candidate is valid."""
+    pulls a weak actor's up. ``GenerationError`` when no candidate is valid.
+
+    - ``repeats``: probes of ``k`` answers per candidate; more make the choice less noisy
+      at the cost of actor calls.
+    - ``depth``: a candidate from the arm's edit space chains 1 to ``depth`` sampled edits
+      (each drawn on the structure the previous ones made); every other candidate grows
+      the best one so far, so one turn can walk further towards the zone.
+    - ``pool``: chains drawn per candidate, of which the :class:`EffectModel` -- a
+      regression of the pass-rate change on the kinds of ops, learned from this rewriter's
+      own probes over its life -- picks the one it expects closest to the middle (weights
+      drawn from its posterior, so that untried kinds get tried). ``pool=1`` is plain
+      random search.
+    - ``stay``: once the episode has made a sample, keeping it (a ``stop``) is a candidate
+      too, probed again ``repeats`` times; the episode ends when nothing beats it.
+    """
 
     env: Any
     n: int = 8
     proposer: Any = None
     repeats: int = 1
     depth: int = 1
+    pool: int = 4
+    stay: bool = True
     last_pass_rates: list = field(default_factory=list, init=False)
+    effects: "EffectModel" = field(default_factory=lambda: EffectModel(), init=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
             raise ValueError(f"expected n to be a positive integer, got {self.n!r}")
 
     @classmethod
-    def for_env(cls, env: Any, n: int = 8, proposer: Any = None, repeats: int = 1, depth: int = 1) -> "SearchRewriter":
-        return cls(env=env, n=n, proposer=proposer, repeats=repeats, depth=depth)
+    def for_env(cls, env: Any, **settings: Any) -> "SearchRewriter":
+        """A search rewriter over ``env``; ``settings`` as the class takes them."""
+        return cls(env=env, **settings)
 
-    def _chain(self, env: Any, observation: Mapping[str, Any], rng: np.random.Generator) -> Any:
-        """One candidate from the arm's edit space: 1 to ``depth`` edits, chained."""
+    def _chain(self, env: Any, start: tuple[list, Any], rng: np.random.Generator) -> tuple[list, Any]:
+        """``start`` (ops and the structure they make) extended by 1 to ``depth`` edits
+        sampled from the arm's edit space, each on the structure the previous ones made."""
         from vicogym.core import Edit
 
-        structure, rule, ops = env.sample.structure, env.sample.label_rule, []
+        ops, structure = list(start[0]), start[1]
         for _ in range(int(rng.integers(1, self.depth + 1))):
-            edit = env.arm.sample_edit(structure, rule, rng)
-            structure = env.arm.apply(structure, Edit.parse(edit), rule)
-            ops.extend(Edit.parse(edit).ops)
-        return {"ops": [dict(op) for op in ops]}
+            edit = Edit.parse(env.arm.sample_edit(structure, env.sample.label_rule, rng))
+            structure = env.arm.apply(structure, edit, env.sample.label_rule)
+            ops.extend(dict(op) for op in edit.ops)
+        return ops, structure
+
+    def _draw(self, env: Any, start: tuple[list, Any], current: float, middle: float,
+              rng: np.random.Generator) -> tuple[list, Any]:
+        """The most promising of ``pool`` chains grown from ``start``: the one whose pass
+        rate, as the effect model predicts it (weights drawn from its posterior, so that
+        untried kinds of edits get tried), lands closest to ``middle``."""
+        chains = [self._chain(env, start, rng) for _ in range(self.pool)]
+        if len(chains) == 1:
+            return chains[0]
+        weights = self.effects.draw(rng)
+        predicted = [abs(current + self.effects.predict(edit_features(ops), weights) - middle) for ops, _ in chains]
+        return chains[int(np.argmin(predicted))]
 
     def propose(self, observation: Mapping[str, Any], rng: np.random.Generator) -> Any:
         from vicogym.errors import GenerationError, InvalidEdit
@@ -177,12 +204,20 @@ class SearchRewriter:
         env = self.env.unwrapped
         low, high = env.config.sweet_zone
         middle = (low + high) / 2
+        current = float(env.pass_rate)
         best, best_distance, reasons = None, math.inf, []
+        here: tuple[list, Any] = ([], env.sample.structure)
         self.last_pass_rates = []
-        for _ in range(self.n):
+        stay = math.inf  # how far the sample this episode made lands from the middle, if it may stay
+        if self.stay and env.trace:
+            stay = abs(env.preview(STOP, np.random.default_rng(rng.integers(2**63)), self.repeats)[0] - middle)
+        for i in range(self.n):
             try:
-                edit = self.proposer.propose(observation, rng) if self.proposer is not None else \
-                    self._chain(env, observation, rng)
+                if self.proposer is not None:
+                    edit = self.proposer.propose(observation, rng)
+                else:  # every other candidate grows the best one so far: a walk towards the zone
+                    ops, structure = self._draw(env, best if best is not None and i % 2 else here, current, middle, rng)
+                    edit = {"ops": ops}
             except (GenerationError, InvalidEdit) as exc:
                 reasons.append(str(exc))
                 continue
@@ -191,13 +226,78 @@ class SearchRewriter:
                 reasons.append(error.code)
                 continue
             self.last_pass_rates.append(pass_rate)
+            if self.proposer is None:
+                self.effects.add(edit_features(ops), pass_rate - current)
             if abs(pass_rate - middle) < best_distance:
-                best, best_distance = edit, abs(pass_rate - middle)
+                best_distance = abs(pass_rate - middle)
+                best = edit if self.proposer is not None else (ops, structure)
+        if stay <= best_distance:
+            return STOP
         if best is None:
             raise GenerationError(f"none of {self.n} candidate edits was valid ({', '.join(sorted(set(reasons)))})")
-        return best
+        return best if self.proposer is not None else {"ops": best[0]}
 
 
+def edit_features(ops: list[Mapping[str, Any]]) -> dict[str, float]:
+    """What the effect model knows of an edit: how often each kind of op occurs, and each
+    switch (a field set to true or false) it sets."""
+    counts: dict[str, float] = {}
+    for op in ops:
+        keys = [str(op.get("op"))] + [f"{op.get('op')}.{k}={v}" for k, v in op.items() if isinstance(v, bool)]
+        for key in keys:
+            counts[key] = counts.get(key, 0.0) + 1.0
+    return counts
+
+
+@dataclass
+class EffectModel:
+    """Bayesian linear regression of the change in pass rate an edit makes on its
+    :func:`edit_features`, learned from the search's own probes (prior: no effect, with
+    standard deviation ``prior``; ``noise``: the probes' standard deviation)."""
+
+    prior: float = 0.15
+    noise: float = 0.2
+    names: dict[str, int] = field(default_factory=dict)
+    _xtx: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    _xty: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    _fit: Any = None
+
+    def add(self, features: Mapping[str, float], change: float) -> None:
+        """One probe: an edit's features and the pass-rate change it was seen to make
+        (kept as sufficient statistics, so the model's size does not grow with probes)."""
+        for name in features:
+            if name not in self.names:
+                self.names[name] = len(self.names)
+                self._xtx = np.pad(self._xtx, ((0, 1), (0, 1)))
+                self._xty = np.pad(self._xty, (0, 1))
+        x = np.zeros(len(self.names))
+        for name, count in features.items():
+            x[self.names[name]] = count
+        self._xtx += np.outer(x, x)
+        self._xty += x * float(change)
+        self._fit = None
+
+    def posterior(self) -> tuple[np.ndarray, np.ndarray]:
+        """The weights' posterior mean and covariance, in the order of ``names``."""
+        if self._fit is None:
+            precision = self._xtx / self.noise**2 + np.eye(len(self.names)) / self.prior**2
+            covariance = np.linalg.inv(precision)
+            self._fit = (covariance @ self._xty / self.noise**2, covariance)
+        return self._fit
+
+    def draw(self, rng: np.random.Generator) -> dict[str, float]:
+        """Weights drawn from the posterior (Thompson sampling); unseen features weigh 0."""
+        if not self.names:
+            return {}
+        mean, covariance = self.posterior()
+        sample = rng.multivariate_normal(mean, covariance, method="cholesky")
+        return {name: float(sample[i]) for name, i in self.names.items()}
+
+    def predict(self, features: Mapping[str, float], weights: Mapping[str, float]) -> float:
+        return sum(count * weights.get(name, 0.0) for name, count in features.items())
+
+
+STOP = {"ops": [{"op": "stop"}]}
 REWRITERS = ("random", "search", "search:N", "openai:MODEL@URL")
 
 
