@@ -38,6 +38,7 @@ def main() -> None:
     parser.add_argument("--depth", type=int, default=3, help="edits a candidate may chain")
     parser.add_argument("--pool", type=int, default=4, help="chains drawn per candidate, the effect model picks one")
     parser.add_argument("--arms", default="chart,natural,clevr")
+    parser.add_argument("--seed", type=int, default=0, help="added to every episode's seed (another draw of seeds)")
     args = parser.parse_args()
 
     import gymnasium as gym
@@ -60,7 +61,7 @@ def main() -> None:
             for r in range(args.rounds):
                 before, after, hits, kept, finals = [], [], 0, 0, 0
                 for e in range(args.episodes):
-                    seed = r * 10_000 + e
+                    seed = args.seed * 1_000_000 + r * 10_000 + e
                     rng = np.random.default_rng(seed)
                     _, p0, turns, _ = run_episode(env, rewriter, seed=seed, rng=rng, keep="all")
                     before.append(p0)
