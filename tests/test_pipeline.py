@@ -216,6 +216,36 @@ def test_workers_do_not_change_the_output(small_run, tmp_path):
     assert _bytes(parallel) == _bytes(out)
 
 
+@pytest.mark.slow
+def test_ray_writes_the_same_bytes_and_resumes_a_local_run(small_run, tmp_path):
+    """Ray actors on a local instance write what one process writes; a run started with
+    local workers finishes on Ray (runtime settings are not part of a run's identity)."""
+    pytest.importorskip("ray", reason="the ray extra is not installed")
+    out, _ = small_run
+    on_ray = tmp_path / "ray"
+    generate(_config(on_ray, workers=2, backend="ray", ray_cpus=0.5), progress=False)
+    assert _bytes(on_ray) == _bytes(out)
+    mixed = tmp_path / "mixed"
+    generate(_config(mixed), progress=False)
+    for shard in sorted(mixed.glob("part-*.parquet"))[1:]:  # a crash after the first shard
+        shard.unlink()
+    (mixed / "manifest.json").unlink()
+    generate(_config(mixed, backend="ray", threads=2), progress=False)
+    assert _bytes(mixed) == _bytes(out) and verify(mixed).ok
+
+
+def test_threads_of_native_pools_are_limited_and_restored():
+    from threadpoolctl import threadpool_info
+
+    from vicogym.processes import limit_threads
+
+    before = [pool["num_threads"] for pool in threadpool_info()]
+    with limit_threads(1):
+        assert all(pool["num_threads"] == 1 for pool in threadpool_info())
+        assert os.environ["OPENBLAS_NUM_THREADS"] == "1"
+    assert [pool["num_threads"] for pool in threadpool_info()] == before
+
+
 def _children(pid):
     found = []
     for entry in Path("/proc").iterdir():
@@ -304,6 +334,9 @@ def test_cli_lists_envs_and_reports_bad_input(tmp_path):
         (["--set", "k=0"], "expected k to be an integer in [1, 4096], got 0"),
         (["--set", "templates=[\"nope\"]"], "expected template ids in"),
         (["--source", "/no/such/folder"], "expected source 'procedural' or a ChartQA folder"),
+        (["--backend", "dask"], "expected backend in ['local', 'ray'], got 'dask'"),
+        (["--ray-cpus", "-1"], "expected ray_cpus to be a non-negative number (resources per Ray worker), got -1.0"),
+        (["--threads", "0"], "expected threads to be a positive integer, got 0"),
     ],
 )
 def test_cli_settings_are_checked_with_suggestions(tmp_path, args, message):

@@ -75,6 +75,20 @@ def load_config_file(path: Path) -> dict[str, Any]:
     return data
 
 
+#: how a run runs (generate and evolve): the output does not depend on them
+BACKEND = typer.Option(None, "--backend", help="local (worker processes) | ray (Ray actors on a local instance or "
+                       "the cluster at --ray-address) [local]")
+RAY_ADDRESS = typer.Option(None, "--ray-address", help="an existing Ray cluster ('auto', 'ray://HOST:10001'); "
+                           "default: a local instance")
+RAY_CPUS = typer.Option(None, "--ray-cpus", help="CPUs per Ray worker [1]")
+RAY_GPUS = typer.Option(None, "--ray-gpus", help="GPUs per Ray worker, for a local actor model [0]")
+THREADS = typer.Option(None, "--threads", help="native (BLAS, OpenMP) threads per worker [1]")
+
+
+def _runtime(**flags: Any) -> dict[str, Any]:
+    return {key: value for key, value in flags.items() if value is not None}
+
+
 @app.command()
 def generate(
     env_id: Optional[str] = typer.Argument(None, help="environment id (see `vicogym envs`); default vicogym/Chart-v0"),
@@ -96,6 +110,11 @@ def generate(
                                         "table contradicts (--set tier2=...)"),
     settings: Optional[list[str]] = typer.Option(None, "--set", help="environment setting KEY=VALUE (JSON value); repeatable"),
     config_file: Optional[Path] = typer.Option(None, "--config", help="TOML or JSON file of generate settings"),
+    backend: Optional[str] = BACKEND,
+    ray_address: Optional[str] = RAY_ADDRESS,
+    ray_cpus: Optional[float] = RAY_CPUS,
+    ray_gpus: Optional[float] = RAY_GPUS,
+    threads: Optional[int] = THREADS,
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Run rewriter episodes and stream accepted samples to Parquet shards."""
@@ -108,6 +127,8 @@ def generate(
         flags = {"env_id": env_id, "n": n, "out": out, "seed": seed, "workers": workers, "keep": keep, "rewriter": rewriter,
                  "episodes_per_shard": episodes_per_shard, "max_episodes": max_episodes}
         data.update({key: value for key, value in flags.items() if value is not None})
+        data.update(_runtime(backend=backend, ray_address=ray_address, ray_cpus=ray_cpus, ray_gpus=ray_gpus,
+                             threads=threads))
         env_kwargs = data.get("env_kwargs") or {}
         if not isinstance(env_kwargs, dict):
             raise ValueError(f"expected env_kwargs as a table of environment settings, got {env_kwargs!r}")
@@ -216,6 +237,11 @@ def evolve(
                                                  "(the same placeholders)"),
     episodes_per_shard: int = typer.Option(16, "--episodes-per-shard"),
     settings: Optional[list[str]] = typer.Option(None, "--set", help="environment setting KEY=VALUE (JSON value)"),
+    backend: Optional[str] = BACKEND,
+    ray_address: Optional[str] = RAY_ADDRESS,
+    ray_cpus: Optional[float] = RAY_CPUS,
+    ray_gpus: Optional[float] = RAY_GPUS,
+    threads: Optional[int] = THREADS,
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Run rewriter-actor rounds: generate, export both trainers' data, train, switch models."""
@@ -239,7 +265,9 @@ def evolve(
         config = EvolveConfig(env_id=env_id or "vicogym/Chart-v0", rounds=rounds, n=n, out=out, seed=seed,
                               workers=workers, episodes_per_shard=episodes_per_shard,
                               env_kwargs=dict(parse_setting(text) for text in settings or []), actor=spec,
-                              rewriter=rewriter, train_actor=train_actor, train_rewriter=train_rewriter)
+                              rewriter=rewriter, train_actor=train_actor, train_rewriter=train_rewriter,
+                              runtime=_runtime(backend=backend, ray_address=ray_address, ray_cpus=ray_cpus,
+                                               ray_gpus=ray_gpus, threads=threads))
         state = run(config, progress=progress, report=show)
     except (VicogymError, ValueError, TypeError, OSError) as exc:
         raise _fail(str(exc)) from None

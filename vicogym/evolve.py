@@ -47,8 +47,15 @@ class EvolveConfig:
     rewriter: str = "search"
     train_actor: str | None = None
     train_rewriter: str | None = None
+    #: how rounds run, not what they write: backend, ray_address, ray_cpus, ray_gpus, threads
+    runtime: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        from vicogym.pipeline import RUNTIME
+
+        unknown = sorted(set(self.runtime) - set(RUNTIME))
+        if unknown:
+            raise ValueError(f"unknown runtime setting {unknown[0]!r}; known: {', '.join(RUNTIME)}")
         if isinstance(self.rounds, bool) or not isinstance(self.rounds, int) or not 1 <= self.rounds <= 10_000:
             raise ValueError(f"expected rounds to be an integer in [1, 10000], got {self.rounds!r}")
         for name in ("train_actor", "train_rewriter"):
@@ -74,12 +81,13 @@ class EvolveConfig:
         return GenerateConfig(env_id=self.env_id, n=self.n, out=str(Path(self.out) / f"round-{r:03d}"),
                               seed=self.seed + r, workers=self.workers, keep="all",
                               episodes_per_shard=self.episodes_per_shard,
-                              env_kwargs={**dict(self.env_kwargs), "actor": actor}, rewriter=rewriter)
+                              env_kwargs={**dict(self.env_kwargs), "actor": actor}, rewriter=rewriter,
+                              **dict(self.runtime))
 
     def identity(self) -> dict[str, Any]:
         """What fixes the rounds' data (the training commands may change on resume)."""
         d = asdict(self)
-        for name in ("out", "workers", "train_actor", "train_rewriter"):
+        for name in ("out", "workers", "train_actor", "train_rewriter", "runtime"):
             d.pop(name)
         d["env_kwargs"] = dict(self.env_kwargs)
         return d

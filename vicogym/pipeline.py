@@ -9,20 +9,21 @@ only through ``env_kwargs`` (generation's own default: 3-turn episodes).
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures as cf
 import difflib
 import math
 import multiprocessing
 import os
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 import numpy as np
 
 import vicogym
 from vicogym.core import canonical_json
 from vicogym.exporters import verl_fields, verl_schema
-from vicogym.processes import die_with_parent
+from vicogym.processes import die_with_parent, limit_threads
 from vicogym.rewards import sweet_share
 from vicogym.registry import check_id, env_class, make_config
 from vicogym.rollout import KEEP_POLICIES, EpisodeStats, row_schema, run_episode, sample_row
@@ -30,6 +31,10 @@ from vicogym.shards import RunFolder, read_shard_stats, shard_path, write_shard
 
 #: what generation sets unless ``env_kwargs`` says otherwise
 GENERATION_DEFAULTS: Mapping[str, Any] = {"max_turns": 3}
+#: where episodes run: worker processes on this machine, or Ray tasks on a local instance or a cluster
+BACKENDS = ("local", "ray")
+#: settings of how a run runs, not of what it writes
+RUNTIME = ("backend", "ray_address", "ray_cpus", "ray_gpus", "threads")
 
 
 @dataclass(frozen=True)
@@ -47,13 +52,27 @@ class GenerateConfig:
     max_episodes: int | None = None
     env_kwargs: Mapping[str, Any] = field(default_factory=dict)
     rewriter: str = "random"
+    backend: str = "local"
+    ray_address: str | None = None
+    ray_cpus: float = 1.0
+    ray_gpus: float = 0.0
+    threads: int = 1
 
     def __post_init__(self) -> None:
         check_id(self.env_id)
+        if self.backend not in BACKENDS:
+            raise ValueError(f"expected backend in {list(BACKENDS)}, got {self.backend!r}")
+        if self.ray_address is not None and not isinstance(self.ray_address, str):
+            raise TypeError(f"expected ray_address as a string such as 'auto' or 'ray://HOST:10001', got "
+                            f"{self.ray_address!r}")
+        for name in ("ray_cpus", "ray_gpus"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                raise ValueError(f"expected {name} to be a non-negative number (resources per Ray worker), got {v!r}")
         from vicogym.policies import parse_rewriter
 
         parse_rewriter(self.rewriter)  # a bad spec fails here, before anything runs
-        for name in ("n", "workers", "episodes_per_shard"):
+        for name in ("n", "workers", "episodes_per_shard", "threads"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"expected {name} to be a positive integer, got {v!r}")
@@ -99,9 +118,9 @@ class GenerateConfig:
         return self.max_episodes if self.max_episodes is not None else max(4 * self.n, 32)
 
     def identity(self) -> dict[str, Any]:
-        """What fixes the output's contents (``workers`` and ``out`` do not)."""
+        """What fixes the output's contents (where and how it runs does not)."""
         d = asdict(self)
-        for name in ("workers", "out", "env_kwargs"):
+        for name in ("workers", "out", "env_kwargs", *RUNTIME):
             d.pop(name)
         d["env_kwargs"] = self.make_kwargs
         if d["rewriter"] == "random":  # runs from before rewriters were a setting stay resumable
@@ -128,6 +147,12 @@ def _env_for(config: GenerateConfig) -> Any:
 
         _WORKER_ENVS[key] = gym.make(config.env_id, **config.make_kwargs).unwrapped
     return _WORKER_ENVS[key]
+
+
+def start_worker(parent: int, threads: int) -> None:
+    """First thing in a worker process: die with ``parent``, native thread pools at ``threads``."""
+    die_with_parent(parent)
+    limit_threads(threads)
 
 
 def run_block(config: GenerateConfig, block: int) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, bytes]]:
@@ -195,22 +220,14 @@ def generate(config: GenerateConfig, progress: bool = True) -> dict[str, Any]:
             bar.update(len(rows))
             bar.set_postfix(run.rates(zone), refresh=True)
 
-        if config.workers == 1:
-            while block < blocks_total and run.count < config.n:
-                finish(*run_block(config, block), block)
-                block += 1
-        else:
-            context = multiprocessing.get_context("spawn")
-            with cf.ProcessPoolExecutor(max_workers=config.workers, mp_context=context,
-                                        initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
-                while block < blocks_total and run.count < config.n:
-                    window = range(block, min(block + config.workers, blocks_total))
-                    futures = [pool.submit(run_block, config, b) for b in window]
-                    for b, future in zip(window, futures):
-                        if run.count >= config.n:
-                            break
-                        finish(*future.result(), b)
-                        block = b + 1
+        results = _block_results(config, block, blocks_total if run.count < config.n else block)
+        try:
+            for b, result in results:
+                finish(*result, b)
+                if run.count >= config.n:
+                    break
+        finally:
+            results.close()  # stops what is still running
         manifest = run.manifest(finished=True)
         folder.write_manifest(manifest)
         return manifest
@@ -220,6 +237,78 @@ def generate(config: GenerateConfig, progress: bool = True) -> dict[str, Any]:
     finally:
         bar.close()
         folder.unlock()
+
+
+def _block_results(config: GenerateConfig, first: int, last: int) -> Iterator[tuple[int, Any]]:
+    """``(b, run_block(config, b))`` for blocks ``first`` to ``last - 1``, in order, computed
+    here, by ``config.workers`` worker processes or by Ray actors, with at most ``workers``
+    blocks ahead of the one being read. Closing the generator stops the workers."""
+    if config.backend == "ray":
+        yield from _ray_block_results(config, first, last)
+        return
+    if config.workers == 1:
+        with limit_threads(config.threads):
+            for b in range(first, last):
+                yield b, run_block(config, b)
+        return
+    context = multiprocessing.get_context("spawn")
+    pool = cf.ProcessPoolExecutor(max_workers=config.workers, mp_context=context, initializer=start_worker,
+                                  initargs=(os.getpid(), config.threads))
+    pending: collections.deque = collections.deque()
+    try:
+        for b in range(first, last):
+            pending.append((b, pool.submit(run_block, config, b)))
+            if len(pending) >= config.workers:
+                b0, future = pending.popleft()
+                yield b0, future.result()
+        while pending:
+            b0, future = pending.popleft()
+            yield b0, future.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+class _RayBlockWorker:
+    """A Ray actor: one long-lived environment (renderer, frame caches, Blender scene)
+    reused across the blocks it runs."""
+
+    def __init__(self, threads: int) -> None:
+        limit_threads(threads)
+
+    def run(self, config: GenerateConfig, block: int) -> Any:
+        return run_block(config, block)
+
+
+def _ray_block_results(config: GenerateConfig, first: int, last: int) -> Iterator[tuple[int, Any]]:
+    from vicogym.arm import require_module
+
+    require_module("ray", "ray", "--backend ray")
+    import ray
+
+    started = not ray.is_initialized()
+    if started:
+        ray.init(address=config.ray_address, include_dashboard=False, log_to_driver=False,
+                 configure_logging=False, runtime_env={"env_vars": {"PYTHONHASHSEED": "0"}})
+    worker_class = ray.remote(num_cpus=config.ray_cpus, num_gpus=config.ray_gpus, max_restarts=3,
+                              max_task_retries=3)(_RayBlockWorker)
+    workers = [worker_class.remote(config.threads) for _ in range(config.workers)]
+    pending: collections.deque = collections.deque()
+    try:
+        for i, b in enumerate(range(first, last)):
+            pending.append((b, workers[i % len(workers)].run.remote(config, b)))
+            if len(pending) >= config.workers:
+                b0, ref = pending.popleft()
+                yield b0, ray.get(ref)
+        while pending:
+            b0, ref = pending.popleft()
+            yield b0, ray.get(ref)
+    finally:
+        for _, ref in pending:  # blocks run ahead that the run no longer needs
+            ray.cancel(ref)
+        for worker in workers:
+            ray.kill(worker)
+        if started:
+            ray.shutdown()
 
 
 class _Progress:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from typing import Any
 
 
 def die_with_parent(parent: int) -> None:
@@ -32,3 +33,21 @@ def die_with_parent(parent: int) -> None:
         os._exit(1)
 
     threading.Thread(target=watch, daemon=True, name="vicogym-parent-watch").start()
+
+
+#: the variables native libraries read for the size of their thread pools
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
+                    "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
+
+
+def limit_threads(threads: int = 1) -> Any:
+    """Native thread pools (BLAS, OpenMP) of this process at ``threads`` threads, and the
+    same for processes it starts. Generation's work is single-threaded per worker: idle
+    pool threads that spin only compete with the other workers for the cores. Returns the
+    ``threadpoolctl`` limiter, which also works as a context manager that restores the
+    pools on exit (the variables stay set)."""
+    from threadpoolctl import threadpool_limits
+
+    for name in THREAD_VARIABLES:
+        os.environ[name] = str(threads)
+    return threadpool_limits(limits=threads)

@@ -1,0 +1,85 @@
+"""Throughput of `vicogym generate` as workers are added, in one run: samples per second
+for the chart and CLEVR arms with 1 and 2 local worker processes and with 2 Ray actors on
+this machine, the time to the first written shard, and native thread pools limited to one
+thread per worker against left at the machine's core count.
+
+Printed: the scaling ratio (2 workers against 1; target >= 1.7x on 2 cores), Ray's
+overhead against local processes (target < 15%) and the thread limit's gain.
+
+    python benchmarks/scale.py [--n 160] [--arms chart,clevr]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ENVS = {"chart": ("vicogym/Chart-v0", {}),
+        "clevr": ("vicogym/CLEVR-v0", {"engine": "workbench", "width": 160, "height": 120})}
+
+
+def timed_run(config) -> tuple[float, float]:
+    """Wall time of the run and the time its first shard appeared."""
+    from vicogym.pipeline import generate
+
+    first: list[float] = []
+    done = threading.Event()
+    start = time.perf_counter()
+
+    def watch() -> None:
+        while not done.is_set() and not first:
+            if any(Path(config.out).glob("part-*.parquet")):
+                first.append(time.perf_counter() - start)
+            time.sleep(0.01)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    generate(config, progress=False)
+    total = time.perf_counter() - start
+    done.set()
+    watcher.join()
+    return total, first[0] if first else total
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=160, help="samples per run")
+    parser.add_argument("--arms", default="chart,clevr")
+    args = parser.parse_args()
+
+    from vicogym.errors import MissingExtra
+    from vicogym.pipeline import GenerateConfig
+
+    cores = os.cpu_count() or 1
+    runs = {"1 worker": {"workers": 1}, "2 workers": {"workers": 2},
+            "2 workers, threads unlimited": {"workers": 2, "threads": cores},
+            "ray, 2 workers": {"workers": 2, "backend": "ray"}}
+    for arm in args.arms.split(","):
+        env_id, settings = ENVS[arm]
+        rates = {}
+        for label, runtime in runs.items():
+            folder = tempfile.mkdtemp(prefix="vicogym-scale-")
+            try:
+                config = GenerateConfig(env_id=env_id, n=args.n, out=folder, env_kwargs=settings,
+                                        episodes_per_shard=8, **runtime)
+                total, first = timed_run(config)
+            except MissingExtra as exc:
+                print(f"{arm}: skipped ({exc})")
+                break
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
+            rates[label] = args.n / total
+            print(f"{arm:6s} {label:30s} {rates[label]:6.2f} samples/s; first shard after {first:5.2f} s")
+        if len(rates) == len(runs):
+            print(f"{arm:6s} scaling 2 workers / 1: {rates['2 workers'] / rates['1 worker']:.2f}x (target >= 1.7x); "
+                  f"Ray overhead against local: {rates['2 workers'] / rates['ray, 2 workers'] - 1:+.0%} (target < 15%); "
+                  f"threads limited / unlimited: {rates['2 workers'] / rates['2 workers, threads unlimited']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
