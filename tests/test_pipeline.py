@@ -234,6 +234,62 @@ def test_ray_writes_the_same_bytes_and_resumes_a_local_run(small_run, tmp_path):
     assert _bytes(mixed) == _bytes(out) and verify(mixed).ok
 
 
+@pytest.mark.slow
+def test_ray_on_a_two_node_cluster_writes_the_same_bytes(small_run, tmp_path):
+    """A simulated cluster of two one-CPU nodes on this machine: with one CPU per worker,
+    each node hosts one of the two actors; the dataset is the one-process dataset."""
+    pytest.importorskip("ray", reason="the ray extra is not installed")
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    try:
+        cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
+        out = tmp_path / "cluster"
+        generate(_config(out, workers=2, backend="ray", ray_address=cluster.address), progress=False)
+        assert _bytes(out) == _bytes(small_run[0])
+    finally:
+        cluster.shutdown()
+
+
+def _marked(owner):
+    """Processes that carry the mark of ``owner`` (see vicogym.processes.reap_with_this_process)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if f"VICOGYM_OWNER={owner}".encode() in (entry / "environ").read_bytes().split(b"\0"):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return [p for p in found if _alive(p)]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to find Ray's processes")
+def test_a_local_ray_instance_dies_with_the_run_on_kill_9(tmp_path):
+    pytest.importorskip("ray", reason="the ray extra is not installed")
+    cmd = [sys.executable, "-m", "vicogym.cli", "generate", "--n", "400", "--workers", "2", "--backend", "ray",
+           "--out", str(tmp_path / "killed"), "--no-progress"]
+    parent = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 90
+        while time.time() < deadline and not list((tmp_path / "killed").glob("part-*.parquet")):
+            time.sleep(0.5)
+        ray_processes = _marked(parent.pid)
+        assert len(ray_processes) >= 3, "Ray did not start"  # GCS, raylet, the actors
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait(timeout=30)
+        deadline = time.time() + 20
+        while time.time() < deadline and _marked(parent.pid):
+            time.sleep(0.2)
+        assert not _marked(parent.pid)
+    finally:
+        parent.kill()
+        for p in _marked(parent.pid):
+            os.kill(p, signal.SIGKILL)
+
+
 def test_threads_of_native_pools_are_limited_and_restored():
     from threadpoolctl import threadpool_info
 

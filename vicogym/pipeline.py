@@ -23,7 +23,7 @@ import numpy as np
 import vicogym
 from vicogym.core import canonical_json
 from vicogym.exporters import verl_fields, verl_schema
-from vicogym.processes import die_with_parent, limit_threads
+from vicogym.processes import die_with_parent, limit_threads, reap_with_this_process
 from vicogym.rewards import sweet_share
 from vicogym.registry import check_id, env_class, make_config
 from vicogym.rollout import KEEP_POLICIES, EpisodeStats, row_schema, run_episode, sample_row
@@ -287,6 +287,8 @@ def _ray_block_results(config: GenerateConfig, first: int, last: int) -> Iterato
 
     started = not ray.is_initialized()
     if started:
+        if config.ray_address is None:  # a local instance started here ends with this process, even on kill -9
+            reap_with_this_process()
         ray.init(address=config.ray_address, include_dashboard=False, log_to_driver=False,
                  configure_logging=False, runtime_env={"env_vars": {"PYTHONHASHSEED": "0"}})
     worker_class = ray.remote(num_cpus=config.ray_cpus, num_gpus=config.ray_gpus, max_restarts=3,

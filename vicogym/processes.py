@@ -51,3 +51,47 @@ def limit_threads(threads: int = 1) -> Any:
     for name in THREAD_VARIABLES:
         os.environ[name] = str(threads)
     return threadpool_limits(limits=threads)
+
+
+#: set in the environment of every process a run starts through a service (Ray) that does
+#: not tie its processes to ours; the reaper finds them by it
+OWNER_VARIABLE = "VICOGYM_OWNER"
+
+
+def reap_with_this_process() -> None:
+    """Processes started from here on (they inherit the environment) are killed when this
+    process dies, ``kill -9`` included: a small watcher process outlives it by at most a
+    second and kills every process that carries this process's mark. For services such
+    as a local Ray instance, whose processes (raylet, GCS, agents) do not die with the
+    process that started them. Linux (``/proc``) only; elsewhere nothing is watched."""
+    import subprocess
+    import sys
+
+    if not os.path.isdir("/proc") or os.environ.get(OWNER_VARIABLE) == str(os.getpid()):
+        return
+    os.environ[OWNER_VARIABLE] = str(os.getpid())
+    code = f"from vicogym.processes import _reap; _reap({os.getpid()})"
+    env = {k: v for k, v in os.environ.items() if k != OWNER_VARIABLE}  # the watcher spares itself
+    subprocess.Popen([sys.executable, "-c", code], env=env, start_new_session=True, stdin=subprocess.DEVNULL,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _reap(owner: int) -> None:
+    import signal
+
+    while True:
+        try:
+            os.kill(owner, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.5)
+    mark = f"{OWNER_VARIABLE}={owner}".encode()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as handle:
+                    marked = mark in handle.read().split(b"\0")
+                if marked:
+                    os.kill(int(entry), signal.SIGKILL)
+            except (OSError, ProcessLookupError):
+                continue
