@@ -290,6 +290,45 @@ def test_a_local_ray_instance_dies_with_the_run_on_kill_9(tmp_path):
             os.kill(p, signal.SIGKILL)
 
 
+def test_a_run_at_a_filesystem_url_is_the_local_run_and_resumes(small_run, tmp_path):
+    """--out as an fsspec URL (here the in-memory filesystem): the same shards, written
+    whole; a crash (a lost shard, no manifest, a temporary upload left behind) resumes to
+    the same bytes; verify, export and report read the URL."""
+    import fsspec
+
+    fs = fsspec.filesystem("memory")
+    url = "memory://vicogym-test/run"
+    try:
+        generate(_config(url), progress=False)
+        local = sorted(small_run[0].glob("part-*.parquet"))
+        remote = sorted(fs.glob("/vicogym-test/run/part-*.parquet"))
+        assert [fs.cat(p) for p in remote] == _bytes(small_run[0]) and len(remote) == len(local)
+        assert fs.exists("/vicogym-test/run/run.json") and not fs.glob("/vicogym-test/run/*.tmp")
+        fs.rm(remote[-1])
+        fs.rm("/vicogym-test/run/manifest.json")
+        fs.pipe("/vicogym-test/run/part-00099.parquet.tmp", b"partial")
+        generate(_config(url), progress=False)
+        assert [fs.cat(p) for p in sorted(fs.glob("/vicogym-test/run/part-*.parquet"))] == _bytes(small_run[0])
+        assert verify(url).ok
+        with pytest.raises(RunError, match="holds a run with other settings \\(differing: seed\\)"):
+            generate(_config(url, seed=8), progress=False)
+        result = runner.invoke(app, ["report", url])
+        assert result.exit_code == 2 and "give --out, a local folder for the report" in result.output
+        result = runner.invoke(app, ["report", url, "--out", str(tmp_path / "rep")])
+        assert result.exit_code == 0 and (tmp_path / "rep" / "index.html").is_file(), result.output
+        result = runner.invoke(app, ["verify", url, "--no-images"])
+        assert result.exit_code == 0 and "rows verified" in result.output, result.output
+    finally:
+        if fs.exists("/vicogym-test"):
+            fs.rm("/vicogym-test", recursive=True)
+
+
+def test_a_url_out_without_its_filesystem_says_what_to_install(tmp_path):
+    result = runner.invoke(app, ["generate", "--out", "nosuchscheme://bucket/run", "--n", "1", "--no-progress"])
+    assert result.exit_code == 2 and "--out nosuchscheme://bucket/run" in result.output
+    assert "or give a local folder" in " ".join(result.output.split())
+
+
 def test_threads_of_native_pools_are_limited_and_restored():
     from threadpoolctl import threadpool_info
 

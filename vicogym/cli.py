@@ -170,7 +170,7 @@ def _summary(manifest: dict) -> None:
 
 @app.command()
 def verify(
-    out: Path = typer.Argument(..., help="a folder written by `vicogym generate`"),
+    out: str = typer.Argument(..., help="a folder (or filesystem URL) written by `vicogym generate`"),
     images: bool = typer.Option(True, "--images/--no-images", help="decode, re-render and compare every image"),
     source: Optional[str] = typer.Option(None, "--source", help="the run's source data, to replay its episodes from"),
 ) -> None:
@@ -197,7 +197,7 @@ def verify(
 
 @app.command()
 def export(
-    run: Path = typer.Argument(..., help="a folder written by `vicogym generate`"),
+    run: str = typer.Argument(..., help="a folder (or filesystem URL) written by `vicogym generate`"),
     out: Path = typer.Option(..., "--out", help="folder for the exported files"),
     format: str = typer.Option("llamafactory", "--format", help="llamafactory: the rewriter's edits as multimodal "
                                "ShareGPT with a dataset_info.json entry"),
@@ -277,7 +277,7 @@ def evolve(
 
 @app.command("report")
 def report_command(
-    folder: Path = typer.Argument(..., help="a run folder, or a folder of round-* runs"),
+    folder: str = typer.Argument(..., help="a run folder (or filesystem URL), or a folder of round-* runs"),
     out: Optional[Path] = typer.Option(None, "--out", help="where to write the report [FOLDER/report]"),
     limit: int = typer.Option(200, "--limit", min=1, help="samples shown on the page"),
 ) -> None:

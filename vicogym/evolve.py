@@ -53,6 +53,11 @@ class EvolveConfig:
     def __post_init__(self) -> None:
         from vicogym.pipeline import RUNTIME
 
+        from vicogym.shards import is_url
+
+        if is_url(self.out):
+            raise ValueError(f"evolve --out must be a local folder (its training commands read the files), got "
+                             f"{self.out!r}")
         unknown = sorted(set(self.runtime) - set(RUNTIME))
         if unknown:
             raise ValueError(f"unknown runtime setting {unknown[0]!r}; known: {', '.join(RUNTIME)}")

@@ -31,7 +31,15 @@ COPIES = 5
 def export_llamafactory(run: str | Path, out: str | Path, name: str = "vicogym_rewriter", pairs: bool = False,
                         candidates: int = 8) -> dict[str, Any]:
     """Write ``rewriter.json``, ``images/`` and ``dataset_info.json`` into ``out``; counts.
-    With ``pairs``, also ``rewriter_pairs.json`` (see :func:`preference_pairs`)."""
+    With ``pairs``, also ``rewriter_pairs.json`` (see :func:`preference_pairs`). ``run``
+    may be a filesystem URL (read from a local copy)."""
+    from vicogym.shards import local_run
+
+    with local_run(run) as local:
+        return _export(local, Path(out), name, pairs, candidates)
+
+
+def _export(run: Path, out: Path, name: str, pairs: bool, candidates: int) -> dict[str, Any]:
     from vicogym.arm import payload_dict
     from vicogym.clients import edit_prompt
     from vicogym.core import Edit
@@ -40,7 +48,6 @@ def export_llamafactory(run: str | Path, out: str | Path, name: str = "vicogym_r
     from vicogym.rewards import weight
     from vicogym.verify import iter_rows, read_manifest, run_arm
 
-    run, out = Path(run), Path(out)
     manifest = read_manifest(run)
     arm = run_arm(run, manifest)
     reward = arm.config.reward_config()

@@ -15,8 +15,11 @@ import difflib
 import math
 import multiprocessing
 import os
+import shutil
+import tempfile
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Iterator, Mapping
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
@@ -27,7 +30,8 @@ from vicogym.processes import die_with_parent, limit_threads, reap_with_this_pro
 from vicogym.rewards import sweet_share
 from vicogym.registry import check_id, env_class, make_config
 from vicogym.rollout import KEEP_POLICIES, EpisodeStats, row_schema, run_episode, sample_row
-from vicogym.shards import RunFolder, read_shard_stats, shard_path, write_shard
+from vicogym.errors import RunError
+from vicogym.shards import Mirror, RunFolder, is_url, read_shard_stats, shard_path, write_shard
 
 #: what generation sets unless ``env_kwargs`` says otherwise
 GENERATION_DEFAULTS: Mapping[str, Any] = {"max_turns": 3}
@@ -184,10 +188,25 @@ def run_block(config: GenerateConfig, block: int) -> tuple[list[dict[str, Any]],
 
 # -- the run -----------------------------------------------------------------------------
 def generate(config: GenerateConfig, progress: bool = True) -> dict[str, Any]:
-    """Generate ``config.n`` samples into ``config.out``; resume what a crash left."""
+    """Generate ``config.n`` samples into ``config.out`` (a folder, or a filesystem URL such
+    as ``s3://bucket/prefix``); resume what a crash left."""
+
+    if is_url(config.out):  # object storage: the run is worked on in a local staging folder, pushed shard by shard
+        staging = Path(tempfile.mkdtemp(prefix="vicogym-out-"))
+        try:
+            mirror = Mirror(config.out, staging)
+            mirror.pull()
+            return _generate(config, RunFolder(staging), progress, mirror.push)
+        except RunError as exc:
+            raise RunError(str(exc).replace(str(staging), config.out)) from None
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return _generate(config, RunFolder(config.out), progress, lambda: None)
+
+
+def _generate(config: GenerateConfig, folder: RunFolder, progress: bool, push: Callable[[], None]) -> dict[str, Any]:
     from tqdm import tqdm
 
-    folder = RunFolder(config.out)
     identity = config.identity()
     folder.check(identity)
     env = _env_for(config)  # builds the source: bad source data fails here, before any file is written
@@ -217,6 +236,7 @@ def generate(config: GenerateConfig, progress: bool = True) -> dict[str, Any]:
             entry = write_shard(out, b, rows, stats, schema)
             run.absorb(dict(entry, episodes=_episodes(config, b)), stats)
             folder.write_manifest(run.manifest(finished=False))
+            push()
             bar.update(len(rows))
             bar.set_postfix(run.rates(zone), refresh=True)
 
@@ -230,9 +250,11 @@ def generate(config: GenerateConfig, progress: bool = True) -> dict[str, Any]:
             results.close()  # stops what is still running
         manifest = run.manifest(finished=True)
         folder.write_manifest(manifest)
+        push()
         return manifest
     except BaseException:
         folder.release_if_empty()
+        push()
         raise
     finally:
         bar.close()

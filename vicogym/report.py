@@ -135,13 +135,23 @@ window.addEventListener("load", () => {{
 
 
 def report(folder: str | Path, out: str | Path | None = None, limit: int = 200) -> Path:
-    """Write the report of the run(s) in ``folder``; the page's path."""
+    """Write the report of the run(s) in ``folder`` (or at a filesystem URL, read from a
+    local copy; ``out`` is then required); the page's path."""
+    from vicogym.errors import RunError
+    from vicogym.shards import is_url, local_run
+
+    if is_url(folder) and out is None:
+        raise RunError(f"{folder} is a URL: give --out, a local folder for the report")
+    with local_run(folder) as local:
+        return _report(local, out, limit)
+
+
+def _report(folder: Path, out: str | Path | None, limit: int) -> Path:
     from vicogym.arm import payload_dict
     from vicogym.exporters import row_png
     from vicogym.images import encode_png
     from vicogym.verify import iter_rows, read_manifest, run_arm
 
-    folder = Path(folder)
     runs = rounds_of(folder)  # a wrong folder fails before anything is written
     out = Path(out) if out is not None else folder / "report"
     (out / "images").mkdir(parents=True, exist_ok=True)

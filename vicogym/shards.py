@@ -13,11 +13,13 @@ it keeps against the manifest.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from vicogym.errors import RunError
 
@@ -249,3 +251,85 @@ class RunFolder:
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
         write_json_atomic(self.out / MANIFEST_FILE, manifest)
+
+
+# -- runs kept in object storage -----------------------------------------------------------
+def is_url(out: Any) -> bool:
+    """Whether ``out`` names a filesystem URL (``s3://bucket/prefix``, ``memory://x``) rather
+    than a local folder."""
+    text = str(out)
+    return "://" in text and not text.startswith("file://")
+
+
+class Mirror:
+    """A run folder at a filesystem URL that fsspec understands, worked on through a local
+    staging folder: :meth:`pull` copies what the URL holds (a run to resume) into it, and
+    :meth:`push` uploads what changed, each file to a temporary name then moved into place
+    (whole or absent, as on a local disk), shards and shared files before ``run.json`` and
+    the manifest, so a manifest never lists a shard the URL lacks. No lock guards the URL
+    against a second writer."""
+
+    ORDER = {RUN_FILE: 1, MANIFEST_FILE: 2}
+
+    def __init__(self, url: str, staging: Path):
+        import fsspec
+
+        try:
+            self.fs, self.root = fsspec.core.url_to_fs(url)
+        except (ValueError, ImportError) as exc:
+            raise RunError(f"--out {url}: {exc}; install the fsspec package for its scheme (e.g. s3fs for s3://) "
+                           f"or give a local folder") from None
+        self.url, self.staging = url, Path(staging)
+        self._pushed: dict[str, tuple[int, int]] = {}
+
+    def _remote(self, name: str) -> str:
+        return f"{self.root.rstrip('/')}/{name}"
+
+    def pull(self) -> Path:
+        """Copy the run the URL holds, if any, into the staging folder; the staging folder."""
+        self.staging.mkdir(parents=True, exist_ok=True)
+        if self.fs.exists(self.root) and not self.fs.isdir(self.root):
+            raise RunError(f"--out {self.url} is an existing file; name a folder (new or from an earlier run)")
+        if self.fs.isdir(self.root):
+            for remote in self.fs.find(self.root):
+                name = remote[len(self.root.rstrip("/")) + 1:]
+                local = self.staging / name
+                local.parent.mkdir(parents=True, exist_ok=True)
+                self.fs.get_file(remote, str(local))
+                self._pushed[name] = self._stamp(local)
+        return self.staging
+
+    @staticmethod
+    def _stamp(path: Path) -> tuple[int, int]:
+        stat = path.stat()
+        return stat.st_mtime_ns, stat.st_size
+
+    def push(self) -> None:
+        """Upload what changed in the staging folder since the last push, remove what
+        was removed there."""
+        current = {p.relative_to(self.staging).as_posix(): self._stamp(p) for p in self.staging.rglob("*")
+                   if p.is_file() and p.name != LOCK_FILE and not p.name.endswith(".tmp")}
+        changed = sorted((n for n, s in current.items() if self._pushed.get(n) != s), key=lambda n: (self.ORDER.get(n, 0), n))
+        for name in changed:
+            tmp = self._remote(name + ".tmp")
+            self.fs.put_file(str(self.staging / name), tmp)
+            self.fs.mv(tmp, self._remote(name))
+            self._pushed[name] = current[name]
+        for name in sorted(set(self._pushed) - set(current)):
+            if self.fs.exists(self._remote(name)):
+                self.fs.rm(self._remote(name))
+            del self._pushed[name]
+
+
+@contextlib.contextmanager
+def local_run(out: Any) -> Iterator[Path]:
+    """A run folder to read: ``out`` itself, or for a URL a local copy of what it holds
+    (removed afterwards)."""
+    if not is_url(out):
+        yield Path(out)
+        return
+    with tempfile.TemporaryDirectory(prefix="vicogym-run-") as tmp:
+        mirror = Mirror(str(out), Path(tmp) / "run")
+        if not mirror.fs.isdir(mirror.root):
+            raise RunError(f"{out} is not a folder written by `vicogym generate`")
+        yield mirror.pull()

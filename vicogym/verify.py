@@ -25,7 +25,7 @@ from vicogym.exporters import row_png, verl_mismatch
 from vicogym.arm import payload_dict
 from vicogym.errors import InvalidEdit
 from vicogym.images import decode_png, same_image
-from vicogym.shards import FILES_DIR, MANIFEST_FILE, SHARD_GLOB, RunFolder, file_sha256, row_hash
+from vicogym.shards import FILES_DIR, MANIFEST_FILE, SHARD_GLOB, RunFolder, file_sha256, local_run, row_hash
 
 
 @dataclass
@@ -128,8 +128,13 @@ class _Arms:
 
 def verify(out: str | Path, *, images: bool = True, source: str | Path | None = None) -> Report:
     """Check every shard and row of the run in ``out``; a :class:`Report`. ``images=False``
-    skips decoding and re-rendering; ``source`` compares rows with that source folder."""
-    out = Path(out)
+    skips decoding and re-rendering; ``source`` compares rows with that source folder.
+    ``out`` may be a filesystem URL (``s3://bucket/prefix``): a local copy is checked."""
+    with local_run(out) as folder:
+        return _verify(folder, images, source)
+
+
+def _verify(out: Path, images: bool, source: str | Path | None) -> Report:
     manifest = read_manifest(out)
     report = Report()
     listed = {s["name"]: s for s in manifest["shards"]}
