@@ -1,7 +1,8 @@
 """Throughput of `vicogym generate` as workers are added, in one run: samples per second
 for the chart and CLEVR arms with 1 and 2 local worker processes and with 2 Ray actors on
 this machine, the time to the first written shard, and native thread pools limited to one
-thread per worker against left at the machine's core count.
+thread per worker against left at the machine's core count; and one worker against a
+slow scripted actor server, with 1 and 8 episodes in flight.
 
 Printed: the scaling ratio (2 workers against 1; target >= 1.7x on 2 cores), Ray's
 overhead against local processes (target < 15%), whole runs and after the first shard
@@ -49,10 +50,60 @@ def timed_run(config) -> tuple[float, float, int]:
     return total, first[0] if first else total, pq.read_metadata(Path(config.out) / "part-00000.parquet").num_rows
 
 
+def slow_server(latency: float) -> str:
+    """An in-process OpenAI-compatible chat server that answers every request after
+    ``latency`` seconds (a stand-in for a busy model server); its base URL."""
+    import json
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            time.sleep(latency)
+            choices = [{"index": i, "finish_reason": "stop", "message": {"role": "assistant", "content": f"Answer: {i}"}}
+                       for i in range(body.get("n", 1))]
+            payload = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+                                  "choices": choices}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+
+
+def actor_batching(n: int, latency: float) -> None:
+    """Samples per second of one worker against a server that takes ``latency`` seconds a
+    request, with 1 and 8 episodes in flight."""
+    from vicogym.pipeline import GenerateConfig
+
+    actor = {"name": "openai", "model": "stand-in", "base_url": slow_server(latency), "max_in_flight": 8}
+    rates = {}
+    for in_flight in (1, 8):
+        folder = tempfile.mkdtemp(prefix="vicogym-scale-")
+        try:
+            config = GenerateConfig(n=n, out=folder, episodes_per_shard=8, episodes_in_flight=in_flight,
+                                    env_kwargs={"actor": actor})
+            total, _, _ = timed_run(config)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        rates[in_flight] = n / total
+        print(f"chart  actor server ({latency:.2f} s a request), {in_flight} episode(s) in flight: "
+              f"{rates[in_flight]:6.2f} samples/s")
+    print(f"chart  8 episodes in flight / 1: {rates[8] / rates[1]:.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=160, help="samples per run")
     parser.add_argument("--arms", default="chart,clevr")
+    parser.add_argument("--latency", type=float, default=0.2, help="seconds the stand-in actor server takes a request")
     args = parser.parse_args()
 
     from vicogym.errors import MissingExtra
@@ -85,6 +136,7 @@ def main() -> None:
                   f"Ray overhead against local: {rates['2 workers'] / rates['ray, 2 workers'] - 1:+.0%} "
                   f"({steady['2 workers'] / steady['ray, 2 workers'] - 1:+.0%} after the first shard; target < 15%); "
                   f"threads limited / unlimited: {rates['2 workers'] / rates['2 workers, threads unlimited']:.2f}x")
+    actor_batching(max(16, args.n // 4), args.latency)
 
 
 if __name__ == "__main__":

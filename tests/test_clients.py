@@ -226,3 +226,24 @@ def test_a_404_is_not_said_to_be_retried(serve):
         OpenAIActor(model="vlm", base_url=server.url, max_retries=2).answer(
             IMAGE, "Is it?", 1, rng=np.random.default_rng(0), context={})
     assert "retries" not in str(caught.value) and len(server.requests) == 1
+
+
+def test_episodes_in_flight_batch_requests_under_one_bound_and_keep_the_bytes(serve, tmp_path):
+    """Four episodes side by side send their requests at once, at most max_in_flight of
+    them to the server from the worker; the dataset is the one of episodes run one by one."""
+    import pyarrow.parquet as pq
+
+    from vicogym.pipeline import GenerateConfig, generate
+
+    server = serve(("slow", 0.15, ["Answer: 3", "Answer: 4"]))
+    actor = {"name": "openai", "model": "vlm", "base_url": server.url, "max_in_flight": 3}
+    shards = {}
+    for in_flight in (1, 4):
+        out = tmp_path / f"in-flight-{in_flight}"
+        generate(GenerateConfig(n=8, out=str(out), episodes_per_shard=8, max_episodes=8, episodes_in_flight=in_flight,
+                                env_kwargs={"k": 2, "max_turns": 2, "actor": actor}), progress=False)
+        shards[in_flight] = [pq.read_table(p).to_pylist() for p in sorted(out.glob("part-*.parquet"))]
+        if in_flight == 1:
+            assert server.most_in_flight == 1
+    assert server.most_in_flight == 3
+    assert shards[1] == shards[4] and sum(map(len, shards[1])) == 8

@@ -216,6 +216,14 @@ def test_workers_do_not_change_the_output(small_run, tmp_path):
     assert _bytes(parallel) == _bytes(out)
 
 
+def test_episodes_in_flight_do_not_change_the_output(small_run, tmp_path):
+    """Episodes side by side on their own environments (threads rendering charts at the
+    same time) write the bytes of episodes run one by one."""
+    side_by_side = tmp_path / "side-by-side"
+    generate(_config(side_by_side, episodes_in_flight=3), progress=False)
+    assert _bytes(side_by_side) == _bytes(small_run[0])
+
+
 @pytest.mark.slow
 def test_ray_writes_the_same_bytes_and_resumes_a_local_run(small_run, tmp_path):
     """Ray actors on a local instance write what one process writes; a run started with
@@ -267,10 +275,13 @@ def _marked(owner):
 
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to find Ray's processes")
-def test_a_local_ray_instance_dies_with_the_run_on_kill_9(tmp_path):
+def test_a_local_ray_instance_dies_with_the_run_on_kill_9_and_the_run_resumes(tmp_path):
+    """kill -9 in the middle of a Ray run leaves no Ray process; the same command then
+    finishes the run, and the dataset is the uninterrupted one."""
     pytest.importorskip("ray", reason="the ray extra is not installed")
-    cmd = [sys.executable, "-m", "vicogym.cli", "generate", "--n", "400", "--workers", "2", "--backend", "ray",
-           "--out", str(tmp_path / "killed"), "--no-progress"]
+    args = ["--n", "48", "--episodes-per-shard", "4", "--set", "k=4", "--no-progress"]
+    cmd = [sys.executable, "-m", "vicogym.cli", "generate", *args, "--workers", "2", "--backend", "ray",
+           "--out", str(tmp_path / "killed")]
     parent = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.time() + 90
@@ -284,10 +295,14 @@ def test_a_local_ray_instance_dies_with_the_run_on_kill_9(tmp_path):
         while time.time() < deadline and _marked(parent.pid):
             time.sleep(0.2)
         assert not _marked(parent.pid)
+        assert len(list((tmp_path / "killed").glob("part-*.parquet"))) < 12, "the run ended before the kill"
     finally:
         parent.kill()
         for p in _marked(parent.pid):
             os.kill(p, signal.SIGKILL)
+    assert subprocess.run(cmd, capture_output=True).returncode == 0
+    assert runner.invoke(app, ["generate", *args, "--out", str(tmp_path / "whole")]).exit_code == 0
+    assert _bytes(tmp_path / "killed") == _bytes(tmp_path / "whole") and verify(tmp_path / "killed").ok
 
 
 def test_a_run_at_a_filesystem_url_is_the_local_run_and_resumes(small_run, tmp_path):

@@ -83,6 +83,8 @@ RAY_ADDRESS = typer.Option(None, "--ray-address", help="an existing Ray cluster 
 RAY_CPUS = typer.Option(None, "--ray-cpus", help="CPUs per Ray worker [1]")
 RAY_GPUS = typer.Option(None, "--ray-gpus", help="GPUs per Ray worker, for a local actor model [0]")
 THREADS = typer.Option(None, "--threads", help="native (BLAS, OpenMP) threads per worker [1]")
+IN_FLIGHT = typer.Option(None, "--episodes-in-flight", help="episodes each worker runs side by side, so that an actor "
+                         "server gets their requests at once [1]")
 
 
 def _runtime(**flags: Any) -> dict[str, Any]:
@@ -115,6 +117,7 @@ def generate(
     ray_cpus: Optional[float] = RAY_CPUS,
     ray_gpus: Optional[float] = RAY_GPUS,
     threads: Optional[int] = THREADS,
+    episodes_in_flight: Optional[int] = IN_FLIGHT,
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Run rewriter episodes and stream accepted samples to Parquet shards."""
@@ -128,7 +131,7 @@ def generate(
                  "episodes_per_shard": episodes_per_shard, "max_episodes": max_episodes}
         data.update({key: value for key, value in flags.items() if value is not None})
         data.update(_runtime(backend=backend, ray_address=ray_address, ray_cpus=ray_cpus, ray_gpus=ray_gpus,
-                             threads=threads))
+                             threads=threads, episodes_in_flight=episodes_in_flight))
         env_kwargs = data.get("env_kwargs") or {}
         if not isinstance(env_kwargs, dict):
             raise ValueError(f"expected env_kwargs as a table of environment settings, got {env_kwargs!r}")
@@ -242,6 +245,7 @@ def evolve(
     ray_cpus: Optional[float] = RAY_CPUS,
     ray_gpus: Optional[float] = RAY_GPUS,
     threads: Optional[int] = THREADS,
+    episodes_in_flight: Optional[int] = IN_FLIGHT,
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Run rewriter-actor rounds: generate, export both trainers' data, train, switch models."""
@@ -267,7 +271,8 @@ def evolve(
                               env_kwargs=dict(parse_setting(text) for text in settings or []), actor=spec,
                               rewriter=rewriter, train_actor=train_actor, train_rewriter=train_rewriter,
                               runtime=_runtime(backend=backend, ray_address=ray_address, ray_cpus=ray_cpus,
-                                               ray_gpus=ray_gpus, threads=threads))
+                                               ray_gpus=ray_gpus, threads=threads,
+                                               episodes_in_flight=episodes_in_flight))
         state = run(config, progress=progress, report=show)
     except (VicogymError, ValueError, TypeError, OSError) as exc:
         raise _fail(str(exc)) from None

@@ -93,9 +93,21 @@ def parse_spec(spec: str) -> dict[str, Any]:
     return {"model": model, "base_url": url}
 
 
+_GATES: dict[tuple[str, int], Any] = {}
+_GATES_LOCK = threading.Lock()
+
+
+def _gate(base_url: str, size: int) -> Any:
+    """The bound on requests in flight to one server from this process: every client of
+    ``base_url`` here (one per environment when episodes run side by side) shares it."""
+    with _GATES_LOCK:
+        return _GATES.setdefault((base_url, size), threading.BoundedSemaphore(size))
+
+
 @dataclass
 class _ChatClient:
-    """What both clients share: one ``openai`` client, a bound on requests in flight."""
+    """What both clients share: one ``openai`` client, and a bound on requests in flight
+    to the server, shared by the clients of this process that use it."""
 
     model: str
     base_url: str
@@ -117,7 +129,7 @@ class _ChatClient:
         if not isinstance(self.timeout, (int, float)) or not self.timeout > 0:
             raise ValueError(f"expected timeout as positive seconds, got {self.timeout!r}")
         parse_spec(f"openai:{self.model}@{self.base_url}")  # checks both
-        self._gate = threading.BoundedSemaphore(self.max_in_flight)
+        self._gate = _gate(self.base_url, self.max_in_flight)
 
     @property
     def client(self) -> Any:

@@ -15,6 +15,7 @@ import difflib
 import math
 import multiprocessing
 import os
+import queue
 import shutil
 import tempfile
 from dataclasses import asdict, dataclass, field, fields
@@ -38,7 +39,7 @@ GENERATION_DEFAULTS: Mapping[str, Any] = {"max_turns": 3}
 #: where episodes run: worker processes on this machine, or Ray tasks on a local instance or a cluster
 BACKENDS = ("local", "ray")
 #: settings of how a run runs, not of what it writes
-RUNTIME = ("backend", "ray_address", "ray_cpus", "ray_gpus", "threads")
+RUNTIME = ("backend", "ray_address", "ray_cpus", "ray_gpus", "threads", "episodes_in_flight")
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class GenerateConfig:
     ray_cpus: float = 1.0
     ray_gpus: float = 0.0
     threads: int = 1
+    episodes_in_flight: int = 1
 
     def __post_init__(self) -> None:
         check_id(self.env_id)
@@ -76,7 +78,7 @@ class GenerateConfig:
         from vicogym.policies import parse_rewriter
 
         parse_rewriter(self.rewriter)  # a bad spec fails here, before anything runs
-        for name in ("n", "workers", "episodes_per_shard", "threads"):
+        for name in ("n", "workers", "episodes_per_shard", "threads", "episodes_in_flight"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"expected {name} to be a positive integer, got {v!r}")
@@ -141,16 +143,23 @@ def _slug(env_id: str) -> str:
 
 
 # -- one block of episodes (in this process or a worker) ----------------------------------
-_WORKER_ENVS: dict[str, Any] = {}
+_WORKER_ENVS: dict[str, list[Any]] = {}
+
+
+def _envs_for(config: GenerateConfig, count: int = 1) -> list[Any]:
+    """``count`` environments of the run's settings, kept for the life of this process
+    (a renderer, frame caches or a Blender scene are built once, not once per shard)."""
+    key = config.env_id + canonical_json(config.make_kwargs)
+    envs = _WORKER_ENVS.setdefault(key, [])
+    while len(envs) < count:
+        import gymnasium as gym
+
+        envs.append(gym.make(config.env_id, **config.make_kwargs).unwrapped)
+    return envs[:count]
 
 
 def _env_for(config: GenerateConfig) -> Any:
-    key = config.env_id + canonical_json(config.make_kwargs)
-    if key not in _WORKER_ENVS:
-        import gymnasium as gym
-
-        _WORKER_ENVS[key] = gym.make(config.env_id, **config.make_kwargs).unwrapped
-    return _WORKER_ENVS[key]
+    return _envs_for(config)[0]
 
 
 def start_worker(parent: int, threads: int) -> None:
@@ -159,31 +168,54 @@ def start_worker(parent: int, threads: int) -> None:
     limit_threads(threads)
 
 
-def run_block(config: GenerateConfig, block: int) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, bytes]]:
-    """The rows and statistics of the episodes of shard ``block``, and the files its rows
-    share (see :meth:`vicogym.arm.Arm.side_files`)."""
+def _episode(config: GenerateConfig, env: Any, e: int) -> tuple[Any, float, list[Any], EpisodeStats]:
+    """Episode ``e`` of the run: its seed, and a rewriter of its own, depend on ``e`` alone."""
     from vicogym.policies import make_rewriter
 
-    env = _env_for(config)
-    rewriter = make_rewriter(config.rewriter, env)
-    first = block * config.episodes_per_shard
+    rng = np.random.default_rng(np.random.SeedSequence([config.seed, e, 1]))
+    return run_episode(env, make_rewriter(config.rewriter, env), seed=episode_seed(config.seed, e), rng=rng,
+                       keep=config.keep)
+
+
+def run_block(config: GenerateConfig, block: int) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, bytes]]:
+    """The rows and statistics of the episodes of shard ``block``, and the files its rows
+    share (see :meth:`vicogym.arm.Arm.side_files`). With ``episodes_in_flight`` > 1 that
+    many episodes run side by side on their own environments (threads: while one waits
+    for an actor server, another renders), and the server sees their requests at once."""
+    episodes = range(block * config.episodes_per_shard,
+                     min((block + 1) * config.episodes_per_shard, config.episode_budget))
+    envs = _envs_for(config, min(config.episodes_in_flight, len(episodes)) or 1)
+    if len(envs) == 1:
+        results = [_episode(config, envs[0], e) for e in episodes]
+    else:
+        free: queue.Queue = queue.Queue()
+        for env in envs:
+            free.put(env)
+
+        def one(e: int) -> Any:
+            env = free.get()
+            try:
+                return _episode(config, env, e)
+            finally:
+                free.put(env)
+
+        with cf.ThreadPoolExecutor(max_workers=len(envs)) as pool:
+            results = list(pool.map(one, episodes))
+    env = envs[0]
     rows: list[dict[str, Any]] = []
     files: dict[str, bytes] = {}
-    total, episodes = EpisodeStats(), 0
-    for e in range(first, min(first + config.episodes_per_shard, config.episode_budget)):
-        seed = episode_seed(config.seed, e)
-        rng = np.random.default_rng(np.random.SeedSequence([config.seed, e, 1]))
-        seed_sample, p0, kept, stats = run_episode(env, rewriter, seed=seed, rng=rng, keep=config.keep)
+    total = EpisodeStats()
+    for e, (seed_sample, p0, kept, stats) in zip(episodes, results):
         for k in kept:
             row_id = f"{_slug(config.env_id)}-s{config.seed}-e{e:07d}-t{k.turn}"
-            provenance = dict(k.sample.provenance.to_dict(), seed=seed, index=e, turn=k.turn, run_seed=config.seed)
+            provenance = dict(k.sample.provenance.to_dict(), seed=episode_seed(config.seed, e), index=e, turn=k.turn,
+                              run_seed=config.seed)
             row = sample_row(env.arm, config.env_id, row_id, k, seed_sample, p0, provenance)
             row.update(verl_fields(row, env.arm.export, index=e))
             rows.append(row)
             files.update(env.arm.side_files(k.sample.structure))
         total.add(stats)
-        episodes += 1
-    return rows, dict(total.to_dict(), episodes=episodes), files
+    return rows, dict(total.to_dict(), episodes=len(results)), files
 
 
 # -- the run -----------------------------------------------------------------------------
