@@ -344,6 +344,29 @@ def test_a_url_out_without_its_filesystem_says_what_to_install(tmp_path):
     assert "or give a local folder" in " ".join(result.output.split())
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to find Ray's processes")
+def test_a_ray_worker_killed_mid_run_is_replaced_and_its_shard_retried(tmp_path):
+    pytest.importorskip("ray", reason="the ray extra is not installed")
+    args = ["--n", "48", "--episodes-per-shard", "4", "--set", "k=4", "--no-progress"]
+    cmd = [sys.executable, "-m", "vicogym.cli", "generate", *args, "--workers", "2", "--backend", "ray",
+           "--out", str(tmp_path / "chaos")]
+    parent = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.time() + 90
+        while time.time() < deadline and not list((tmp_path / "chaos").glob("part-*.parquet")):
+            time.sleep(0.2)
+        workers = [p for p in _marked(parent.pid) if b"_RayBlockWorker" in Path(f"/proc/{p}/cmdline").read_bytes()]
+        assert workers, "no Ray worker found"
+        os.kill(workers[0], signal.SIGKILL)
+        _, err = parent.communicate(timeout=240)
+        assert parent.returncode == 0, err.decode()[-2000:]
+    finally:
+        parent.kill()
+    assert runner.invoke(app, ["generate", *args, "--out", str(tmp_path / "whole")]).exit_code == 0
+    assert _bytes(tmp_path / "chaos") == _bytes(tmp_path / "whole")
+
+
 def test_threads_of_native_pools_are_limited_and_restored():
     from threadpoolctl import threadpool_info
 
