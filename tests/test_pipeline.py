@@ -353,11 +353,12 @@ def test_a_ray_worker_killed_mid_run_is_replaced_and_its_shard_retried(tmp_path)
            "--out", str(tmp_path / "chaos")]
     parent = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        deadline = time.time() + 90
-        while time.time() < deadline and not list((tmp_path / "chaos").glob("part-*.parquet")):
+        deadline, workers = time.time() + 90, []
+        while time.time() < deadline and not workers:
             time.sleep(0.2)
-        workers = [p for p in _marked(parent.pid) if b"_RayBlockWorker" in Path(f"/proc/{p}/cmdline").read_bytes()]
+            workers = [p for p in _marked(parent.pid) if b"_RayBlockWorker" in Path(f"/proc/{p}/cmdline").read_bytes()]
         assert workers, "no Ray worker found"
+        time.sleep(1.0)  # let it take a block
         os.kill(workers[0], signal.SIGKILL)
         _, err = parent.communicate(timeout=240)
         assert parent.returncode == 0, err.decode()[-2000:]
