@@ -1,0 +1,127 @@
+"""The instruction-following arm's constraint contracts: the registry admits only types
+whose verifiers pass their own cases, parameters are checked against the schema, and
+responses built to satisfy or to violate a constraint get the right verdict."""
+
+import json
+import string
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vicogym.programs import instruct
+from vicogym.programs.instruct import CATEGORIES, REGISTRY, Contract, Case, Verdict, pass_rate, register, verify_all
+
+
+def test_every_registered_type_passes_its_own_cases_and_is_well_formed():
+    assert len(REGISTRY) >= 34
+    for contract in REGISTRY.values():
+        assert contract.category in CATEGORIES and contract.description and contract.track == "code"
+        assert {case.passed for case in contract.cases} == {True, False}, contract.id
+        for case in contract.cases:
+            verdict = contract(case.response, **case.params)
+            assert isinstance(verdict, Verdict) and verdict.passed == case.passed, (contract.id, case)
+            assert set(verdict.to_dict()) == {"pass", "expected", "actual", "detail"}
+
+
+def _always(passed):
+    return lambda response, **params: Verdict(passed, "x", "y")
+
+
+def test_the_registry_refuses_a_verifier_that_gets_its_own_case_wrong():
+    cases = (Case("a", {}, True), Case("b", {}, False))
+    with pytest.raises(ValueError, match="gets its own case wrong: 'b'"):
+        register(Contract("always_true_test", "d", "format", {}, _always(True), cases))
+    with pytest.raises(ValueError, match="needs test cases that pass and cases that fail"):
+        register(Contract("only_passing_test", "d", "format", {}, _always(True), (Case("a", {}, True),)))
+    with pytest.raises(ValueError, match="expected category in"):
+        register(Contract("bad_category_test", "d", "poetry", {}, _always(True), cases))
+    with pytest.raises(ValueError, match="is registered already"):
+        register(REGISTRY["json_format"])
+    assert not {"always_true_test", "only_passing_test", "bad_category_test"} & set(REGISTRY)
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"n": 3}, "constraint word_count needs 'relation'"),
+    ({"n": 3, "relation": "about"}, "relation must be one of ['at least', 'at most', 'exactly'], got 'about'"),
+    ({"n": "3", "relation": "exactly"}, "n must be of type integer, got '3'"),
+    ({"n": -1, "relation": "exactly"}, "n must be at least 0, got -1"),
+    ({"n": 3, "relation": "exactly", "words": 2}, "takes ['n', 'relation'], got an unknown 'words'"),
+])
+def test_parameters_are_checked_against_the_schema(params, message):
+    with pytest.raises(ValueError) as excinfo:
+        REGISTRY["word_count"]("some text", **params)
+    assert message in str(excinfo.value)
+
+
+def test_verify_all_and_the_pass_rate_reward():
+    verdicts = verify_all("hello world", [{"id": "word_count", "params": {"n": 2, "relation": "exactly"}},
+                                          {"id": "uppercase"}, {"id": "include_keywords", "params": {"keywords": ["world"]}}])
+    assert [v["pass"] for v in verdicts] == [True, False, True] and pass_rate(verdicts) == pytest.approx(2 / 3)
+    assert pass_rate([]) == 1.0
+    with pytest.raises(ValueError, match="unknown constraint id 'nope'"):
+        verify_all("x", [{"id": "nope"}])
+    with pytest.raises(TypeError, match="expected the response as a string"):
+        REGISTRY["lowercase"](None)
+
+
+FILLER = st.lists(st.text(alphabet="bcdfghjklmnpqrstvwxz", min_size=1, max_size=8), min_size=1, max_size=30)
+
+
+@settings(max_examples=60, deadline=None)
+@given(FILLER)
+def test_word_and_character_counts_by_construction(ws):
+    text = " ".join(ws)
+    check = REGISTRY["word_count"]
+    assert check(text, n=len(ws), relation="exactly").passed
+    assert not check(text, n=len(ws) + 1, relation="at least").passed
+    assert not check(text, n=len(ws) - 1, relation="at most").passed
+    assert REGISTRY["character_count"](text, n=len(text), relation="exactly").passed
+
+
+@settings(max_examples=60, deadline=None)
+@given(FILLER, st.integers(0, 6))
+def test_keywords_present_absent_and_counted_by_construction(ws, m):
+    keyword = "aye"  # no filler word holds a vowel, so it appears only where put
+    text = " ".join(ws + [keyword] * m)
+    assert REGISTRY["include_keywords"](text, keywords=[keyword]).passed == (m > 0)
+    assert REGISTRY["exclude_keywords"](text, keywords=[keyword]).passed == (m == 0)
+    assert REGISTRY["keyword_frequency"](text, keyword=keyword, n=m, relation="exactly").passed
+    assert not REGISTRY["keyword_frequency"](text, keyword=keyword, n=m + 1, relation="at least").passed
+    assert REGISTRY["letter_frequency"](text, letter="y", n=m, relation="exactly").passed
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet=string.ascii_lowercase + " ", min_size=1, max_size=20).filter(str.strip),
+                min_size=1, max_size=8))
+def test_lists_paragraphs_and_placeholders_by_construction(items):
+    n = len(items)
+    bullets = "\n".join(f"* {item}" for item in items)
+    assert REGISTRY["bullet_list"](bullets, n=n).passed and not REGISTRY["bullet_list"](bullets, n=n + 1).passed
+    numbered = "\n".join(f"{i + 1}. {item}" for i, item in enumerate(items))
+    assert REGISTRY["numbered_list"](numbered, n=n, relation="exactly").passed
+    assert REGISTRY["paragraph_count"]("\n***\n".join(items), n=n).passed
+    assert not REGISTRY["paragraph_count"]("\n***\n".join(items), n=n + 1).passed
+    assert REGISTRY["placeholders"](" ".join(f"[{item}]" for item in items), n=n).passed
+    assert REGISTRY["lowercase"](" ".join(items)).passed == any(c.isalpha() for c in "".join(items))
+    assert REGISTRY["uppercase"](" ".join(items).upper()).passed == any(c.isalpha() for c in "".join(items))
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=10),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+                    max_leaves=12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(JSON)
+def test_json_by_construction(value):
+    text = json.dumps(value)
+    assert REGISTRY["json_format"](text).passed and REGISTRY["json_format"](f"```json\n{text}\n```").passed
+    assert not REGISTRY["json_format"](text + " and more").passed
+
+
+def test_the_module_is_pure():
+    """No I/O and no state beyond the registry: the contracts module imports nothing
+    from the environments or renderers."""
+    source = open(instruct.__file__, encoding="utf-8").read()
+    assert "import os" not in source and "open(" not in source
