@@ -207,7 +207,7 @@ def _count_contract(id: str, description: str, category: str, what: str, pattern
     def verify(response: str, n: int, **given: str) -> Verdict:
         return _counted(what, relation or given["relation"], n, len(re.findall(pattern, response, flags=re.MULTILINE)))
 
-    register(Contract(id, description, category, params, verify, tuple(Case(r, p, ok) for r, p, ok in cases)))
+    _contract(id, description, category, params, cases)(verify)
 
 
 # -- format -------------------------------------------------------------------------------

@@ -260,6 +260,15 @@ def test_ray_on_a_two_node_cluster_writes_the_same_bytes(small_run, tmp_path):
         cluster.shutdown()
 
 
+RAY_RUN = ["--n", "48", "--episodes-per-shard", "4", "--set", "k=4", "--no-progress"]
+
+
+def _ray_command(out):
+    """A small `vicogym generate` on 2 Ray workers, as a command line."""
+    return [sys.executable, "-m", "vicogym.cli", "generate", *RAY_RUN, "--workers", "2", "--backend", "ray",
+            "--out", str(out)]
+
+
 def _marked(owner):
     """Processes that carry the mark of ``owner`` (see vicogym.processes.reap_with_this_process)."""
     found = []
@@ -279,9 +288,7 @@ def test_a_local_ray_instance_dies_with_the_run_on_kill_9_and_the_run_resumes(tm
     """kill -9 in the middle of a Ray run leaves no Ray process; the same command then
     finishes the run, and the dataset is the uninterrupted one."""
     pytest.importorskip("ray", reason="the ray extra is not installed")
-    args = ["--n", "48", "--episodes-per-shard", "4", "--set", "k=4", "--no-progress"]
-    cmd = [sys.executable, "-m", "vicogym.cli", "generate", *args, "--workers", "2", "--backend", "ray",
-           "--out", str(tmp_path / "killed")]
+    args, cmd = RAY_RUN, _ray_command(tmp_path / "killed")
     parent = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.time() + 90
@@ -348,9 +355,7 @@ def test_a_url_out_without_its_filesystem_says_what_to_install(tmp_path):
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to find Ray's processes")
 def test_a_ray_worker_killed_mid_run_is_replaced_and_its_shard_retried(tmp_path):
     pytest.importorskip("ray", reason="the ray extra is not installed")
-    args = ["--n", "48", "--episodes-per-shard", "4", "--set", "k=4", "--no-progress"]
-    cmd = [sys.executable, "-m", "vicogym.cli", "generate", *args, "--workers", "2", "--backend", "ray",
-           "--out", str(tmp_path / "chaos")]
+    args, cmd = RAY_RUN, _ray_command(tmp_path / "chaos")
     parent = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline, workers = time.time() + 90, []

@@ -87,8 +87,11 @@ IN_FLIGHT = typer.Option(None, "--episodes-in-flight", help="episodes each worke
                          "server gets their requests at once [1]")
 
 
-def _runtime(**flags: Any) -> dict[str, Any]:
-    return {key: value for key, value in flags.items() if value is not None}
+def _runtime(values: dict[str, Any]) -> dict[str, Any]:
+    """The runtime settings (``pipeline.RUNTIME``) among a command's arguments that were given."""
+    from vicogym.pipeline import RUNTIME
+
+    return {key: values[key] for key in RUNTIME if values.get(key) is not None}
 
 
 @app.command()
@@ -121,6 +124,7 @@ def generate(
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Run rewriter episodes and stream accepted samples to Parquet shards."""
+    arguments = dict(locals())
     from vicogym.errors import VicogymError
     from vicogym.pipeline import GenerateConfig
     from vicogym.pipeline import generate as run
@@ -130,8 +134,7 @@ def generate(
         flags = {"env_id": env_id, "n": n, "out": out, "seed": seed, "workers": workers, "keep": keep, "rewriter": rewriter,
                  "episodes_per_shard": episodes_per_shard, "max_episodes": max_episodes}
         data.update({key: value for key, value in flags.items() if value is not None})
-        data.update(_runtime(backend=backend, ray_address=ray_address, ray_cpus=ray_cpus, ray_gpus=ray_gpus,
-                             threads=threads, episodes_in_flight=episodes_in_flight))
+        data.update(_runtime(arguments))
         env_kwargs = data.get("env_kwargs") or {}
         if not isinstance(env_kwargs, dict):
             raise ValueError(f"expected env_kwargs as a table of environment settings, got {env_kwargs!r}")
@@ -249,6 +252,7 @@ def evolve(
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Run rewriter-actor rounds: generate, export both trainers' data, train, switch models."""
+    arguments = dict(locals())
     from rich.table import Table
 
     from vicogym.errors import VicogymError
@@ -270,9 +274,7 @@ def evolve(
                               workers=workers, episodes_per_shard=episodes_per_shard,
                               env_kwargs=dict(parse_setting(text) for text in settings or []), actor=spec,
                               rewriter=rewriter, train_actor=train_actor, train_rewriter=train_rewriter,
-                              runtime=_runtime(backend=backend, ray_address=ray_address, ray_cpus=ray_cpus,
-                                               ray_gpus=ray_gpus, threads=threads,
-                                               episodes_in_flight=episodes_in_flight))
+                              runtime=_runtime(arguments))
         state = run(config, progress=progress, report=show)
     except (VicogymError, ValueError, TypeError, OSError) as exc:
         raise _fail(str(exc)) from None

@@ -309,18 +309,25 @@ def _block_results(config: GenerateConfig, first: int, last: int) -> Iterator[tu
     context = multiprocessing.get_context("spawn")
     pool = cf.ProcessPoolExecutor(max_workers=config.workers, mp_context=context, initializer=start_worker,
                                   initargs=(os.getpid(), config.threads))
-    pending: collections.deque = collections.deque()
     try:
-        for b in range(first, last):
-            pending.append((b, pool.submit(run_block, config, b)))
-            if len(pending) >= config.workers:
-                b0, future = pending.popleft()
-                yield b0, future.result()
-        while pending:
-            b0, future = pending.popleft()
-            yield b0, future.result()
+        yield from _in_order(range(first, last), lambda b: pool.submit(run_block, config, b), cf.Future.result,
+                             config.workers, collections.deque())
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _in_order(blocks: range, submit: Callable[[int], Any], result: Callable[[Any], Any], ahead: int,
+              pending: collections.deque) -> Iterator[tuple[int, Any]]:
+    """``(b, result(submit(b)))`` in block order, with up to ``ahead`` blocks submitted and
+    not yet read; ``pending`` holds them (so the caller can cancel what is left)."""
+    for b in blocks:
+        pending.append((b, submit(b)))
+        if len(pending) >= ahead:
+            b0, handle = pending.popleft()
+            yield b0, result(handle)
+    while pending:
+        b0, handle = pending.popleft()
+        yield b0, result(handle)
 
 
 class _RayBlockWorker:
@@ -372,14 +379,8 @@ def _ray_block_results(config: GenerateConfig, first: int, last: int) -> Iterato
         ready.wait()
         if failed:
             raise failed[0]
-        for i, b in enumerate(range(block, last)):
-            pending.append((b, workers[i % len(workers)].run.remote(config, b)))
-            if len(pending) >= config.workers:
-                b0, ref = pending.popleft()
-                yield b0, ray.get(ref)
-        while pending:
-            b0, ref = pending.popleft()
-            yield b0, ray.get(ref)
+        yield from _in_order(range(block, last), lambda b: workers[(b - block) % len(workers)].run.remote(config, b),
+                             ray.get, config.workers, pending)
     finally:
         ready.wait()
         for _, ref in pending:  # blocks run ahead that the run no longer needs

@@ -162,7 +162,6 @@ class SearchRewriter:
     depth: int = 1
     pool: int = 4
     stay: bool = True
-    last_pass_rates: list = field(default_factory=list, init=False)
     effects: "EffectModel" = field(default_factory=lambda: EffectModel(), init=False)
 
     def __post_init__(self) -> None:
@@ -207,7 +206,6 @@ class SearchRewriter:
         current = float(env.pass_rate)
         best, best_distance, reasons = None, math.inf, []
         here: tuple[list, Any] = ([], env.sample.structure)
-        self.last_pass_rates = []
         stay = math.inf  # how far the sample this episode made lands from the middle, if it may stay
         if self.stay and env.trace:
             stay = abs(env.preview(STOP, np.random.default_rng(rng.integers(2**63)), self.repeats)[0] - middle)
@@ -225,7 +223,6 @@ class SearchRewriter:
             if error is not None:
                 reasons.append(error.code)
                 continue
-            self.last_pass_rates.append(pass_rate)
             if self.proposer is None:
                 self.effects.add(edit_features(ops), pass_rate - current)
             if abs(pass_rate - middle) < best_distance:
