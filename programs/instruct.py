@@ -18,6 +18,7 @@ instruction.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
@@ -25,6 +26,15 @@ from typing import Any, Callable, Mapping
 CATEGORIES = ("format", "lexical", "structural", "style", "attribute", "spatial", "counting", "object_grounded",
               "ocr_grounded", "causal", "conditional")
 TRACKS = ("code", "judge")
+#: what perception knows of an image, as plain JSON data (a ``facts`` dict may hold any of
+#: these keys; an absent key means the image has none of it):
+#:   ``objects``: ``[{"name", "category", "color", "size", "material", "x", "y"}]`` with
+#:     ``x``, ``y`` the centre in [0, 1] image coordinates (y down); ``size`` and
+#:     ``material`` may be absent (natural images)
+#:   ``rows``: ``[{"label", "series", "value"}]``, a chart's table (``value`` a number)
+#:   ``texts``: the strings drawn legibly in the image (chart title, axis and tick labels)
+#:   ``source``: ``"clevr"``, ``"chart"``, ``"natural"`` or ``"model"`` (a perception model's report)
+FACT_KINDS = ("objects", "rows", "texts")
 RELATIONS = ("at least", "at most", "exactly")
 
 
@@ -53,16 +63,46 @@ class Case:
 @dataclass(frozen=True)
 class Contract:
     """A constraint type: metadata, a parameter schema (name -> JSON Schema of a scalar or
-    a list), the verifier and its test cases."""
+    a list), the verifier and its test cases.
+
+    Tracks: a ``"code"`` contract's ``verify`` decides; a ``"judge"`` contract has no
+    ``verify`` (``None``) but a ``rubric`` (a statement with ``{param}`` placeholders that
+    a structured LLM judge checks) and ``cues`` (phrases whose presence the simulated
+    judge takes as compliance); its cases are run by the judge that is configured
+    (:mod:`vicogym.judge`), not at registration.
+
+    Visually grounded contracts read the image's *facts* (see :data:`FACT_KINDS`):
+    ``needs`` names the fact kinds they require (perception prunes a type whose needs an
+    image lacks), ``ground(facts, rng)`` draws parameters whose expected values follow
+    from the facts (``None`` when the image supports none), and ``check_ground(facts,
+    params)`` says why stored parameters do not follow from the facts (``None`` when
+    they do). ``verify`` then needs only the parameters, so a stored constraint is
+    checkable without the image.
+
+    Planning: contracts sharing an ``exclusive`` group cannot be asked together (two
+    whole-response formats); a ``measure`` names the quantity a contract bounds through
+    its ``n`` and ``relation`` parameters (or a fixed ``relation``), so the planner can
+    refuse "at most 50 words" with "at least 100 words".
+    """
 
     id: str
     description: str
     category: str
     params: Mapping[str, Mapping[str, Any]]
-    verify: Callable[..., Verdict]
+    verify: Callable[..., Verdict] | None
     cases: tuple[Case, ...]
     track: str = "code"
     optional: tuple[str, ...] = field(default=())
+    rubric: str = ""
+    cues: tuple[str, ...] = ()
+    needs: tuple[str, ...] = ()
+    ground: Callable[..., dict[str, Any] | None] | None = None
+    check_ground: Callable[..., str | None] | None = None
+    exclusive: tuple[str, ...] = ()
+    measure: str | None = None
+    relation: str | None = None
+    #: ``"seed"`` for the package's types, ``"discovered"`` for admitted model proposals
+    origin: str = "seed"
 
     def check_params(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """``params`` checked against the schema; ``ValueError`` naming the parameter."""
@@ -81,7 +121,23 @@ class Contract:
     def __call__(self, response: str, **params: Any) -> Verdict:
         if not isinstance(response, str):
             raise TypeError(f"expected the response as a string, got {type(response).__name__}")
+        if self.verify is None:
+            raise ValueError(f"constraint {self.id} is judged by an LLM judge (track {self.track!r}); "
+                             "verify it through vicogym.judge")
         return self.verify(response, **self.check_params(params))
+
+    def bounds(self, params: Mapping[str, Any]) -> tuple[float, float] | None:
+        """The interval of :attr:`measure` that ``params`` allow, or ``None``."""
+        if self.measure is None or "n" not in params:
+            return None
+        relation, n = self.relation or params.get("relation", "exactly"), params["n"]
+        return (n, math.inf) if relation == "at least" else (0, n) if relation == "at most" else (n, n)
+
+    def metadata(self) -> dict[str, Any]:
+        """The contract as JSON-serialisable metadata (the verifier handle is its id)."""
+        return {"id": self.id, "description": self.description, "category": self.category, "track": self.track,
+                "params": {k: dict(v) for k, v in self.params.items()}, "optional": list(self.optional),
+                "rubric": self.rubric, "needs": list(self.needs), "origin": self.origin}
 
 
 def schema_problem(value: Any, schema: Mapping[str, Any]) -> str | None:
@@ -126,6 +182,17 @@ def register(contract: Contract) -> Contract:
         raise ValueError(f"constraint {contract.id} is registered already")
     if {case.passed for case in contract.cases} != {True, False}:
         raise ValueError(f"constraint {contract.id} needs test cases that pass and cases that fail")
+    if contract.track == "judge":
+        if contract.verify is not None or not contract.rubric:
+            raise ValueError(f"judge constraint {contract.id} needs a rubric and no code verifier")
+        for case in contract.cases:
+            contract.check_params(case.params)
+        REGISTRY[contract.id] = contract
+        return contract
+    if contract.verify is None:
+        raise ValueError(f"code constraint {contract.id} needs a verify function")
+    if (contract.ground is None) != (contract.check_ground is None) or (contract.ground is not None) != bool(contract.needs):
+        raise ValueError(f"grounded constraint {contract.id} needs ground, check_ground and needs together")
     for case in contract.cases:
         verdict = contract(case.response, **case.params)
         if verdict.passed != case.passed:
@@ -188,11 +255,12 @@ WORD_LIST = {"type": "array", "items": TEXT, "minLength": 1}
 
 
 def _contract(id: str, description: str, category: str, params: Mapping[str, Any], cases: list[tuple[str, dict, bool]],
-              optional: tuple[str, ...] = ()) -> Callable[[Callable[..., Verdict]], Callable[..., Verdict]]:
-    """Register the decorated verifier under a contract with these metadata and cases."""
+              optional: tuple[str, ...] = (), **more: Any) -> Callable[[Callable[..., Verdict]], Callable[..., Verdict]]:
+    """Register the decorated verifier under a contract with these metadata and cases
+    (``more``: the contract's other fields, such as ``measure`` or ``exclusive``)."""
     def wrap(verify: Callable[..., Verdict]) -> Callable[..., Verdict]:
         register(Contract(id, description, category, params, verify, tuple(Case(r, p, ok) for r, p, ok in cases),
-                          optional=optional))
+                          optional=optional, **more))
         return verify
 
     return wrap
