@@ -14,14 +14,69 @@ from vicogym.programs.instruct import CATEGORIES, REGISTRY, Contract, Case, Verd
 
 
 def test_every_registered_type_passes_its_own_cases_and_is_well_formed():
-    assert len(REGISTRY) >= 34
+    assert len(REGISTRY) >= 76
     for contract in REGISTRY.values():
-        assert contract.category in CATEGORIES and contract.description and contract.track == "code"
+        assert contract.category in CATEGORIES and contract.description and contract.track in ("code", "judge")
         assert {case.passed for case in contract.cases} == {True, False}, contract.id
+        if contract.track == "judge":  # judged by an LLM: a rubric and cues, no code verifier to run here
+            assert contract.verify is None and contract.rubric and contract.cues, contract.id
+            for case in contract.cases:
+                contract.check_params(case.params)
+                contract.rubric.format(**case.params)
+            continue
         for case in contract.cases:
             verdict = contract(case.response, **case.params)
             assert isinstance(verdict, Verdict) and verdict.passed == case.passed, (contract.id, case)
             assert set(verdict.to_dict()) == {"pass", "expected", "actual", "detail"}
+
+
+#: VISA's seed registry (Appendix B, Table 4): types per category
+SEED_COUNTS = {"format": 23, "lexical": 16, "structural": 13, "style": 11, "attribute": 5, "spatial": 1, "counting": 1,
+               "object_grounded": 1, "ocr_grounded": 1, "causal": 2, "conditional": 2}
+
+
+@pytest.mark.parametrize("category", ["format", "lexical", "structural", "style"])
+def test_each_category_has_at_least_the_visa_seed_count(category):
+    found = sorted(i for i, c in REGISTRY.items() if c.category == category)
+    assert len(found) >= SEED_COUNTS[category], f"{category}: expected at least {SEED_COUNTS[category]}, got {found}"
+
+
+def test_planning_hints_mark_whole_formats_case_rules_and_measures():
+    def clash(a, b):
+        return bool(set(REGISTRY[a].exclusive) & set(REGISTRY[b].exclusive))
+
+    whole = ["json_format", "yaml_mapping", "xml_document", "choice", "quotation", "two_responses", "list_format"]
+    assert all(clash(a, b) for a in whole for b in whole if a != b)
+    assert clash("json_format", "bullet_list") and clash("yaml_mapping", "markdown_table")
+    assert not clash("bullet_list", "markdown_table") and not clash("list_format", "bullet_list")
+    assert clash("lowercase", "uppercase") and clash("lowercase", "acronym_definition")
+    assert not clash("uppercase", "acronym_definition") and clash("language", "script")
+    assert REGISTRY["word_count"].bounds({"n": 50, "relation": "at most"}) == (0, 50)
+    assert REGISTRY["bullet_list"].bounds({"n": 3}) == (3, 3)
+    assert REGISTRY["placeholders"].bounds({"n": 2}) == (2, float("inf"))
+    counted = [c.id for c in REGISTRY.values() if "n" in c.params and c.category in SEED_COUNTS and c.measure is None
+               and c.track == "code" and not c.needs]
+    # a keyword's or a letter's frequency is a quantity of its own, one per keyword
+    assert set(counted) <= {"keyword_frequency", "letter_frequency"}, counted
+
+
+def test_language_detection_is_deterministic_and_follows_ifeval_on_featureless_text():
+    german = "Das Bild zeigt eine ruhige Straße am Morgen, mit einem roten Auto vor einer kleinen Bäckerei."
+    assert all(REGISTRY["language"](german, language="de").passed for _ in range(5))
+    assert not REGISTRY["language"](german, language="en").passed
+    assert REGISTRY["language"]("1234 !!", language="fr").passed  # langdetect finds no features: IFEval counts it
+
+
+def test_judge_types_cannot_be_verified_by_code():
+    with pytest.raises(ValueError, match="judged by an LLM judge"):
+        REGISTRY["tone"]("Hello.", tone="formal")
+    with pytest.raises(ValueError, match="must be one of"):
+        REGISTRY["tone"].check_params({"tone": "grumpy"})
+
+
+def test_the_schema_checks_patterns():
+    with pytest.raises(ValueError, match="acronym must match"):
+        REGISTRY["acronym_definition"]("x", acronym="cpu", expansion="central processing unit")
 
 
 def _always(passed):
@@ -59,6 +114,8 @@ def test_verify_all_and_the_pass_rate_reward():
                                           {"id": "uppercase"}, {"id": "include_keywords", "params": {"keywords": ["world"]}}])
     assert [v["pass"] for v in verdicts] == [True, False, True] and pass_rate(verdicts) == pytest.approx(2 / 3)
     assert pass_rate([]) == 1.0
+    blank = verify_all(" \n", [{"id": "no_commas"}, {"id": "word_count", "params": {"n": 50, "relation": "at most"}}])
+    assert [v["pass"] for v in blank] == [False, False] and blank[0]["actual"] == "a blank response"
     with pytest.raises(ValueError, match="unknown constraint id 'nope'"):
         verify_all("x", [{"id": "nope"}])
     with pytest.raises(TypeError, match="expected the response as a string"):

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from vicogym.sandbox import run_untrusted
+from vicogym.sandbox import run_untrusted, run_untrusted_batch
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the sandbox needs POSIX resource limits")
 
@@ -78,3 +78,65 @@ def test_the_child_gets_no_environment_and_arguments_must_be_named():
         del os.environ["VICOGYM_SECRET_TEST"]
     with pytest.raises(TypeError, match="entry as a function name"):
         run_untrusted("x = 1", "not a name")
+
+
+BATCH = """
+import re
+
+def f(kind):
+    print("chatter that must not garble the answer line")
+    if kind == "crash":
+        return 1 / 0
+    if kind == "big":
+        return "x" * 50000
+    if kind == "not json":
+        return {1, 2}
+    if kind == "backtrack":
+        return bool(re.match(r"(a+)+$", "a" * 40 + "b"))
+    if kind == "hang":
+        while True:
+            pass
+    return {"kind": kind}
+"""
+
+
+def test_a_batch_runs_in_one_child_and_each_call_has_its_own_result():
+    result = run_untrusted_batch(BATCH, "f", [(["a"], {}), (["crash"], {}), ([], {"kind": "big"}), (["not json"], {}),
+                                              (["b"], {})], max_value_chars=1000)
+    assert result.ok, result
+    ok, crash, big, not_json, last = result.value
+    assert ok.ok and ok.value == {"kind": "a"} and last.value == {"kind": "b"}
+    assert not crash.ok and "ZeroDivisionError" in crash.error
+    assert not big.ok and "more than the 1000 allowed" in big.error
+    assert not not_json.ok and "TypeError" in not_json.error
+
+
+def test_a_call_past_its_time_ends_the_batch_and_a_hang_in_c_is_stopped_too():
+    import time
+
+    start = time.monotonic()
+    result = run_untrusted_batch(BATCH, "f", [(["a"], {}), (["backtrack"], {}), (["b"], {})], call_seconds=0.3)
+    assert result.ok and result.value[0].ok and time.monotonic() - start < 5
+    assert not result.value[1].ok and "timeout" in result.value[1].error
+    assert not result.value[2].ok and result.value[2].error.startswith("not run")
+    # a verifier that swallows its time-out is killed with its child
+    swallow = "def f():\n    while True:\n        try:\n            while True:\n                pass\n" \
+              "        except BaseException:\n            pass\n"
+    result = run_untrusted_batch(swallow, "f", [([], {})], call_seconds=0.2, timeout=1.5)
+    assert not result.ok and ("timeout" in result.error or "CPU time" in result.error), result
+
+
+def test_a_batch_keeps_the_guards_and_code_that_does_not_load_fails_it_whole(tmp_path):
+    target = tmp_path / "written"
+    code = f"def f(what):\n    real = print.__self__.__import__\n" \
+           f"    if what == 'write':\n        return real('io').open({str(target)!r}, 'w').write('x')\n" \
+           f"    if what == 'connect':\n        return real('socket').create_connection(('127.0.0.1', 9))\n" \
+           f"    return real('os').system('touch {target}')\n"
+    result = run_untrusted_batch(code, "f", [(["write"], {}), (["connect"], {}), (["spawn"], {})])
+    assert result.ok and all(not r.ok and ("refuses" in r.error or "allows only" in r.error) for r in result.value)
+    assert not target.exists()
+    broken = run_untrusted_batch("import socket\ndef f():\n    return 1", "f", [([], {})] * 3)
+    assert not broken.ok and "allows only" in broken.error
+    with pytest.raises(ValueError, match="call_seconds"):
+        run_untrusted_batch("def f():\n    return 1", "f", [], call_seconds=0)
+    assert run_untrusted_batch("def f():\n    return 1", "f", []).value == []

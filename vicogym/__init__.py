@@ -26,5 +26,11 @@ register(
     "vicogym.envs.natural:NaturalEnv",
     description="natural images with protected targets (GrabCut or Segment Anything); edits of the surroundings",
 )
+register(
+    "vicogym/Instruct-v0",
+    "vicogym.envs.instruct:InstructEnv",
+    description="instruction following with verifiable constraints (VISA); one response per episode, reward = "
+                "constraint pass rate",
+)
 
 __all__ = ["__version__", "list_environments", "make", "register"]

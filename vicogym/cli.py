@@ -182,8 +182,21 @@ def verify(
 ) -> None:
     """Check a run against its manifest, replay every episode and re-derive every label."""
     from vicogym.errors import VicogymError
+    from vicogym.instruct_runs import is_instruct_run, verify_instruct
     from vicogym.verify import verify as run
 
+    if is_instruct_run(out):
+        try:
+            rows, problems = verify_instruct(out, images=images)
+        except (VicogymError, ValueError, OSError) as exc:
+            raise _fail(str(exc)) from None
+        for where, reason in problems[:MAX_PROBLEMS_SHOWN]:
+            errors.print(f"[red]PROBLEM[/red] {escape(where)}: {escape(reason)}", highlight=False)
+        if problems:
+            console.print(f"{len(problems)} problem{'s' if len(problems) != 1 else ''} in {out} ({rows} rows read)")
+            raise typer.Exit(1)
+        console.print(f"all {rows} rows verified")
+        return
     try:
         report = run(out, images=images, source=source)
     except (VicogymError, ValueError, OSError) as exc:
@@ -203,7 +216,8 @@ def verify(
 
 @app.command()
 def export(
-    run: str = typer.Argument(..., help="a folder (or filesystem URL) written by `vicogym generate`"),
+    run: str = typer.Argument(..., help="a folder (or filesystem URL) written by `vicogym generate`, or a "
+                              "`vicogym synthesize` folder (SFT data: instruction, image, verified response)"),
     out: Path = typer.Option(..., "--out", help="folder for the exported files"),
     format: str = typer.Option("llamafactory", "--format", help="llamafactory: the rewriter's edits as multimodal "
                                "ShareGPT with a dataset_info.json entry"),
@@ -213,9 +227,17 @@ def export(
     """Export a run's edit transitions as training data for the rewriter."""
     from vicogym.errors import VicogymError
     from vicogym.export import FORMATS, export_llamafactory
+    from vicogym.instruct_runs import export_instruct, is_instruct_run
 
     if format not in FORMATS:
         raise _fail(f"expected --format in {list(FORMATS)}, got {format!r}")
+    if is_instruct_run(run):
+        try:
+            counts = export_instruct(run, out)
+        except (VicogymError, ValueError, OSError) as exc:
+            raise _fail(str(exc)) from None
+        console.print(f"wrote {counts['records']} SFT records (instruction, image, verified response) to {out}")
+        return
     try:
         counts = export_llamafactory(run, out, pairs=pairs)
     except (VicogymError, ValueError, OSError) as exc:
@@ -282,6 +304,57 @@ def evolve(
                   "to look at them)")
 
 
+@app.command()
+def synthesize(
+    n: Optional[int] = typer.Option(None, "--n", help="accepted samples wanted; whole rounds run, so a few more may come "
+                                    "[64]"),
+    out: Optional[str] = typer.Option(None, "--out", help="run folder with memory.sqlite, resumable and extendable "
+                                      "[runs/instruct]"),
+    seed: Optional[int] = typer.Option(None, "--seed", help="run seed: same seed, same samples [0]"),
+    images: Optional[list[str]] = typer.Option(None, "--images", help="image source: an environment id (its "
+                                               "structures ground the constraints) or a folder of images; repeatable "
+                                               "[vicogym/Chart-v0 and vicogym/Natural-v0]"),
+    per_round: Optional[int] = typer.Option(None, "--per-round", help="images per round [16]"),
+    probes: Optional[int] = typer.Option(None, "--probes", help="target-model responses per sample (K) [4]"),
+    candidates: Optional[int] = typer.Option(None, "--candidates", help="candidate instructions per image [4]"),
+    discover: Optional[float] = typer.Option(None, "--discover", help="share of images on which the proposer may add "
+                                             "a constraint type [0]"),
+    writer: Optional[str] = typer.Option(None, "--writer", help="synthesis model: simulated | openai:MODEL@URL"),
+    target: Optional[str] = typer.Option(None, "--target", help="probed model: simulated | openai:MODEL@URL"),
+    judge: Optional[str] = typer.Option(None, "--judge", help="judge of judge-track constraints: simulated | "
+                                        "openai:MODEL@URL"),
+    composer: Optional[str] = typer.Option(None, "--composer", help="template | openai:MODEL@URL"),
+    embedder: Optional[str] = typer.Option(None, "--embedder", help="hashing | a local Hugging Face model folder"),
+    perceiver: Optional[str] = typer.Option(None, "--perceiver", help="for image folders: simulated | openai:MODEL@URL"),
+    proposer: Optional[str] = typer.Option(None, "--proposer", help="new constraint types: simulated | "
+                                           "openai:MODEL@URL"),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="samples executed side by side (model "
+                                              "requests in flight); the output does not depend on it [1]"),
+    settings: Optional[list[str]] = typer.Option(None, "--set", help="synthesis setting KEY=VALUE (JSON value); "
+                                                 "repeatable"),
+    config_file: Optional[Path] = typer.Option(None, "--config", help="TOML or JSON file of synthesis settings"),
+) -> None:
+    """Synthesize instruction-following samples with verifiable constraints (VISA loop)."""
+    from vicogym.errors import VicogymError
+    from vicogym.synthesis import SynthesizeConfig
+    from vicogym.synthesis import synthesize as run
+
+    try:
+        data = load_config_file(config_file) if config_file is not None else {}
+        data.update(parse_setting(text) for text in settings or [])
+        flags = {"n": n, "out": out, "seed": seed, "images": images or None, "per_round": per_round, "probes": probes,
+                 "candidates": candidates, "discover": discover, "writer": writer, "target": target, "judge": judge,
+                 "composer": composer, "embedder": embedder, "perceiver": perceiver, "proposer": proposer,
+                 "concurrency": concurrency}
+        data.update({key: value for key, value in flags.items() if value is not None})
+        config = SynthesizeConfig.from_mapping(data)
+        manifest = run(config, log=lambda line: console.print(line, highlight=False))
+    except (VicogymError, ValueError, TypeError, OSError) as exc:
+        raise _fail(str(exc)) from None
+    console.print(f"{manifest['samples']} samples in {config.out} after {len(manifest['rounds'])} rounds "
+                  f"(registry {manifest['registry']} types); `vicogym report {config.out}` plots the statistics")
+
+
 @app.command("report")
 def report_command(
     folder: str = typer.Argument(..., help="a run folder (or filesystem URL), or a folder of round-* runs"),
@@ -290,10 +363,11 @@ def report_command(
 ) -> None:
     """Write a static HTML page and plots to look at a run's samples."""
     from vicogym.errors import VicogymError
+    from vicogym.instruct_runs import is_instruct_run, report_instruct
     from vicogym.report import report
 
     try:
-        page = report(folder, out, limit)
+        page = report_instruct(folder, out, limit) if is_instruct_run(folder) else report(folder, out, limit)
     except (VicogymError, ValueError, OSError) as exc:
         raise _fail(str(exc)) from None
     console.print(f"wrote {page}")

@@ -93,18 +93,27 @@ def _export(run: Path, out: Path, name: str, pairs: bool, candidates: int) -> di
         raise RunError(f"{run}: none of its {counts['transitions']} edits landed in the sweet zone (weight >= 0.2), so "
                        "there is nothing to train the rewriter on; generate more samples, or with --rewriter search")
     (out / "rewriter.json").write_text(json.dumps(records, ensure_ascii=False, indent=1), encoding="utf-8")
-    tags = {"role_tag": "role", "content_tag": "content", "user_tag": "user", "assistant_tag": "assistant"}
-    info: dict[str, Any] = {name: {"file_name": "rewriter.json", "formatting": "sharegpt",
-                                   "columns": {"messages": "messages", "images": "images"}, "tags": tags}}
+    files = {name: "rewriter.json"}
     if pairs:
         ranked = preference_pairs(run, records, candidates)
         counts["pairs"] = len(ranked)
         (out / "rewriter_pairs.json").write_text(json.dumps(ranked, ensure_ascii=False, indent=1), encoding="utf-8")
-        info[f"{name}_pairs"] = {"file_name": "rewriter_pairs.json", "formatting": "sharegpt", "ranking": True,
-                                 "columns": {"messages": "messages", "chosen": "chosen", "rejected": "rejected",
-                                             "images": "images"}, "tags": tags}
-    (out / "dataset_info.json").write_text(json.dumps(info, indent=1), encoding="utf-8")
+        files[f"{name}_pairs"] = "rewriter_pairs.json"
+    write_dataset_info(out, files, ranking=(f"{name}_pairs",))
     return counts
+
+
+def write_dataset_info(out: Path, files: dict[str, str], ranking: tuple[str, ...] = ()) -> None:
+    """LlamaFactory's ``dataset_info.json`` naming each multimodal ShareGPT file (``name ->
+    file``); the ``ranking`` names are preference pairs (chosen / rejected)."""
+    tags = {"role_tag": "role", "content_tag": "content", "user_tag": "user", "assistant_tag": "assistant"}
+    info: dict[str, Any] = {}
+    for name, file in files.items():
+        columns = {"messages": "messages", **({"chosen": "chosen", "rejected": "rejected"} if name in ranking else {}),
+                   "images": "images"}
+        info[name] = {"file_name": file, "formatting": "sharegpt", **({"ranking": True} if name in ranking else {}),
+                      "columns": columns, "tags": tags}
+    (out / "dataset_info.json").write_text(json.dumps(info, indent=1), encoding="utf-8")
 
 
 def preference_pairs(run: Path, records: list[dict[str, Any]], candidates: int) -> list[dict[str, Any]]:

@@ -67,6 +67,9 @@ class GenerateConfig:
 
     def __post_init__(self) -> None:
         check_id(self.env_id)
+        if getattr(env_class(self.env_id), "kind", "edit") != "edit":
+            raise ValueError(f"{self.env_id} has no rewriter edits to generate from; its samples come from "
+                             f"`vicogym synthesize` (see `vicogym synthesize --help`)")
         if self.backend not in BACKENDS:
             raise ValueError(f"expected backend in {list(BACKENDS)}, got {self.backend!r}")
         if self.ray_address is not None and not isinstance(self.ray_address, str):

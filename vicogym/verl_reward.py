@@ -10,6 +10,13 @@ Point verl at this file::
 line, else the final line; ``reward_kwargs`` may set ``extractor``) and scores it with the
 scorer of the row's own environment (``data_source``), the same one that computed the
 pass rates at generation.
+
+For ``vicogym/Instruct-v0`` rows (``vicogym synthesize``) the whole response is the
+answer and the reward is the constraint pass rate, computed from the stored contracts:
+the ground truth holds the constraint list and the proposals of any discovered types
+(admitted again here, their code run in the sandbox). Judge-track constraints need a
+judge: ``reward_kwargs`` ``judge="openai:MODEL@URL"`` (or ``"simulated"``); without one
+they are left out and the rate is over the code-verified constraints.
 """
 
 from __future__ import annotations
@@ -31,10 +38,38 @@ def scorer(data_source: str) -> Callable[[str, str], float]:
     return _SCORERS[data_source]
 
 
+INSTRUCT = "vicogym/Instruct-v0"
+_JUDGES: dict[str, Any] = {}
+
+
+def instruct_score(response: str, ground_truth: str, judge: Any = None) -> float:
+    """The constraint pass rate of ``response`` under a stored ground truth."""
+    import json
+
+    from vicogym.judge import make_judge, verify_sample
+    from vicogym.programs.instruct import REGISTRY, pass_rate
+
+    truth = json.loads(ground_truth)
+    missing = [r for r in truth.get("discovered", []) if r["id"] not in REGISTRY]
+    if missing:
+        from vicogym.discovery import admit_all
+
+        admit_all(missing, judge=make_judge(judge or "simulated"))
+    constraints = [c for c in truth["constraints"] if judge is not None or REGISTRY[c["id"]].track != "judge"]
+    if judge is not None and str(judge) not in _JUDGES:
+        _JUDGES[str(judge)] = make_judge(judge)
+    verdicts = verify_sample(response, [{"id": c["id"], "params": c["params"]} for c in constraints],
+                             _JUDGES.get(str(judge)) if judge is not None else None)
+    return pass_rate(verdicts)
+
+
 def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_info: Any = None,
-                  extractor: str = "auto", **kwargs: Any) -> float:
+                  extractor: str = "auto", judge: Any = None, **kwargs: Any) -> float:
     """verl's reward signature: 1.0 for a right answer, 0.0 for a wrong one (partial
-    credit where the environment's scorer gives it)."""
+    credit where the environment's scorer gives it; the pass rate for instruction rows)."""
     from vicogym.clients import extract_answer
+
+    if data_source == INSTRUCT:
+        return float(instruct_score(solution_str, ground_truth, judge))
 
     return float(scorer(data_source)(extract_answer(solution_str, extractor), str(ground_truth)))

@@ -1,0 +1,208 @@
+"""``vicogym/Instruct-v0``: multimodal instruction following with verifiable constraints."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, ClassVar, Mapping
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from vicogym.images import ImagePolicy, decode_png
+from vicogym.registry import check_settings
+from vicogym.spaces import TextSpace, to_charset
+
+MAX_SEED = 2**63 - 1
+
+
+@dataclass(frozen=True)
+class InstructConfig:
+    """Settings of :class:`InstructEnv`. JSON-serialisable."""
+
+    #: a ``vicogym synthesize`` run folder whose samples episodes replay; ``None`` plans
+    #: fresh samples from ``images`` at every reset
+    data: str | None = None
+    images: tuple[str, ...] = ("vicogym/Chart-v0",)
+    image_settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    min_constraints: int = 2
+    max_constraints: int = 6
+    #: the judge of judge-track constraints: ``simulated`` or ``openai:MODEL@URL``
+    judge: Any = "simulated"
+    height: int = 384
+    width: int = 512
+    max_instruction_chars: int = 4096
+    max_response_chars: int = 8192
+
+    def __post_init__(self) -> None:
+        for name in ("height", "width", "max_instruction_chars", "max_response_chars"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"expected {name} to be a positive integer, got {v!r}")
+        if self.data is not None and not isinstance(self.data, str):
+            raise ValueError(f"expected data as a synthesis run folder (a string) or None, got {self.data!r}")
+        object.__setattr__(self, "images", (self.images,) if isinstance(self.images, str) else tuple(self.images))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v for f in fields(self)}
+
+
+class InstructEnv(gym.Env):
+    """
+    ## Description
+    One episode is one instruction-following sample: an image and an instruction that
+    carries verifiable constraints (formats, counts, keywords, ... and constraints grounded
+    in the image's own structure: object counts and relations of a CLEVR scene, values and
+    extremes of a chart's rows, protected targets of a natural image). The agent answers;
+    every constraint is verified (code verifiers; an LLM judge for the judge track) and the
+    reward is the share of constraints the answer satisfies (the VISA reward).
+
+    ## Action Space
+    The response: a string of at most ``max_response_chars`` characters.
+
+    ## Observation Space
+    ``Dict(image=Box(0, 255, (height, width, 3), uint8), instruction=Text)``; the image is
+    letterboxed onto the canvas.
+
+    ## Rewards
+    The constraint pass rate in [0, 1] (1.0 when every constraint is satisfied). A
+    response that is not a string scores 0.0 with ``info["error"]``.
+
+    ## Starting State
+    ``reset(seed=...)`` draws an image from ``images`` and plans a consistent constraint
+    set for it (or, with ``data``, picks a stored sample; ``options={"index": i}`` picks
+    sample ``i``).
+
+    ## Episode End
+    Terminates after the one response.
+
+    ## Arguments
+    See :class:`InstructConfig` (``data``, ``images``, ``min_constraints``,
+    ``max_constraints``, ``judge``, ``height``, ``width``, ...).
+
+    ## Version History
+    - v0: first version.
+
+    ``info`` at reset: ``constraints`` (``[{id, params, category, track}]``) and ``source``;
+    after the step: ``verdicts`` (each constraint's pass, expected, actual and diagnostic),
+    ``pass_rate`` and ``constraints``.
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 1}
+    env_id: ClassVar[str] = "vicogym/Instruct-v0"
+    version: ClassVar[int] = 0
+    kind: ClassVar[str] = "response"
+    config_class: ClassVar[type] = InstructConfig
+    smoke_settings: ClassVar[dict[str, Any]] = {"height": 192, "width": 256}
+
+    def __init__(self, render_mode: str | None = None, config: InstructConfig | None = None, **kwargs: Any):
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"expected render_mode in {self.metadata['render_modes']} or None, got {render_mode!r}")
+        check_settings(self.env_id, kwargs, [f.name for f in fields(InstructConfig)])
+        self.render_mode = render_mode
+        self.config = replace(config, **kwargs) if config is not None else InstructConfig(**kwargs)
+        self.policy = ImagePolicy("letterbox", self.config.height, self.config.width, fill=255)
+        self.observation_space = spaces.Dict({
+            "image": spaces.Box(0, 255, shape=self.policy.shape, dtype=np.uint8),
+            "instruction": TextSpace(self.config.max_instruction_chars),
+        })
+        self.action_space = TextSpace(self.config.max_response_chars)
+        from vicogym.judge import make_judge
+
+        self.judge = make_judge(self.config.judge)
+        self._rows: list[dict[str, Any]] | None = None
+        self._synth: Any = None
+        self._source: Any = None
+        if self.config.data is not None:
+            self._rows = load_samples(self.config.data)
+        else:
+            from vicogym.synthesis import ImageSource, SynthesizeConfig, Synthesizer
+
+            settings = SynthesizeConfig(images=self.config.images, image_settings=self.config.image_settings,
+                                        min_constraints=self.config.min_constraints, candidates=1,
+                                        max_constraints=self.config.max_constraints, judge=self.config.judge)
+            self._synth = Synthesizer(settings)
+            self._source = ImageSource(settings, self._synth.perceiver)
+        self.sample: dict[str, Any] | None = None
+        self._image: np.ndarray | None = None
+        self._done = True
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        options = dict(options or {})
+        if self._rows is not None:
+            index = options.get("index")
+            if index is None:
+                index = int(self.np_random.integers(len(self._rows)))
+            if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(self._rows):
+                raise ValueError(f"expected options['index'] in [0, {len(self._rows) - 1}], got {index!r}")
+            row = self._rows[index]
+            self.sample = {"id": row["id"], "instruction": row["instruction"],
+                           "constraints": json.loads(row["constraints"]), "source": json.loads(row["image_source"])}
+            image = decode_png(row["images"][0]["bytes"])
+        else:
+            rng = np.random.default_rng(self.np_random.integers(MAX_SEED))
+            picture = self._source.draw(rng)
+            plan = self._synth.plan(picture, {}, {}, np.zeros((0, 0), dtype=np.float32), rng)
+            self.sample = {"id": None, "instruction": plan["instruction"], "constraints": plan["constraints"],
+                           "source": picture.source}
+            image = picture.image
+        self._image = self.policy.apply(image)
+        self._done = False
+        return self._observation(), {"constraints": self.sample["constraints"], "source": self.sample["source"],
+                                     "sample_id": self.sample["id"]}
+
+    def _observation(self) -> dict[str, Any]:
+        return {"image": self._image.copy(), "instruction": to_charset(self.sample["instruction"][:self.config.max_instruction_chars])}
+
+    def step(self, action: Any):
+        if self._done or self.sample is None:
+            raise RuntimeError("the episode has ended (one response per episode); call reset() first")
+        self._done = True
+        constraints = self.sample["constraints"]
+        if not isinstance(action, str):
+            info = {"error": f"expected the response as a string, got {type(action).__name__}", "verdicts": [],
+                    "pass_rate": 0.0, "constraints": constraints}
+            return self._observation(), 0.0, True, False, info
+        from vicogym.judge import verify_sample
+        from vicogym.programs.instruct import pass_rate
+
+        verdicts = verify_sample(action, [{"id": c["id"], "params": c["params"]} for c in constraints], self.judge)
+        rate = pass_rate(verdicts)
+        return self._observation(), float(rate), True, False, {"verdicts": verdicts, "pass_rate": rate,
+                                                                "constraints": constraints}
+
+    def render(self):
+        return None if self._image is None else self._image.copy()
+
+    def close(self) -> None:
+        if self._source is not None:
+            self._source.close()
+
+
+def load_samples(folder: str | Path) -> list[dict[str, Any]]:
+    """The samples of a synthesis run (the shards its memory has committed), in order."""
+    import pyarrow.parquet as pq
+
+    from vicogym.errors import RunError
+    from vicogym.memory import Memory
+    from vicogym.synthesis import MEMORY_FILE
+
+    folder = Path(folder)
+    if not (folder / MEMORY_FILE).is_file():
+        raise RunError(f"{folder} is not a vicogym synthesize run (no {MEMORY_FILE}); run `vicogym synthesize "
+                       f"--out {folder}` first")
+    memory = Memory(folder / MEMORY_FILE)
+    try:
+        shards = [r["shard"] for r in memory.rounds() if r["shard"]]
+    finally:
+        memory.close()
+    rows: list[dict[str, Any]] = []
+    for name in shards:
+        rows.extend(pq.read_table(folder / name, columns=["id", "instruction", "constraints", "image_source",
+                                                          "images"]).to_pylist())
+    if not rows:
+        raise RunError(f"{folder} holds no samples yet; let `vicogym synthesize` finish a round")
+    return rows

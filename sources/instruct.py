@@ -1,0 +1,133 @@
+"""Facts of the package's own images for the instruction-following arm's grounded
+constraints (the ``facts`` dict of :data:`vicogym.programs.instruct.FACT_KINDS`), read
+from each arm's structure and, where it knows more, from what its renderer reported.
+
+- chart: ``rows`` from the table (every non-missing cell: label, series, value, plus the
+  table's ``decimals`` and, when the renderer shows the values only through the value
+  axis, a reading ``tolerance``); ``texts`` from the renderer's labels (title, axis titles,
+  category tick labels, legend entries; none with glyphs the font lacks), or from the spec
+  and the table when there is no render (title, axis labels, category labels).
+- clevr: ``objects`` from the scene graph, complete (``source`` ``"clevr"``): shape as
+  category, colour, size, material, and the centre the camera projects (the projection
+  :meth:`Scene.pixel_coords` computes as CLEVR's renderer does), over the image size. With
+  the render's report (``visible`` pixel counts), an object nobody can see is left out.
+- natural: ``objects`` from the record's targets (the answer-relevant objects, which the
+  arm protects: ``protected`` true), label as name and category, the centre of each
+  target's box moved by the scene's pads and crops. The targets are not every object in
+  the picture, so counts and absences are not grounded on them (``source`` ``"natural"``).
+
+No rendering here: callers pass the renderer's report when they have it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from vicogym.structures.chart import ChartStructure
+from vicogym.structures.clevr import Scene as ClevrScene
+from vicogym.structures.natural import Scene as NaturalScene
+
+#: the chart labels a reader sees as text worth quoting (value ticks and data labels are numbers)
+TEXT_KINDS = ("title", "axis_title", "category", "legend")
+#: a value read off the value axis, not printed: within this share of one tick step
+TICK_SHARE = 0.2
+#: a pie's value without data labels: within this share of the value
+PIE_SHARE = 0.05
+
+
+def _field(report: Any, name: str) -> Any:
+    """A renderer report's field: an attribute of its dataclass, or a key of its dict form."""
+    if report is None:
+        return None
+    return report.get(name) if isinstance(report, Mapping) else getattr(report, name, None)
+
+
+def _plain(text: Any) -> str:
+    return " ".join(str(text).split())
+
+
+def chart_facts(structure: ChartStructure, render_facts: Any = None) -> dict[str, Any]:
+    """The facts of a chart (see the module notes); ``render_facts``: the renderer's
+    :class:`~vicogym.renderers.chart.ChartRender` (or its fields as a dict)."""
+    if not isinstance(structure, ChartStructure):
+        raise TypeError(f"expected a ChartStructure, got {type(structure).__name__}")
+    table, spec = structure.table, structure.spec
+    labels = _field(render_facts, "labels")
+    tolerance = None
+    if labels is not None:
+        missing = (_field(render_facts, "facts") or {}).get("missing_glyphs") or {}
+        texts = [_plain(lab["text"]) for lab in labels if lab.get("kind") in TEXT_KINDS and lab["text"] not in missing]
+        if not any(lab.get("kind") == "data_label" for lab in labels):
+            # values are read off the axis: as precisely as its gridlines allow
+            ticks = sorted({float(lab["value"]) for lab in labels if lab.get("kind") == "value_tick" and "value" in lab})
+            steps = [b - a for a, b in zip(ticks, ticks[1:]) if b > a]
+            tolerance = TICK_SHARE * min(steps) if steps else -1.0  # -1: a pie, no axis
+    else:
+        texts = [_plain(t) for t in (spec.title, spec.x_label, spec.y_label, *table.rows) if _plain(t)]
+    unit = 10.0 ** -table.decimals
+    rows = []
+    for label, values in zip(table.rows, table.values):
+        for series, value in zip(table.series, values):
+            if value is None:
+                continue
+            row = {"label": label, "series": series, "value": float(value), "decimals": table.decimals}
+            if tolerance is not None:
+                row["tolerance"] = max(unit, PIE_SHARE * abs(float(value)) if tolerance < 0 else tolerance)
+            rows.append(row)
+    return {"source": "chart", "rows": rows, "texts": list(dict.fromkeys(t for t in texts if t))}
+
+
+def clevr_facts(structure: ClevrScene, render_facts: Any = None) -> dict[str, Any]:
+    """The facts of a CLEVR scene (see the module notes); ``render_facts``: the renderer's
+    :class:`~vicogym.renderers.clevr.ClevrRender` (or a dict with ``visible``), optional."""
+    if not isinstance(structure, ClevrScene):
+        raise TypeError(f"expected a CLEVR Scene, got {type(structure).__name__}")
+    visible = _field(render_facts, "visible")
+    if visible is not None and len(visible) != len(structure.objects):
+        raise ValueError(f"expected {len(structure.objects)} visible counts, got {len(visible)}")
+    objects = []
+    for k, (obj, (px, py, depth)) in enumerate(zip(structure.objects, structure.pixel_coords())):
+        if depth <= 0 or (visible is not None and visible[k] <= 0):
+            continue  # behind the camera or wholly hidden: not in the picture
+        objects.append({"name": f"{obj.size} {obj.color} {obj.material} {obj.shape}", "category": obj.shape,
+                        "color": obj.color, "size": obj.size, "material": obj.material,
+                        "x": round(px / structure.width, 4), "y": round(py / structure.height, 4)})
+    return {"source": "clevr", "objects": objects}
+
+
+def natural_frame(scene: NaturalScene) -> tuple[int, int, int, int]:
+    """``(width, height, dx, dy)`` of the canvas after the scene's pads and crops: source
+    pixel (x, y) is drawn at (x + dx, y + dy). The editors' frame rule, repeated here
+    because sources may not import editors."""
+    width, height, dx, dy = scene.width, scene.height, 0, 0
+    for op in scene.ops:
+        if op.get("op") == "pad":
+            width, height = width + op["left"] + op["right"], height + op["top"] + op["bottom"]
+            dx, dy = dx + op["left"], dy + op["top"]
+        elif op.get("op") == "crop":
+            x0, y0, x1, y1 = op["box"]
+            width, height, dx, dy = x1 - x0, y1 - y0, dx - x0, dy - y0
+    return width, height, dx, dy
+
+
+def natural_facts(structure: NaturalScene, render_facts: Any = None) -> dict[str, Any]:
+    """The facts of a natural-image scene (see the module notes). The render adds nothing
+    the structure lacks (its masks are the targets' union), so ``render_facts`` is unused."""
+    if not isinstance(structure, NaturalScene):
+        raise TypeError(f"expected a natural-image Scene, got {type(structure).__name__}")
+    width, height, dx, dy = natural_frame(structure)
+    objects = []
+    for target in structure.record.targets:
+        x0, y0, x1, y1 = target.bounds()
+        objects.append({"name": target.label, "category": target.label, "protected": True,
+                        "x": round(min(1.0, max(0.0, ((x0 + x1) / 2 + dx) / width)), 4),
+                        "y": round(min(1.0, max(0.0, ((y0 + y1) / 2 + dy) / height)), 4)})
+    return {"source": "natural", "objects": objects}
+
+
+def facts_of(structure: Any, render_facts: Any = None) -> dict[str, Any]:
+    """The facts of any arm's structure."""
+    for kind, read in ((ChartStructure, chart_facts), (ClevrScene, clevr_facts), (NaturalScene, natural_facts)):
+        if isinstance(structure, kind):
+            return read(structure, render_facts)
+    raise TypeError(f"expected a chart, CLEVR or natural-image structure, got {type(structure).__name__}")

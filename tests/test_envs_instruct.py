@@ -1,0 +1,140 @@
+"""vicogym/Instruct-v0: the environment suite for a response-action environment (the
+registry-wide suite covers the edit environments; every registered id is in one of them)."""
+
+import json
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import vicogym
+from vicogym.editors import instruct as writers
+from vicogym.instruct_runs import iter_samples
+from vicogym.programs.instruct import REGISTRY
+from vicogym.registry import env_class
+from vicogym.synthesis import SynthesizeConfig, synthesize
+
+ENV_ID = "vicogym/Instruct-v0"
+SMOKE = dict(env_class(ENV_ID).smoke_settings)
+
+
+def make(**kwargs):
+    return gym.make(ENV_ID, **{**SMOKE, **kwargs})
+
+
+def test_every_registered_environment_is_in_a_suite():
+    kinds = {env_id: getattr(env_class(env_id), "kind", "edit") for env_id, _ in vicogym.list_environments()}
+    assert set(kinds.values()) == {"edit", "response"} and kinds[ENV_ID] == "response"
+
+
+def test_check_env():
+    env = make()
+    check_env(env.unwrapped, skip_render_check=False)
+    env.close()
+
+
+def _episode(seed, response="A short answer."):
+    env = make()
+    obs, info = env.reset(seed=seed)
+    _, reward, terminated, truncated, step_info = env.step(response)
+    return obs, info, reward, terminated, truncated, step_info
+
+
+def test_same_seed_same_episode_different_seed_differs():
+    a, b, c = _episode(3), _episode(3), _episode(4)
+    assert np.array_equal(a[0]["image"], b[0]["image"]) and a[0]["instruction"] == b[0]["instruction"]
+    assert a[1] == b[1] and a[2:] == b[2:]
+    assert a[0]["instruction"] != c[0]["instruction"]
+
+
+def test_one_response_ends_the_episode_and_the_reward_is_the_pass_rate():
+    env = make()
+    obs, info = env.reset(seed=2)
+    constraints = info["constraints"]
+    assert 2 <= len(constraints) <= 6 and all(c["id"] in REGISTRY for c in constraints)
+    # a response built by the types' own satisfying edits passes them all
+    rng = np.random.default_rng(0)
+    response = "The chart shows several values."
+    for _ in range(3):
+        for c in constraints:
+            if not _passes(response, c):
+                response = writers.satisfy(c["id"], response, c["params"], rng)
+    _, reward, terminated, truncated, step = env.step(response)
+    passed = [v["pass"] for v in step["verdicts"]]
+    assert terminated and not truncated and reward == pytest.approx(sum(passed) / len(passed))
+    assert [v["id"] for v in step["verdicts"]] == [c["id"] for c in constraints]
+    with pytest.raises(RuntimeError, match="call reset"):
+        env.step("again")
+
+
+def _passes(response, spec):
+    contract = REGISTRY[spec["id"]]
+    if contract.track == "judge":
+        from vicogym.judge import SimulatedJudge
+
+        return SimulatedJudge().judge(response, [(contract, spec["params"])])[0].passed
+    return contract(response, **spec["params"]).passed
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.one_of(st.text(max_size=300), st.none(), st.integers(), st.lists(st.text(max_size=5), max_size=3),
+                 st.binary(max_size=20)))
+def test_any_action_gets_a_result_never_an_exception(action):
+    env = make()
+    env.reset(seed=1)
+    _, reward, terminated, _, info = env.step(action)
+    assert terminated and 0.0 <= reward <= 1.0
+    if not isinstance(action, str):
+        assert reward == 0.0 and "expected the response as a string" in info["error"]
+
+
+def test_spec_and_config_round_trip_through_json():
+    env = make()
+    spec = gym.spec(ENV_ID)
+    assert gym.envs.registration.EnvSpec.from_json(spec.to_json()) == spec
+    remade = gym.make(env.spec)
+    assert remade.unwrapped.config == env.unwrapped.config
+    config = env.unwrapped.config.to_dict()
+    assert type(env.unwrapped.config)(**json.loads(json.dumps(config))) == env.unwrapped.config
+
+
+def test_render_is_the_observation_canvas():
+    env = make(render_mode="rgb_array")
+    obs, _ = env.reset(seed=5)
+    assert np.array_equal(env.render(), obs["image"]) and obs["image"].shape == (SMOKE["height"], SMOKE["width"], 3)
+
+
+def test_vector_envs_return_what_single_envs_return():
+    vec = gym.make_vec(ENV_ID, num_envs=2, vectorization_mode="sync", **SMOKE)
+    obs, _ = vec.reset(seed=[5, 6])
+    for i, seed in enumerate((5, 6)):
+        single, _ = make().reset(seed=seed)
+        assert obs["instruction"][i] == single["instruction"] and np.array_equal(obs["image"][i], single["image"])
+    vec.close()
+
+
+def test_settings_are_checked():
+    with pytest.raises(ValueError, match="did you mean 'judge'"):
+        make(jugde="simulated")
+    with pytest.raises(ValueError, match="expected a judge spec"):
+        make(judge="gpt-4")
+
+
+def test_replaying_a_synthesis_run_scores_its_reference_response_one(tmp_path):
+    config = SynthesizeConfig(out=str(tmp_path / "run"), n=4, per_round=4, probes=2, candidates=2,
+                              images=("vicogym/Chart-v0",), progress=False)
+    synthesize(config)
+    rows = list(iter_samples(config.out))
+    env = make(data=config.out)
+    for index, row in enumerate(rows):
+        obs, info = env.reset(seed=0, options={"index": index})
+        assert obs["instruction"] == row["instruction"] and info["sample_id"] == row["id"]
+        _, reward, _, _, step = env.step(row["response"])
+        assert reward == 1.0, step["verdicts"]
+    with pytest.raises(ValueError, match="expected options\\['index'\\] in \\[0, "):
+        env.reset(options={"index": len(rows)})
+    with pytest.raises(vicogym.errors.RunError, match="is not a vicogym synthesize run"):
+        make(data=str(tmp_path))

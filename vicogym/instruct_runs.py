@@ -1,0 +1,327 @@
+"""What a ``vicogym synthesize`` run folder gives back: its samples, the statistics the
+VISA paper reports, their plots and report page, SFT data, and a check of every row.
+
+The samples are the rows of the shards the memory has committed (a shard left by a
+killed round is not data). verl reads the shards directly (they carry ``data_source``,
+``prompt``, ``images``, ``ability``, ``reward_model`` and ``extra_info``; the reward is
+:func:`vicogym.verl_reward.compute_score`, the constraint pass rate).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections import Counter
+from itertools import combinations
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+from vicogym.errors import RunError
+from vicogym.programs.instruct import CATEGORIES
+
+SFT_FILE = "instruct_sft.json"
+
+
+def is_instruct_run(folder: str | Path) -> bool:
+    from vicogym.synthesis import MEMORY_FILE
+
+    return (Path(folder) / MEMORY_FILE).is_file()
+
+
+def _memory(folder: Path) -> Any:
+    from vicogym.memory import Memory
+    from vicogym.synthesis import MEMORY_FILE
+
+    if not (folder / MEMORY_FILE).is_file():
+        raise RunError(f"{folder} is not a vicogym synthesize run (no {MEMORY_FILE})")
+    return Memory(folder / MEMORY_FILE)
+
+
+def iter_samples(folder: str | Path) -> Iterator[dict[str, Any]]:
+    """The committed rows of a synthesis run, in round order."""
+    import pyarrow.parquet as pq
+
+    folder = Path(folder)
+    memory = _memory(folder)
+    try:
+        rounds = memory.rounds()
+    finally:
+        memory.close()
+    for entry in rounds:
+        if entry["shard"]:
+            path = folder / entry["shard"]
+            if not path.is_file():
+                raise RunError(f"{path} is missing but the memory committed it; run the same synthesize command on a "
+                               f"new --out, or restore the file")
+            yield from pq.read_table(path).to_pylist()
+
+
+def statistics(folder: str | Path) -> dict[str, Any]:
+    """The VISA statistics of a run: constraints per sample, category co-occurrence
+    P(j | i), mean pairwise cosine distance of instruction embeddings, failure rates by
+    category (target-model probes), registry growth per round, recovery attempts per
+    accepted sample and the difficulty distribution."""
+    folder = Path(folder)
+    memory = _memory(folder)
+    try:
+        samples, rounds, embeddings = memory.samples(), memory.rounds(), memory.embeddings()
+    finally:
+        memory.close()
+    counts = [len(s["constraints"]) for s in samples]
+    per_category = Counter(c for s in samples for c in s["categories"])
+    pairs = Counter()
+    for s in samples:
+        for a, b in combinations(sorted(s["categories"]), 2):
+            pairs[(a, b)] += 1
+            pairs[(b, a)] += 1
+    cooccurrence = {a: {b: pairs[(a, b)] / per_category[a] for b in CATEGORIES if b != a and per_category[b]}
+                    for a in CATEGORIES if per_category[a]}
+    failed, trials = Counter(), Counter()
+    for row in iter_samples(folder):
+        constraints = {c["id"]: c["category"] for c in json.loads(row["constraints"])}
+        for entry in json.loads(row["profile"]):
+            category = constraints.get(entry["id"], "unknown")
+            trials[category] += 1
+            failed[category] += entry["failed"]
+    distance = None
+    if len(embeddings) > 1:
+        similarity = embeddings @ embeddings.T
+        upper = similarity[np.triu_indices(len(embeddings), k=1)]
+        distance = float(np.mean(1.0 - upper))
+    growth, total = [], None
+    for r in rounds:
+        total = r["stats"].get("registry", total)
+        growth.append({"round": r["round"], "registry": total, "discovered": r["stats"].get("discovered_types", 0)})
+    attempts = Counter(s["attempts"] for s in samples)
+    levels = Counter(s["level"] for s in samples)
+    return {
+        "samples": len(samples),
+        "constraints_per_sample": {"mean": float(np.mean(counts)) if counts else 0.0,
+                                   "median": float(np.median(counts)) if counts else 0.0,
+                                   "std": float(np.std(counts)) if counts else 0.0,
+                                   "histogram": {str(k): v for k, v in sorted(Counter(counts).items())}},
+        "categories": dict(sorted(per_category.items())),
+        "cooccurrence": cooccurrence,
+        "mean_pairwise_cosine_distance": distance,
+        "failure_rate_by_category": {c: failed[c] / trials[c] for c in sorted(trials)},
+        "registry_growth": growth,
+        "recovery_attempts": {str(k): v for k, v in sorted(attempts.items())},
+        "difficulty": {"levels": {lvl: levels.get(lvl, 0) for lvl in ("easy", "medium", "hard")},
+                       "values": [s["difficulty"] for s in samples]},
+        "rejected": dict(sum((Counter(r["stats"].get("rejected", {})) for r in rounds), Counter())),
+    }
+
+
+def plot_statistics(stats: dict[str, Any], out: Path) -> list[str]:
+    """One PNG per statistic in ``out``; their names."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    names = []
+
+    def save(fig: Any, name: str) -> None:
+        fig.tight_layout()
+        fig.savefig(out / name, dpi=80)
+        plt.close(fig)
+        names.append(name)
+
+    fig, ax = plt.subplots(figsize=(5, 3.4))
+    hist = stats["constraints_per_sample"]["histogram"]
+    ax.bar([int(k) for k in hist], list(hist.values()), color="#4c72b0")
+    ax.set(title=f"constraints per sample (mean {stats['constraints_per_sample']['mean']:.2f})",
+           xlabel="constraints", ylabel="samples")
+    save(fig, "constraints_per_sample.png")
+
+    cats = [c for c in CATEGORIES if c in stats["cooccurrence"]]
+    if cats:
+        matrix = np.array([[stats["cooccurrence"][a].get(b, np.nan) if a != b else np.nan for b in cats] for a in cats])
+        fig, ax = plt.subplots(figsize=(6.4, 5.4))
+        image = ax.imshow(matrix * 100, vmin=0, vmax=100, cmap="Blues")
+        ax.set_xticks(range(len(cats)), cats, rotation=60, ha="right", fontsize=8)
+        ax.set_yticks(range(len(cats)), cats, fontsize=8)
+        ax.set_title("category co-occurrence P(column | row), %")
+        fig.colorbar(image, ax=ax)
+        save(fig, "cooccurrence.png")
+
+    rates = stats["failure_rate_by_category"]
+    if rates:
+        fig, ax = plt.subplots(figsize=(5.6, 3.4))
+        ax.barh(list(rates), [100 * v for v in rates.values()], color="#dd8452")
+        ax.set(title="target-model failure rate by category", xlabel="% of constraint instances failed")
+        save(fig, "failure_by_category.png")
+
+    growth = stats["registry_growth"]
+    if growth:
+        fig, ax = plt.subplots(figsize=(5, 3.4))
+        ax.plot([g["round"] for g in growth], [g["registry"] for g in growth], marker="o")
+        ax.set(title="registry size per round", xlabel="round", ylabel="constraint types")
+        save(fig, "registry_growth.png")
+
+    attempts = stats["recovery_attempts"]
+    fig, ax = plt.subplots(figsize=(5, 3.4))
+    ax.bar([int(k) for k in attempts], list(attempts.values()), color="#55a868")
+    ax.set(title="recovery attempts per accepted sample", xlabel="attempts", ylabel="samples")
+    save(fig, "recovery_attempts.png")
+
+    levels = stats["difficulty"]["levels"]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(7.5, 3.2))
+    left.bar(list(levels), list(levels.values()), color=["#55a868", "#ccb974", "#c44e52"])
+    left.set(title="difficulty levels", ylabel="samples")
+    right.hist(stats["difficulty"]["values"], bins=10, range=(0, 1), color="#8172b2")
+    right.set(title="failed-constraint share", xlabel="difficulty")
+    save(fig, "difficulty.png")
+    return names
+
+
+PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>{title}</title><style>
+body{{font-family:sans-serif;margin:1em}} .plots img{{max-width:48%;margin:4px}} .sample{{display:flex;gap:1em;
+border-top:1px solid #ccc;padding:.6em 0}} .sample img{{max-width:360px}} pre{{white-space:pre-wrap;max-width:70em}}
+.ok{{color:#2a7}} .no{{color:#c33}}</style></head><body><h1>{title}</h1><p>{summary}</p>
+<div class="plots">{plots}</div><pre>{stats}</pre>{samples}</body></html>"""
+
+
+def report_instruct(folder: str | Path, out: str | Path | None = None, limit: int = 200) -> Path:
+    """The report page of a synthesis run: the statistics' plots and the first ``limit``
+    samples with their instruction, reference response and verdicts."""
+    folder = Path(folder)
+    out = Path(out) if out is not None else folder / "report"
+    stats = statistics(folder)
+    plots = plot_statistics(stats, out)
+    (out / "images").mkdir(parents=True, exist_ok=True)
+    (out / "statistics.json").write_text(json.dumps(stats, indent=1, sort_keys=True), encoding="utf-8")
+    cards = []
+    for k, row in enumerate(iter_samples(folder)):
+        if k >= limit:
+            break
+        image = f"images/{row['id']}.png"
+        (out / image).write_bytes(bytes(row["images"][0]["bytes"]))
+        verdicts = "".join(
+            f'<li class="{"ok" if v["pass"] else "no"}">{html.escape(v["id"])}: {html.escape(str(v["expected"]))}'
+            f' &mdash; {html.escape(str(v["actual"]))}</li>' for v in json.loads(row["verdicts"]))
+        cards.append(f'<div class="sample"><img src="{image}" alt="{html.escape(row["id"])}"><div>'
+                     f'<b>{html.escape(row["id"])}</b> &middot; {html.escape(row["level"])} (difficulty '
+                     f'{row["difficulty"]:.2f}, {row["attempts"]} recovery attempts)<pre>{html.escape(row["instruction"])}'
+                     f'</pre><details><summary>reference response</summary><pre>{html.escape(row["response"])}</pre>'
+                     f'</details><ul>{verdicts}</ul></div></div>')
+    distance = stats["mean_pairwise_cosine_distance"]
+    summary = (f"{stats['samples']} samples; {stats['constraints_per_sample']['mean']:.2f} constraints per sample; "
+               f"mean pairwise cosine distance {'n/a' if distance is None else f'{distance:.3f}'}; levels "
+               f"{stats['difficulty']['levels']}")
+    shown = {k: v for k, v in stats.items() if k not in ("difficulty", "cooccurrence")}
+    page = PAGE.format(title=html.escape(f"vicogym synthesis report: {folder.name}"), summary=html.escape(summary),
+                       plots="".join(f'<img src="{p}" alt="{p}">' for p in plots),
+                       stats=html.escape(json.dumps(shown, indent=1)), samples="\n".join(cards))
+    (out / "index.html").write_text(page, encoding="utf-8")
+    return out / "index.html"
+
+
+def export_instruct(run: str | Path, out: str | Path, name: str = "vicogym_instruct") -> dict[str, Any]:
+    """SFT data for LlamaFactory (multimodal ShareGPT): the instruction with its image and
+    the verified reference response, plus the ``dataset_info.json`` entry."""
+    from vicogym.export import write_dataset_info
+    from vicogym.exporters import IMAGE_TOKEN
+
+    out = Path(out)
+    (out / "images").mkdir(parents=True, exist_ok=True)
+    records = []
+    for row in iter_samples(run):
+        file = f"images/{row['id']}.png"
+        (out / file).write_bytes(bytes(row["images"][0]["bytes"]))
+        records.append({"messages": [{"role": "user", "content": IMAGE_TOKEN + row["instruction"]},
+                                     {"role": "assistant", "content": row["response"]}], "images": [file]})
+    if not records:
+        raise RunError(f"{run} holds no samples yet; let `vicogym synthesize` finish a round")
+    (out / SFT_FILE).write_text(json.dumps(records, ensure_ascii=False, indent=1), encoding="utf-8")
+    write_dataset_info(out, {name: SFT_FILE})
+    return {"records": len(records)}
+
+
+def verify_instruct(folder: str | Path, images: bool = True) -> tuple[int, list[tuple[str, str]]]:
+    """Every committed row re-checked: the shard is the one the memory committed, the
+    reference response passes every code-verified constraint, each grounded constraint's
+    parameters follow from the stored facts, the facts (and, with ``images``, the pixels)
+    follow from the stored structure, and the verl columns agree with the row. Returns
+    the rows read and the problems found (where, why)."""
+    from vicogym.judge import verify_sample
+    from vicogym.programs.instruct import REGISTRY
+    from vicogym.shards import file_sha256
+
+    folder = Path(folder)
+    memory = _memory(folder)
+    try:
+        rounds = memory.rounds()
+        from vicogym.judge import SimulatedJudge
+        from vicogym.synthesis import load_discovered
+
+        load_discovered(memory.discovered(), SimulatedJudge())
+    finally:
+        memory.close()
+    problems: list[tuple[str, str]] = []
+    for entry in rounds:
+        if entry["shard"] and (folder / entry["shard"]).is_file() and file_sha256(folder / entry["shard"]) != entry["sha256"]:
+            problems.append((entry["shard"], "its SHA-256 differs from the one the memory committed"))
+    arms: dict[str, Any] = {}
+    rows = 0
+    try:
+        for row in iter_samples(folder):
+            rows += 1
+            where = row["id"]
+            constraints = json.loads(row["constraints"])
+            facts = json.loads(row["facts"])
+            unknown = [c["id"] for c in constraints if c["id"] not in REGISTRY]
+            if unknown:
+                problems.append((where, f"constraint types {unknown} are not in the registry"))
+                continue
+            code = [c for c in constraints if REGISTRY[c["id"]].track == "code"]
+            for verdict in verify_sample(row["response"], [{"id": c["id"], "params": c["params"]} for c in code]):
+                if not verdict["pass"]:
+                    problems.append((where, f"the reference response fails {verdict['id']}: expected "
+                                            f"{verdict['expected']}, got {verdict['actual']}"))
+            for c in constraints:
+                contract = REGISTRY[c["id"]]
+                if contract.check_ground is not None:
+                    why = contract.check_ground(facts, c["params"])
+                    if why:
+                        problems.append((where, f"{c['id']} does not follow from the image's facts: {why}"))
+            if json.loads(row["reward_model"]["ground_truth"]).get("constraints") != constraints:
+                problems.append((where, "reward_model.ground_truth differs from the constraints"))
+            if row["extra_info"]["answer"] != row["response"] or row["extra_info"]["question"] != row["instruction"]:
+                problems.append((where, "extra_info differs from the row's instruction and response"))
+            problems.extend((where, why) for why in _check_source(row, facts, arms, images))
+    finally:
+        for arm in arms.values():
+            arm.close()
+    return rows, problems
+
+
+def _check_source(row: dict[str, Any], facts: dict[str, Any], arms: dict[str, Any], images: bool) -> list[str]:
+    """The stored facts (and pixels) against the stored structure, rendered again."""
+    from vicogym.arm import payload_dict
+    from vicogym.images import decode_png, same_image
+    from vicogym.registry import make_arm
+    import vicogym.sources.instruct as facts_of
+
+    source = json.loads(row["image_source"])
+    env_id = source.get("env_id")
+    if env_id is None:
+        return []
+    if env_id not in arms:
+        arms[env_id] = make_arm(env_id)
+    arm = arms[env_id]
+    try:
+        structure = arm.decode(source["structure"], payload_dict(row.get("payloads")))
+        render = arm.render_seeded(structure)
+    except Exception as exc:  # a renderer this machine lacks, or a damaged structure
+        return [f"its structure cannot be rendered again here ({type(exc).__name__}: {exc})"]
+    again = {"source": arm.name, **getattr(facts_of, f"{arm.name}_facts")(structure, render.facts)}
+    problems = []
+    if json.loads(json.dumps(again)) != facts:
+        problems.append("its stored facts differ from the facts of its structure")
+    if images and not same_image(render.image, decode_png(bytes(row["images"][0]["bytes"])), arm.pixel_tolerance):
+        problems.append("its image differs from its structure rendered again")
+    return problems

@@ -1,0 +1,626 @@
+"""``vicogym synthesize``: self-evolving synthesis of instruction-following samples (VISA).
+
+Each round, for each image it draws:
+
+1. **Perception** (once per image): the image's facts come from its structure (a chart's
+   table, a CLEVR scene, a natural image's targets) or, for an image without one, from a
+   perceiver model; types whose needs the facts lack, or that the facts cannot ground,
+   are pruned. With probability ``discover`` a proposer model suggests a new type, which
+   enters the registry only once its verifier passes in the sandbox.
+2. **Planning**: ``k`` candidate constraint sets, each sampled with weights from memory
+   (types accepted often weigh less, types the target model fails weigh more), kept
+   mutually consistent (exclusive groups, overlapping bounds on one quantity, and a
+   witness response built by the types' own edits that passes every code verifier), and
+   composed into an instruction; the candidate farthest from its nearest neighbour in
+   the pool of accepted instruction embeddings is kept.
+3. **Execution**: the writer model answers the instruction.
+4. **Reflection**: every constraint is verified (code verifiers; one batched judge call
+   for judge-track ones); the diagnostics choose a recovery -- a local edit of the
+   response, a rewrite of the instruction, or dropping the constraint that keeps failing
+   -- for at most ``max_attempts`` attempts, stopping early when the score stops
+   improving. A sample is accepted only when its response satisfies every constraint.
+5. **Difficulty probing**: the target model answers ``probes`` times; difficulty is the
+   share of constraints it fails, graded easy / medium / hard, with the failure profile
+   per constraint.
+6. **Memory update**: the round's samples go to a Parquet shard, then everything the
+   round learnt is committed to SQLite in one transaction (:mod:`vicogym.memory`).
+
+A round depends only on the run's seed, its number and the memory before it, so a killed
+run resumes at the first uncommitted round and produces the same data.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+import vicogym
+import vicogym.editors.instruct as writers
+from vicogym.errors import GenerationError, RunError
+from vicogym.images import encode_png
+from vicogym.programs.instruct import REGISTRY, pass_rate
+
+ENV_ID = "vicogym/Instruct-v0"
+MEMORY_FILE = "memory.sqlite"
+IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".webp", ".bmp")
+#: settings that change how a run runs, not what it makes
+RUNTIME = ("out", "n", "concurrency", "progress")
+RECOVERIES = ("response_edit", "instruction_rewrite", "simplify")
+
+
+@dataclass(frozen=True)
+class SynthesizeConfig:
+    """Settings of a synthesis run. Models: ``simulated`` stand-ins by default, or
+    ``openai:MODEL@URL`` (see :func:`vicogym.synthesis_models.make_model`)."""
+
+    out: str = "runs/instruct"
+    n: int = 64
+    seed: int = 0
+    #: image sources: vicogym environment ids (their structures give the facts) or folders of images
+    images: tuple[str, ...] = ("vicogym/Chart-v0", "vicogym/Natural-v0")
+    #: settings for each image environment, by id (e.g. a smaller chart size)
+    image_settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    per_round: int = 16
+    max_rounds: int = 1000
+    candidates: int = 4
+    min_constraints: int = 2
+    max_constraints: int = 7
+    max_attempts: int = 3
+    probes: int = 4
+    levels: tuple[float, float] = (0.15, 0.4)
+    coverage_weight: float = 1.0
+    failure_weight: float = 3.0
+    discover: float = 0.0
+    writer: Any = "simulated"
+    target: Any = "simulated"
+    judge: Any = "simulated"
+    composer: Any = "template"
+    embedder: Any = "hashing"
+    perceiver: Any = "simulated"
+    proposer: Any = "simulated"
+    concurrency: int = 1
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        for name, low in (("n", 1), ("per_round", 1), ("max_rounds", 1), ("candidates", 1), ("min_constraints", 1),
+                          ("max_constraints", 1), ("max_attempts", 1), ("probes", 1), ("concurrency", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"expected {name} to be an integer >= {low}, got {value!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"expected seed to be an integer >= 0, got {self.seed!r}")
+        if self.min_constraints > self.max_constraints:
+            raise ValueError(f"expected min_constraints <= max_constraints, got {self.min_constraints} > "
+                             f"{self.max_constraints}")
+        images = (self.images,) if isinstance(self.images, str) else tuple(self.images)
+        if not images or not all(isinstance(i, str) and i for i in images):
+            raise ValueError(f"expected images as environment ids or image folders, got {self.images!r}")
+        object.__setattr__(self, "images", images)
+        levels = tuple(self.levels)
+        if len(levels) != 2 or not 0 <= levels[0] <= levels[1] <= 1:
+            raise ValueError(f"expected levels as two thresholds 0 <= easy <= medium <= 1, got {self.levels!r}")
+        object.__setattr__(self, "levels", levels)
+        for name in ("discover", "coverage_weight", "failure_weight"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"expected {name} as a number >= 0, got {value!r}")
+        if self.discover > 1:
+            raise ValueError(f"expected discover as a probability in [0, 1], got {self.discover!r}")
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> "SynthesizeConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            import difflib
+
+            close = difflib.get_close_matches(unknown[0], sorted(known), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ValueError(f"synthesize has no setting {unknown[0]!r}{hint}")
+        return cls(**data)
+
+    def identity(self) -> dict[str, Any]:
+        """What the data depends on (the memory refuses a resume that changes it)."""
+        data = {k: v for k, v in asdict(self).items() if k not in RUNTIME}
+        return json.loads(json.dumps(data, sort_keys=True, default=list))
+
+
+# -- images and perception ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Picture:
+    """An image with what is known of it."""
+
+    image: np.ndarray
+    facts: dict[str, Any]
+    source: dict[str, Any]
+    payloads: Mapping[str, bytes] = field(default_factory=dict)
+
+
+class ImageSource:
+    """Draws pictures from vicogym environments (with their structures' facts) and from
+    folders of image files (facts from the perceiver)."""
+
+    def __init__(self, config: SynthesizeConfig, perceiver: Any):
+        self.config, self.perceiver = config, perceiver
+        self.arms: dict[str, Any] = {}
+        self.files: dict[str, list[Path]] = {}
+        for spec in config.images:
+            if spec.startswith("vicogym/"):
+                from vicogym.registry import make_arm
+
+                arm = make_arm(spec, dict(config.image_settings.get(spec, {})))
+                arm.open()
+                self.arms[spec] = arm
+            else:
+                folder = Path(spec)
+                if not folder.is_dir():
+                    raise ValueError(f"expected each image source to be a vicogym environment id or a folder of "
+                                     f"images, got {spec!r} (not a folder)")
+                found = sorted(p for p in folder.rglob("*") if p.suffix.lower() in IMAGE_EXTENSIONS)
+                if not found:
+                    raise ValueError(f"image folder {spec} holds no {'/'.join(IMAGE_EXTENSIONS)} files")
+                self.files[spec] = found
+
+    def draw(self, rng: np.random.Generator) -> Picture:
+        spec = self.config.images[int(rng.integers(len(self.config.images)))]
+        if spec in self.arms:
+            return self._from_arm(spec, rng)
+        return self._from_file(spec, rng)
+
+    def _from_arm(self, env_id: str, rng: np.random.Generator) -> Picture:
+        import vicogym.sources.instruct as facts_of
+
+        arm = self.arms[env_id]
+        seed = arm.draw_seed(rng, {})
+        render = arm.render_seeded(seed.structure)
+        facts = {"source": arm.name, **getattr(facts_of, f"{arm.name}_facts")(seed.structure, render.facts)}
+        text, payloads = arm.encode(seed.structure)
+        return Picture(render.image, facts, {"env_id": env_id, "source_id": seed.source_id, "structure": text}, payloads)
+
+    def _from_file(self, folder: str, rng: np.random.Generator) -> Picture:
+        import cv2
+
+        files = self.files[folder]
+        path = files[int(rng.integers(len(files)))]
+        data = cv2.imread(str(path), cv2.IMREAD_COLOR)
+        if data is None:
+            raise ValueError(f"{path} is not a readable image; remove it from {folder}")
+        image = cv2.cvtColor(data, cv2.COLOR_BGR2RGB)
+        facts = {"source": "model", **self.perceiver.perceive(image, rng)}
+        return Picture(image, facts, {"env_id": None, "source_id": str(path.relative_to(folder)), "structure": None})
+
+    def close(self) -> None:
+        for arm in self.arms.values():
+            arm.close()
+
+
+def supported_types(facts: Mapping[str, Any], discovered: Sequence[str] = ()) -> list[str]:
+    """Perception's pruning: the seed types, and the ``discovered`` ones of this run, whose
+    needs the facts meet (a type another run discovered in this process is not this
+    run's to ask)."""
+    present = {kind for kind in ("objects", "rows", "texts") if facts.get(kind)}
+    return sorted(t for t, c in REGISTRY.items()
+                  if (c.origin == "seed" or t in discovered) and set(c.needs) <= present)
+
+
+# -- planning --------------------------------------------------------------------------------------
+def type_weights(types: Sequence[str], coverage: Mapping[str, int], failures: Mapping[str, tuple[int, int]],
+                 coverage_weight: float, failure_weight: float) -> np.ndarray:
+    """Planning weights: ``(1 + mean coverage) / (1 + coverage)`` to the power
+    ``coverage_weight`` (under-used types up), times ``1 + failure_weight * f`` with ``f``
+    the target model's failure rate on the type (Beta(1, 1) prior: unprobed types at 0.5
+    count as uncertain, not as easy)."""
+    counts = np.array([coverage.get(t, 0) for t in types], dtype=float)
+    mean = counts.mean() if len(counts) else 0.0
+    weights = ((1 + mean) / (1 + counts)) ** coverage_weight
+    rates = np.array([(failures.get(t, (0, 0))[1] + 1) / (failures.get(t, (0, 0))[0] + 2) for t in types])
+    return weights * (1 + failure_weight * rates)
+
+
+def conflicts(chosen: Sequence[Mapping[str, Any]], spec: Mapping[str, Any]) -> str | None:
+    """Why ``spec`` cannot join ``chosen``: a type twice, a shared exclusive group, or
+    disjoint bounds on one quantity; ``None`` when it can."""
+    new = REGISTRY[spec["id"]]
+    low_high = new.bounds(spec.get("params") or {})
+    for other in chosen:
+        contract = REGISTRY[other["id"]]
+        if contract.id == new.id:
+            return f"{new.id} twice"
+        shared = set(contract.exclusive) & set(new.exclusive)
+        if shared:
+            return f"{contract.id} and {new.id} are both {sorted(shared)[0]}"
+        if low_high and contract.measure == new.measure:
+            bounds = contract.bounds(other.get("params") or {})
+            if bounds and max(bounds[0], low_high[0]) > min(bounds[1], low_high[1]):
+                return f"{contract.id} and {new.id} bound {new.measure} to disjoint ranges"
+    return None
+
+
+def witness(constraints: Sequence[Mapping[str, Any]], base: str, rng: np.random.Generator,
+            passes: int = 4) -> str | None:
+    """A response that satisfies every code-verified constraint, built by applying the
+    types' satisfying edits in turn (up to ``passes`` sweeps): the proof that a set is
+    jointly satisfiable. ``None`` when the edits do not converge."""
+    code = [c for c in constraints if REGISTRY[c["id"]].track == "code" and c["id"] in writers.WRITERS]
+    response = base
+    for _ in range(passes):
+        failing = [c for c in code if not REGISTRY[c["id"]](response, **c.get("params", {})).passed]
+        if not failing:
+            return response
+        for i in rng.permutation(len(failing)):  # another order each sweep: edits that undo each other settle
+            spec = failing[int(i)]
+            response = writers.satisfy(spec["id"], response, spec.get("params", {}), rng)
+    return response if all(REGISTRY[c["id"]](response, **c.get("params", {})).passed for c in code) else None
+
+
+def draw_params(type_id: str, facts: Mapping[str, Any], rng: np.random.Generator) -> dict[str, Any] | None:
+    """Parameters for one type: grounded in the facts, drawn by the type's writer, or none
+    for a discovered type that takes none; ``None`` when the type cannot be asked here."""
+    contract = REGISTRY[type_id]
+    if contract.ground is not None:
+        return contract.ground(facts, rng)
+    writer = writers.WRITERS.get(type_id)
+    if writer is not None and writer.draw is not None:
+        return writer.draw(rng)
+    required = set(contract.params) - set(contract.optional)
+    return {} if not required else None
+
+
+def plan_set(types: Sequence[str], weights: np.ndarray, facts: Mapping[str, Any], config: SynthesizeConfig,
+             rng: np.random.Generator, base: str) -> list[dict[str, Any]]:
+    """One consistent constraint set, sized within the configured bounds as far as the
+    image allows. Types are drawn by weight and added one at a time, each only if the set
+    stays consistent and still has a witness response (so the set is satisfiable by
+    construction, not by hope)."""
+    size = int(rng.integers(config.min_constraints, config.max_constraints + 1))
+    chosen: list[dict[str, Any]] = []
+    pool, w = list(types), np.array(weights, dtype=float)
+    while len(chosen) < size and pool:
+        i = int(rng.choice(len(pool), p=w / w.sum()))
+        type_id = pool.pop(i)
+        w = np.delete(w, i)
+        params = draw_params(type_id, facts, rng)
+        if params is None:
+            continue
+        spec = {"id": type_id, "params": params}
+        if conflicts(chosen, spec) is None and witness([*chosen, spec], base, rng) is not None:
+            chosen.append(spec)
+    if len(chosen) < min(config.min_constraints, len(types)):
+        raise GenerationError(f"only {len(chosen)} mutually consistent constraints for an image with facts "
+                              f"{sorted(k for k in facts if facts[k])}; lower min_constraints")
+    return chosen
+
+
+def nearest_distance(vector: np.ndarray, pool: np.ndarray) -> float:
+    """Cosine distance to the nearest instruction in the pool (2.0 for an empty pool)."""
+    if pool.size == 0:
+        return 2.0
+    return float(1.0 - np.max(pool @ vector))
+
+
+def with_category(specs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [{"id": s["id"], "params": dict(s.get("params") or {}), "category": REGISTRY[s["id"]].category,
+             "track": REGISTRY[s["id"]].track} for s in specs]
+
+
+# -- reflection ------------------------------------------------------------------------------------
+def choose_recovery(failed: Sequence[Mapping[str, Any]], history: Sequence[Mapping[str, Any]],
+                    constraints: Sequence[Mapping[str, Any]], min_constraints: int) -> tuple[str, str]:
+    """The recovery the diagnostics call for, and the constraint it targets: a first failure
+    gets a local response edit; a constraint still failing after an edit gets its
+    instruction rewritten (stated explicitly); one that failed twice is dropped, if the
+    set keeps its minimum size (else rewritten again)."""
+    counts = Counter(v["id"] for attempt in history for v in attempt["failed"])
+    worst = max(failed, key=lambda v: (counts[v["id"]], v["id"]))
+    seen = counts[worst["id"]]
+    if seen == 0:
+        return "response_edit", worst["id"]
+    if seen >= 2 and len(constraints) > min_constraints:
+        return "simplify", worst["id"]
+    return "instruction_rewrite", worst["id"]
+
+
+class Synthesizer:
+    """The loop's models, built from a config (one per process)."""
+
+    def __init__(self, config: SynthesizeConfig):
+        from vicogym.judge import make_judge
+        from vicogym.synthesis_models import make_model
+
+        self.config = config
+        self.writer = make_model("writer", config.writer)
+        self.target = make_model("target", config.target)
+        self.composer = make_model("composer", config.composer)
+        self.embedder = make_model("embedder", config.embedder)
+        self.perceiver = make_model("perceiver", config.perceiver)
+        self.judge = make_judge(config.judge)
+        self.proposer = None
+        #: the proposals behind the discovered types this process knows (id -> record)
+        self.records: dict[str, dict[str, Any]] = {}
+        if config.discover > 0:
+            from vicogym.discovery import make_proposer
+
+            self.proposer = make_proposer(config.proposer)
+
+    def verify(self, response: str, constraints: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        from vicogym.judge import verify_sample
+
+        verdicts = verify_sample(response, [{"id": c["id"], "params": c["params"]} for c in constraints], self.judge)
+        return [{**v, "params": c["params"]} for v, c in zip(verdicts, constraints)]
+
+    # -- planning ----------------------------------------------------------------------------
+    def plan(self, picture: Picture, coverage: Mapping[str, int], failures: Mapping[str, tuple[int, int]],
+             pool: np.ndarray, rng: np.random.Generator) -> dict[str, Any]:
+        from vicogym.synthesis_models import describe
+
+        types = supported_types(picture.facts, list(self.records))
+        weights = type_weights(types, coverage, failures, self.config.coverage_weight, self.config.failure_weight)
+        base = describe(picture.facts)
+        candidates = []
+        for _ in range(self.config.candidates):
+            constraints = with_category(plan_set(types, weights, picture.facts, self.config, rng, base))
+            instruction = self.composer.compose(picture.facts, constraints, rng)
+            candidates.append((constraints, instruction))
+        vectors = self.embedder.embed([c[1] for c in candidates])
+        distances = [nearest_distance(v, pool) for v in vectors]
+        best = int(np.argmax(distances))
+        return {"constraints": candidates[best][0], "instruction": candidates[best][1], "embedding": vectors[best],
+                "distance": distances[best], "candidates": len(candidates)}
+
+    # -- execution, reflection, probing ---------------------------------------------------------
+    def execute(self, picture: Picture, plan: Mapping[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+        constraints = [dict(c) for c in plan["constraints"]]
+        instruction = plan["instruction"]
+        response = self.writer.respond(picture.image, instruction, constraints, picture.facts, rng)
+        verdicts = self.verify(response, constraints)
+        score = pass_rate(verdicts)
+        history: list[dict[str, Any]] = []
+        while score < 1.0 and len(history) < self.config.max_attempts:
+            failed = [v for v in verdicts if not v["pass"]]
+            recovery, target = choose_recovery(failed, history, constraints, self.config.min_constraints)
+            history.append({"recovery": recovery, "target": target, "score": score,
+                            "failed": [{"id": v["id"], "expected": v["expected"], "actual": v["actual"],
+                                        "detail": v["detail"]} for v in failed]})
+            if recovery == "response_edit":
+                response = self.writer.revise(picture.image, instruction, response, failed, constraints, rng)
+            else:
+                if recovery == "simplify":
+                    constraints = [c for c in constraints if c["id"] != target]
+                instruction = self.composer.compose(picture.facts, constraints, rng, explicit=(target,))
+                response = self.writer.respond(picture.image, instruction, constraints, picture.facts, rng)
+            verdicts = self.verify(response, constraints)
+            new_score = pass_rate(verdicts)
+            if new_score <= score and new_score < 1.0:
+                score = new_score
+                break  # no improvement: stop early
+            score = new_score
+        result = {"constraints": constraints, "instruction": instruction, "response": response, "verdicts": verdicts,
+                  "score": score, "attempts": len(history), "recoveries": history, "accepted": score == 1.0}
+        if result["accepted"]:
+            result.update(self.probe(picture, instruction, constraints, rng))
+        return result
+
+    def probe(self, picture: Picture, instruction: str, constraints: Sequence[Mapping[str, Any]],
+              rng: np.random.Generator) -> dict[str, Any]:
+        responses = self.target.respond(picture.image, instruction, constraints, picture.facts, self.config.probes, rng)
+        per_response = [self.verify(r, constraints) for r in responses]
+        failed_share = [1.0 - pass_rate(v) for v in per_response]
+        difficulty = float(np.mean(failed_share))
+        easy, medium = self.config.levels
+        level = "easy" if difficulty <= easy else "medium" if difficulty <= medium else "hard"
+        profile = [{"id": c["id"], "failed": sum(not v[i]["pass"] for v in per_response) / len(per_response)}
+                   for i, c in enumerate(constraints)]
+        return {"difficulty": difficulty, "level": level, "profile": profile,
+                "probe_scores": [pass_rate(v) for v in per_response]}
+
+    # -- discovery -----------------------------------------------------------------------------
+    def discover(self, picture: Picture, rng: np.random.Generator) -> tuple[dict[str, Any] | None, str | None]:
+        """A proposed type for this image: its record once admitted, else the reason it was not."""
+        from vicogym.discovery import Rejected, admit
+
+        try:  # a reply that is no proposal is rejected like a flawed proposal; a dead server stops the run
+            proposal = self.proposer.propose(picture.facts, sorted(REGISTRY), rng, image=picture.image)
+            if proposal is None:
+                return None, None
+            admit(proposal, judge=self.judge)
+        except Rejected as exc:
+            return None, exc.code
+        self.records[proposal.id] = proposal.to_dict()
+        return proposal.to_dict(), None
+
+
+def episode_rng(seed: int, round: int, position: int) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence([seed, round, position]))
+
+
+def row_schema():
+    import pyarrow as pa
+
+    from vicogym.exporters import verl_schema
+
+    return pa.schema([
+        ("id", pa.string()), ("env_id", pa.string()), ("round", pa.int64()), ("position", pa.int64()),
+        ("images", pa.list_(pa.struct([("bytes", pa.binary()), ("path", pa.string())]))),
+        ("instruction", pa.string()), ("constraints", pa.string()), ("response", pa.string()),
+        ("verdicts", pa.string()), ("attempts", pa.int64()), ("recoveries", pa.string()),
+        ("difficulty", pa.float64()), ("level", pa.string()), ("profile", pa.string()),
+        ("probe_scores", pa.list_(pa.float64())), ("facts", pa.string()), ("image_source", pa.string()),
+        ("discovered", pa.string()), ("provenance", pa.string()),
+        ("payloads", pa.list_(pa.struct([("name", pa.string()), ("data", pa.binary())]))),
+        *[verl_schema().field(i) for i in range(len(verl_schema()))],
+    ])
+
+
+PROMPT_NOTE = "<image>"
+
+
+def sample_row(config: SynthesizeConfig, round: int, position: int, picture: Picture, result: Mapping[str, Any],
+               index: int, records: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The stored row of one accepted sample (with verl's columns: the ground truth is the
+    constraint list with the proposals of any discovered types among them, so the reward
+    function needs nothing else)."""
+    row_id = f"instruct-s{config.seed}-r{round:05d}-{position:03d}"
+    constraints = result["constraints"]
+    discovered = [records[c["id"]] for c in constraints if REGISTRY[c["id"]].origin == "discovered"]
+    truth = json.dumps({"constraints": constraints, "discovered": discovered}, sort_keys=True, ensure_ascii=False)
+    from vicogym.arm import payload_list
+
+    return {
+        "id": row_id, "env_id": ENV_ID, "round": round, "position": position,
+        "images": [{"bytes": encode_png(picture.image), "path": f"{row_id}.png"}],
+        "instruction": result["instruction"],
+        "constraints": json.dumps(constraints, sort_keys=True, ensure_ascii=False),
+        "response": result["response"],
+        "verdicts": json.dumps(result["verdicts"], sort_keys=True, ensure_ascii=False),
+        "attempts": result["attempts"],
+        "recoveries": json.dumps(result["recoveries"], sort_keys=True, ensure_ascii=False),
+        "difficulty": result["difficulty"], "level": result["level"],
+        "profile": json.dumps(result["profile"], sort_keys=True),
+        "probe_scores": list(result["probe_scores"]),
+        "facts": json.dumps(picture.facts, sort_keys=True, ensure_ascii=False),
+        "image_source": json.dumps(picture.source, sort_keys=True, ensure_ascii=False),
+        "discovered": json.dumps(discovered, sort_keys=True),
+        "payloads": payload_list(picture.payloads),
+        "provenance": json.dumps({"seed": config.seed, "round": round, "position": position,
+                                  "package_version": vicogym.__version__, "env_id": ENV_ID}, sort_keys=True),
+        "data_source": ENV_ID,
+        "prompt": [{"role": "user", "content": PROMPT_NOTE + result["instruction"]}],
+        "ability": "instruction_following",
+        "reward_model": {"style": "rule", "ground_truth": truth},
+        "extra_info": {"id": row_id, "index": index, "split": "train", "question": result["instruction"],
+                       "answer": result["response"], "label_rule": "constraints"},
+    }
+
+
+# -- the run ---------------------------------------------------------------------------------------
+def load_discovered(records: Sequence[Mapping[str, Any]], judge: Any = None) -> dict[str, dict[str, Any]]:
+    """Admit again, in this process, the types earlier rounds discovered (their code runs
+    in the sandbox); the records by id. ``RunError`` when one no longer passes admission."""
+    from vicogym.discovery import admit_all
+
+    records = [{k: v for k, v in r.items() if k != "round"} for r in records]
+    _, rejected = admit_all(records, judge=judge)
+    if rejected:
+        raise RunError(f"a discovered type of this run no longer passes admission: {rejected[0]}")
+    return {r["id"]: dict(r) for r in records}
+
+
+def run_round(config: SynthesizeConfig, synth: Synthesizer, source: ImageSource, memory: Any, round: int,
+              first_index: int) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, tuple[int, int]],
+                                         list[dict[str, Any]], list[dict[str, Any]]]:
+    """One round from the memory as it stands: rows, statistics, probe counts, sample
+    records and discovered types (nothing written yet)."""
+    coverage, failures, pool = memory.coverage(), memory.failure_rates(), memory.embeddings()
+    stats: dict[str, Any] = {"images": config.per_round, "rejected": Counter(), "recoveries": Counter(),
+                             "attempts": Counter(), "levels": Counter(), "discovery": Counter()}
+    discovered: list[dict[str, Any]] = []
+    plans = []
+    for position in range(config.per_round):
+        rng = episode_rng(config.seed, round, position)
+        picture = source.draw(rng)
+        if synth.proposer is not None and rng.random() < config.discover:
+            record, reason = synth.discover(picture, rng)
+            if record is not None:
+                discovered.append({**record, "round": round})
+            stats["discovery"]["admitted" if record else f"rejected: {reason}"] += 1 if (record or reason) else 0
+        try:
+            plan = synth.plan(picture, coverage, failures, pool, rng)
+        except GenerationError:
+            stats["rejected"]["no consistent plan"] += 1
+            plans.append(None)
+            continue
+        pool = plan["embedding"][None, :] if pool.size == 0 else np.vstack([pool, plan["embedding"][None, :]])
+        plans.append((picture, plan, rng))
+
+    def work(item: Any) -> Any:
+        return None if item is None else synth.execute(item[0], item[1], item[2])
+
+    with ThreadPoolExecutor(config.concurrency) as pool_executor:
+        results = list(pool_executor.map(work, plans))
+    rows, records, probes = [], [], Counter()
+    probe_trials: Counter = Counter()
+    for position, (item, result) in enumerate(zip(plans, results)):
+        if item is None:
+            continue
+        for step in result["recoveries"]:
+            stats["recoveries"][step["recovery"]] += 1
+        if not result["accepted"]:
+            stats["rejected"]["constraints still failing after recovery"] += 1
+            continue
+        picture, plan, _ = item
+        stats["attempts"][str(result["attempts"])] += 1
+        stats["levels"][result["level"]] += 1
+        for entry in result["profile"]:
+            probe_trials[entry["id"]] += config.probes
+            probes[entry["id"]] += round_half(entry["failed"] * config.probes)
+        rows.append(sample_row(config, round, position, picture, result, first_index + len(rows), synth.records))
+        records.append({"id": rows[-1]["id"], "position": position, "instruction": result["instruction"],
+                        "constraints": result["constraints"],
+                        "categories": sorted({c["category"] for c in result["constraints"]}),
+                        "attempts": result["attempts"], "difficulty": result["difficulty"], "level": result["level"],
+                        "embedding": synth.embedder.embed([result["instruction"]])[0]
+                        if result["instruction"] != plan["instruction"] else plan["embedding"]})
+    stats = {k: dict(sorted(v.items())) if isinstance(v, Counter) else v for k, v in stats.items()}
+    stats.update(accepted=len(rows), registry=len(REGISTRY), discovered_types=len(discovered))
+    probe_counts = {t: (probe_trials[t], probes[t]) for t in probe_trials}
+    return rows, stats, probe_counts, records, discovered
+
+
+def round_half(x: float) -> int:
+    return int(math.floor(x + 0.5))
+
+
+def synthesize(config: SynthesizeConfig, log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run (or resume) synthesis until the memory holds at least ``config.n`` samples;
+    returns the manifest written to ``manifest.json``."""
+    from vicogym.memory import Memory
+    from vicogym.shards import RunFolder, shard_path, write_json_atomic, write_shard
+
+    synth = Synthesizer(config)  # models and image sources are checked before the folder is touched
+    source = ImageSource(config, synth.perceiver)
+    out = Path(config.out)
+    folder = RunFolder(out)
+    if out.is_dir() and any(out.iterdir()) and not (out / MEMORY_FILE).is_file():
+        raise RunError(f"{out} is not empty and holds no {MEMORY_FILE}: not a synthesize run; use a new or empty --out")
+    folder.lock()
+    memory = Memory(out / MEMORY_FILE)
+    try:
+        memory.check_identity(config.identity())
+        synth.records.update(load_discovered(memory.discovered(), synth.judge))
+        for stale in out.glob("part-*.parquet"):  # shards of rounds that were written but never committed
+            if int(stale.stem.split("-")[1]) >= memory.next_round():
+                stale.unlink()
+        done = sum(r["stats"]["accepted"] for r in memory.rounds())
+        started = time.perf_counter()
+        round = memory.next_round()
+        while done < config.n:
+            if round >= config.max_rounds:
+                raise GenerationError(f"{done} samples after {round} rounds (max_rounds); loosen the constraints "
+                                      f"or raise max_rounds")
+            rows, stats, probes, records, discovered = run_round(config, synth, source, memory, round, done)
+            entry = write_shard(out, round, rows, stats, row_schema()) if rows else None
+            memory.commit_round(round, entry and entry["name"], entry and entry["sha256"], stats, records, probes,
+                                discovered)
+            done += len(rows)
+            if log:
+                log(f"round {round}: {len(rows)} accepted of {config.per_round} images, {done}/{config.n} samples, "
+                    f"registry {len(REGISTRY)} types")
+            round += 1
+        manifest = {"env_id": ENV_ID, "identity": config.identity(), "samples": done,
+                    "rounds": memory.rounds(), "registry": len(REGISTRY),
+                    "shards": [shard_path(out, r["round"]).name for r in memory.rounds() if r["shard"]],
+                    "seconds_this_call": round_half(time.perf_counter() - started)}
+        write_json_atomic(out / "manifest.json", manifest)
+        return manifest
+    finally:
+        source.close()
+        memory.close()
+        folder.unlock()
