@@ -31,3 +31,20 @@ def chartqa() -> Path:
             pytest.fail(message)
         pytest.skip(message)
     return path
+
+
+@pytest.fixture
+def serve():
+    """Start fake OpenAI-compatible servers (``test_clients.ChatServer``) answering a script;
+    closed after the test."""
+    from test_clients import ChatServer
+
+    servers = []
+
+    def start(*script):
+        servers.append(ChatServer(script))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.close()

@@ -80,17 +80,7 @@ class ChatServer:
         self.httpd.shutdown()
 
 
-@pytest.fixture
-def serve():
-    servers = []
-
-    def start(*script):
-        servers.append(ChatServer(script))
-        return servers[-1]
-
-    yield start
-    for server in servers:
-        server.close()
+# the ``serve`` fixture (conftest.py) starts ChatServers
 
 
 IMAGE = (np.arange(24 * 32 * 3) % 251).astype(np.uint8).reshape(24, 32, 3)

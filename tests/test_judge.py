@@ -7,7 +7,6 @@ import json
 import numpy as np
 import pytest
 
-from test_clients import serve  # noqa: F401  (the fake OpenAI-compatible server fixture)
 from vicogym.errors import ModelError
 from vicogym.judge import OpenAIJudge, SimulatedJudge, check_judge_cases, fill, make_judge, parse_verdicts, verify_sample
 from vicogym.programs.instruct import REGISTRY, Case, Contract, register
