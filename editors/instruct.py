@@ -359,7 +359,8 @@ def _no_cues(id: str) -> Edit:
 
 TONES = ("calm", "tense", "cheerful", "neutral", "any")
 TOPICS = ("what the image shows", "the layout of the scene", "the most noticeable feature of the image")
-CHANGES = ("removing one object", "doubling every value", "changing the lighting")
+CHANGES = ("the most prominent element were removed", "the most prominent element were twice as large",
+           "the image were shown in black and white")
 writer("scene_mood", "Describe the mood of the image (tone: {tone}).", "What atmosphere does the image convey? "
        "Describe it ({tone}).", draw=lambda rng: {"tone": TONES[int(rng.integers(len(TONES)))]})(
     lambda r, p, rng: _append(r, f"The scene feels {p['tone'] if p['tone'] != 'any' else 'calm'}; its mood is quiet.")
@@ -369,7 +370,7 @@ writer("causal_explain", "Explain why {topic} looks the way it does, naming a ca
        draw=lambda rng: {"topic": TOPICS[int(rng.integers(len(TOPICS)))]})(
     lambda r, p, rng: _append(r, f"As for {p['topic']}, it looks this way because of how it was set up.")
 ).violator(_no_cues("causal_explain"))
-writer("hypothetical", "Describe what would change after {change}.", "Imagine {change}: what would follow?",
+writer("hypothetical", "Describe what would change if {change}.", "Imagine that {change}: what would follow?",
        draw=lambda rng: {"change": CHANGES[int(rng.integers(len(CHANGES)))]})(
     lambda r, p, rng: _append(r, f"If we imagine {p['change']}, the picture would look different.")
 ).violator(_no_cues("hypothetical"))
@@ -380,7 +381,7 @@ writer("hypothetical", "Describe what would change after {change}.", "Imagine {c
 # keeps the response's content where it can without carrying stray symbols (asterisks,
 # digits, brackets) that other rules count.
 VOCAB = ("river", "garden", "lantern", "market", "forest", "harbor", "window", "signal", "meadow", "bridge")
-FILLER = ("the", "scene", "shows", "a", "red", "cube", "beside", "two", "small", "spheres")
+FILLER = ("this", "is", "what", "the", "picture", "shows", "in", "plain", "words", "here")
 
 
 def _pick(rng: np.random.Generator, options: Any) -> Any:

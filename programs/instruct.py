@@ -1802,7 +1802,7 @@ register(Contract("hypothetical", "Consider a hypothetical change to the image a
                   {"change": TEXT}, None,
                   (Case("If the red cube were removed, only two objects would remain.", {"change": "removing an object"},
                         True), Case("There are three objects.", {"change": "removing an object"}, False)), track="judge",
-                  rubric="The response imagines {change} and states a consequence that follows from what the image shows.",
+                  rubric="The response imagines that {change} and states a consequence that follows from what the image shows.",
                   cues=("would", "were", "suppose", "imagine", "if", "could")))
 
 GROUNDED = ("attribute_describe", "size_compare", "visual_include", "visual_exclude", "spatial_relation", "object_count",

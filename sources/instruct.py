@@ -77,9 +77,11 @@ def chart_facts(structure: ChartStructure, render_facts: Any = None) -> dict[str
     return {"source": "chart", "rows": rows, "texts": list(dict.fromkeys(t for t in texts if t))}
 
 
-def clevr_facts(structure: ClevrScene, render_facts: Any = None) -> dict[str, Any]:
+def clevr_facts(structure: ClevrScene, render_facts: Any = None, unshown: Any = ()) -> dict[str, Any]:
     """The facts of a CLEVR scene (see the module notes); ``render_facts``: the renderer's
-    :class:`~vicogym.renderers.clevr.ClevrRender` (or a dict with ``visible``), optional."""
+    :class:`~vicogym.renderers.clevr.ClevrRender` (or a dict with ``visible``), optional;
+    ``unshown``: attributes the render engine cannot show (material under Workbench), left
+    out of the facts and the names so no constraint asks for them."""
     if not isinstance(structure, ClevrScene):
         raise TypeError(f"expected a CLEVR Scene, got {type(structure).__name__}")
     visible = _field(render_facts, "visible")
@@ -89,8 +91,8 @@ def clevr_facts(structure: ClevrScene, render_facts: Any = None) -> dict[str, An
     for k, (obj, (px, py, depth)) in enumerate(zip(structure.objects, structure.pixel_coords())):
         if depth <= 0 or (visible is not None and visible[k] <= 0):
             continue  # behind the camera or wholly hidden: not in the picture
-        objects.append({"name": f"{obj.size} {obj.color} {obj.material} {obj.shape}", "category": obj.shape,
-                        "color": obj.color, "size": obj.size, "material": obj.material,
+        shown = {a: getattr(obj, a) for a in ("size", "color", "material") if a not in unshown}
+        objects.append({"name": " ".join([*shown.values(), obj.shape]), "category": obj.shape, **shown,
                         "x": round(px / structure.width, 4), "y": round(py / structure.height, 4)})
     return {"source": "clevr", "objects": objects}
 

@@ -255,6 +255,7 @@ def verify_instruct(folder: str | Path, images: bool = True) -> tuple[int, list[
     memory = _memory(folder)
     try:
         rounds = memory.rounds()
+        settings = (memory.meta("identity") or {}).get("image_settings") or {}
         from vicogym.judge import SimulatedJudge
         from vicogym.synthesis import load_discovered
 
@@ -292,33 +293,35 @@ def verify_instruct(folder: str | Path, images: bool = True) -> tuple[int, list[
                 problems.append((where, "reward_model.ground_truth differs from the constraints"))
             if row["extra_info"]["answer"] != row["response"] or row["extra_info"]["question"] != row["instruction"]:
                 problems.append((where, "extra_info differs from the row's instruction and response"))
-            problems.extend((where, why) for why in _check_source(row, facts, arms, images))
+            problems.extend((where, why) for why in _check_source(row, facts, arms, images, settings))
     finally:
         for arm in arms.values():
             arm.close()
     return rows, problems
 
 
-def _check_source(row: dict[str, Any], facts: dict[str, Any], arms: dict[str, Any], images: bool) -> list[str]:
-    """The stored facts (and pixels) against the stored structure, rendered again."""
+def _check_source(row: dict[str, Any], facts: dict[str, Any], arms: dict[str, Any], images: bool,
+                  settings: dict[str, Any]) -> list[str]:
+    """The stored facts (and pixels) against the stored structure, rendered again with the
+    run's image settings."""
     from vicogym.arm import payload_dict
     from vicogym.images import decode_png, same_image
     from vicogym.registry import make_arm
-    import vicogym.sources.instruct as facts_of
+    from vicogym.synthesis import picture_facts
 
     source = json.loads(row["image_source"])
     env_id = source.get("env_id")
     if env_id is None:
         return []
     if env_id not in arms:
-        arms[env_id] = make_arm(env_id)
+        arms[env_id] = make_arm(env_id, dict(settings.get(env_id) or {}))
     arm = arms[env_id]
     try:
         structure = arm.decode(source["structure"], payload_dict(row.get("payloads")))
         render = arm.render_seeded(structure)
     except Exception as exc:  # a renderer this machine lacks, or a damaged structure
         return [f"its structure cannot be rendered again here ({type(exc).__name__}: {exc})"]
-    again = {"source": arm.name, **getattr(facts_of, f"{arm.name}_facts")(structure, render.facts)}
+    again = picture_facts(arm, structure, render)
     problems = []
     if json.loads(json.dumps(again)) != facts:
         problems.append("its stored facts differ from the facts of its structure")

@@ -44,7 +44,7 @@ import numpy as np
 
 import vicogym
 import vicogym.editors.instruct as writers
-from vicogym.errors import GenerationError, RunError
+from vicogym.errors import GenerationError, InvalidEdit, RunError
 from vicogym.images import encode_png
 from vicogym.programs.instruct import REGISTRY, pass_rate
 
@@ -70,9 +70,13 @@ class SynthesizeConfig:
     image_settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     per_round: int = 16
     max_rounds: int = 1000
+    #: image draws per picture before one passes its arm's checks
+    max_tries: int = 16
     candidates: int = 4
-    min_constraints: int = 2
-    max_constraints: int = 7
+    min_constraints: int = 3
+    max_constraints: int = 8
+    #: visually grounded constraints each set starts with, where the image supports them
+    grounded: int = 1
     max_attempts: int = 3
     probes: int = 4
     levels: tuple[float, float] = (0.15, 0.4)
@@ -90,7 +94,9 @@ class SynthesizeConfig:
     progress: bool = True
 
     def __post_init__(self) -> None:
-        for name, low in (("n", 1), ("per_round", 1), ("max_rounds", 1), ("candidates", 1), ("min_constraints", 1),
+        for name, low in (("n", 1), ("per_round", 1), ("max_rounds", 1), ("max_tries", 1), ("candidates", 1),
+                          ("min_constraints", 1),
+                          ("grounded", 0),
                           ("max_constraints", 1), ("max_attempts", 1), ("probes", 1), ("concurrency", 1)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
@@ -176,12 +182,20 @@ class ImageSource:
         return self._from_file(spec, rng)
 
     def _from_arm(self, env_id: str, rng: np.random.Generator) -> Picture:
-        import vicogym.sources.instruct as facts_of
-
+        """A seed of the arm whose render passes the arm's own answerability checks (what
+        its questions need drawn, legible and unoccluded), within ``max_tries`` draws."""
         arm = self.arms[env_id]
-        seed = arm.draw_seed(rng, {})
-        render = arm.render_seeded(seed.structure)
-        facts = {"source": arm.name, **getattr(facts_of, f"{arm.name}_facts")(seed.structure, render.facts)}
+        last: Any = None
+        for _ in range(self.config.max_tries):
+            seed = arm.draw_seed(rng, {})
+            try:
+                render = arm.render_checked(seed.structure, seed.label_rule)
+                break
+            except InvalidEdit as exc:
+                last = exc
+        else:
+            raise GenerationError(f"no image of {env_id} passed its checks in {self.config.max_tries} draws (last: {last})")
+        facts = picture_facts(arm, seed.structure, render)
         text, payloads = arm.encode(seed.structure)
         return Picture(render.image, facts, {"env_id": env_id, "source_id": seed.source_id, "structure": text}, payloads)
 
@@ -200,6 +214,16 @@ class ImageSource:
     def close(self) -> None:
         for arm in self.arms.values():
             arm.close()
+
+
+def picture_facts(arm: Any, structure: Any, render: Any) -> dict[str, Any]:
+    """The facts of an arm's rendered structure, without the attributes its render engine
+    cannot show."""
+    import vicogym.sources.instruct as facts_of
+
+    unshown = arm.config.unasked_attributes() if hasattr(arm.config, "unasked_attributes") else ()
+    extract = getattr(facts_of, f"{arm.name}_facts")
+    return {"source": arm.name, **extract(structure, render.facts, **({"unshown": unshown} if unshown else {}))}
 
 
 def supported_types(facts: Mapping[str, Any], discovered: Sequence[str] = ()) -> list[str]:
@@ -277,22 +301,31 @@ def draw_params(type_id: str, facts: Mapping[str, Any], rng: np.random.Generator
 def plan_set(types: Sequence[str], weights: np.ndarray, facts: Mapping[str, Any], config: SynthesizeConfig,
              rng: np.random.Generator, base: str) -> list[dict[str, Any]]:
     """One consistent constraint set, sized within the configured bounds as far as the
-    image allows. Types are drawn by weight and added one at a time, each only if the set
-    stays consistent and still has a witness response (so the set is satisfiable by
-    construction, not by hope)."""
+    image allows, with ``config.grounded`` visually grounded constraints first when the
+    image supports them. Types are drawn by weight and added one at a time, each only if
+    the set stays consistent and still has a witness response (so the set is satisfiable
+    by construction, not by hope)."""
     size = int(rng.integers(config.min_constraints, config.max_constraints + 1))
+    weight = dict(zip(types, np.asarray(weights, dtype=float)))
     chosen: list[dict[str, Any]] = []
-    pool, w = list(types), np.array(weights, dtype=float)
-    while len(chosen) < size and pool:
-        i = int(rng.choice(len(pool), p=w / w.sum()))
-        type_id = pool.pop(i)
-        w = np.delete(w, i)
-        params = draw_params(type_id, facts, rng)
-        if params is None:
-            continue
-        spec = {"id": type_id, "params": params}
-        if conflicts(chosen, spec) is None and witness([*chosen, spec], base, rng) is not None:
-            chosen.append(spec)
+
+    def fill(pool: list[str], target: int) -> None:
+        w = np.array([weight[t] for t in pool])
+        while len(chosen) < target and pool:
+            i = int(rng.choice(len(pool), p=w / w.sum()))
+            type_id = pool.pop(i)
+            w = np.delete(w, i)
+            params = draw_params(type_id, facts, rng)
+            if params is None:
+                continue
+            spec = {"id": type_id, "params": params}
+            if conflicts(chosen, spec) is None and witness([*chosen, spec], base, rng) is not None:
+                chosen.append(spec)
+
+    grounded = [t for t in types if REGISTRY[t].needs]
+    fill(grounded, min(config.grounded, size))
+    taken = {c["id"] for c in chosen}
+    fill([t for t in types if t not in taken], size)
     if len(chosen) < min(config.min_constraints, len(types)):
         raise GenerationError(f"only {len(chosen)} mutually consistent constraints for an image with facts "
                               f"{sorted(k for k in facts if facts[k])}; lower min_constraints")

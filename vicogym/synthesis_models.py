@@ -42,7 +42,8 @@ def describe(facts: Mapping[str, Any]) -> str:
     objects = facts.get("objects") or []
     if objects:
         names = [str(o.get("name") or o.get("category")) for o in objects[:6]]
-        parts.append(f"The image shows {len(objects)} objects, among them {', '.join(names)}.")
+        many = f"{len(objects)} objects, among them" if len(objects) > 1 else "one object:"
+        parts.append(f"The image shows {many} {', '.join(names)}.")
     rows = facts.get("rows") or []
     if rows:
         top = max(rows, key=lambda r: r["value"])
@@ -192,7 +193,10 @@ class TemplateComposer:
             text = phrase_of(spec, rng)
             if spec["id"] in explicit:
                 text = f"Important (checked exactly): {text}"
-            lines.append(CONNECTORS[int(rng.integers(len(CONNECTORS)))] + text)
+            connector = CONNECTORS[int(rng.integers(len(CONNECTORS)))]
+            if connector and text[:2].istitle():  # "Also, end with ..." (an acronym such as "AI" stays)
+                text = text[0].lower() + text[1:]
+            lines.append(connector + text)
         return "\n".join(lines)
 
 
