@@ -222,8 +222,29 @@ class OpenAIComposer(_ChatClient):
     temperature: float = 0.9
 
     def compose(self, facts, constraints, rng, explicit=()) -> str:
+        """The model's instruction when it keeps every parameter value of the constraints
+        (numbers, words, quoted text); the template draft otherwise, since an instruction
+        that drops a constraint would make its verifier judge something never asked."""
         draft = TemplateComposer().compose(facts, constraints, rng, explicit)
-        return self.chat(_messages(None, COMPOSE_PROMPT.format(lines=draft)), n=1, seed=_seed(rng))[0].strip()
+        text = self.chat(_messages(None, COMPOSE_PROMPT.format(lines=draft)), n=1, seed=_seed(rng))[0].strip()
+        return text if text and not missing_values(text, draft, constraints) else draft
+
+
+def missing_values(instruction: str, draft: str, constraints: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The constraints' parameter values (numbers and strings, list items included) that
+    the template ``draft`` states and ``instruction`` does not (case-insensitive; values
+    the draft leaves out, such as a grounded constraint's expected answer, must stay out)."""
+    lowered, stated = instruction.lower(), draft.lower()
+    missing = []
+    for spec in constraints:
+        for value in (spec.get("params") or {}).values():
+            for item in value if isinstance(value, (list, tuple)) else [value]:
+                if isinstance(item, bool) or not isinstance(item, (str, int, float)):
+                    continue
+                shown = f"{item:g}" if isinstance(item, float) else str(item)
+                if shown.lower() in stated and shown.lower() not in lowered:
+                    missing.append(shown)
+    return missing
 
 
 # -- embedders --------------------------------------------------------------------------------
