@@ -279,3 +279,13 @@ def test_verify_catches_a_tampered_row(run, tmp_path):
     reasons = " | ".join(why for _, why in problems)
     assert "SHA-256 differs" in reasons and "the reference response fails" in reasons
     assert any(where == rows[0]["id"] for where, _ in problems)
+
+
+def test_ray_actors_and_threads_give_the_same_samples(run, tmp_path):
+    pytest.importorskip("ray")
+    config, _ = run
+    on_ray = small(tmp_path, "ray", backend="ray", workers=2)
+    synthesize(on_ray)
+    threaded = small(tmp_path, "threads", concurrency=4)
+    synthesize(threaded)
+    assert _shard_hashes(on_ray.out) == _shard_hashes(threaded.out) == _shard_hashes(config.out)

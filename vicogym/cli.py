@@ -330,6 +330,11 @@ def synthesize(
                                            "openai:MODEL@URL"),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", help="samples executed side by side (model "
                                               "requests in flight); the output does not depend on it [1]"),
+    backend: Optional[str] = typer.Option(None, "--backend", help="local | ray: execute samples on Ray actors "
+                                          "(the output does not depend on it) [local]"),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Ray actors with --backend ray [1]"),
+    ray_address: Optional[str] = RAY_ADDRESS,
+    ray_cpus: Optional[float] = RAY_CPUS,
     settings: Optional[list[str]] = typer.Option(None, "--set", help="synthesis setting KEY=VALUE (JSON value); "
                                                  "repeatable"),
     config_file: Optional[Path] = typer.Option(None, "--config", help="TOML or JSON file of synthesis settings"),
@@ -345,7 +350,8 @@ def synthesize(
         flags = {"n": n, "out": out, "seed": seed, "images": images or None, "per_round": per_round, "probes": probes,
                  "candidates": candidates, "discover": discover, "writer": writer, "target": target, "judge": judge,
                  "composer": composer, "embedder": embedder, "perceiver": perceiver, "proposer": proposer,
-                 "concurrency": concurrency}
+                 "concurrency": concurrency, "backend": backend, "workers": workers, "ray_address": ray_address,
+                 "ray_cpus": ray_cpus}
         data.update({key: value for key, value in flags.items() if value is not None})
         config = SynthesizeConfig.from_mapping(data)
         manifest = run(config, log=lambda line: console.print(line, highlight=False))

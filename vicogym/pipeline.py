@@ -18,7 +18,6 @@ import os
 import queue
 import shutil
 import tempfile
-import threading
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
@@ -28,7 +27,7 @@ import numpy as np
 import vicogym
 from vicogym.core import canonical_json
 from vicogym.exporters import verl_fields, verl_schema
-from vicogym.processes import die_with_parent, limit_threads, reap_with_this_process
+from vicogym.processes import die_with_parent, limit_threads
 from vicogym.rewards import sweet_share
 from vicogym.registry import check_id, env_class, make_config
 from vicogym.rollout import KEEP_POLICIES, EpisodeStats, row_schema, run_episode, sample_row
@@ -347,52 +346,24 @@ class _RayBlockWorker:
 def _ray_block_results(config: GenerateConfig, first: int, last: int) -> Iterator[tuple[int, Any]]:
     """Blocks on Ray actors. While Ray starts (seconds for a local instance), this process
     runs the first blocks itself: a block's rows do not depend on where it runs."""
-    from vicogym.arm import require_module
+    from vicogym.processes import RayActors
 
-    require_module("ray", "ray", "--backend ray")
+    pool = RayActors(_RayBlockWorker, config.workers, config.threads, address=config.ray_address,
+                     cpus=config.ray_cpus, gpus=config.ray_gpus)  # names the [ray] extra when ray is missing
     import ray
 
-    started = not ray.is_initialized()
-    ready, done, failed, workers = threading.Event(), threading.Event(), [], []
-
-    def start() -> None:  # lives until the run ends: Ray ties its processes to the thread that started them
-        try:
-            if started:
-                if config.ray_address is None:  # a local instance started here ends with this process, even on kill -9
-                    reap_with_this_process()
-                ray.init(address=config.ray_address, include_dashboard=False, log_to_driver=False,
-                         configure_logging=False, runtime_env={"env_vars": {"PYTHONHASHSEED": "0"}})
-            worker_class = ray.remote(num_cpus=config.ray_cpus, num_gpus=config.ray_gpus, max_restarts=3,
-                                      max_task_retries=3)(_RayBlockWorker)
-            workers.extend(worker_class.remote(config.threads) for _ in range(config.workers))
-        except BaseException as exc:  # handed to the generator's thread
-            failed.append(exc)
-        finally:
-            ready.set()
-        done.wait()
-
-    threading.Thread(target=start, daemon=True, name="vicogym-ray-start").start()
     pending: collections.deque = collections.deque()
     block = first
     try:
         with limit_threads(config.threads):
-            while block < last and not ready.is_set():
+            while block < last and not pool.ready.is_set():
                 yield block, run_block(config, block)
                 block += 1
-        ready.wait()
-        if failed:
-            raise failed[0]
+        workers = pool.wait()
         yield from _in_order(range(block, last), lambda b: workers[(b - block) % len(workers)].run.remote(config, b),
                              ray.get, config.workers, pending)
     finally:
-        ready.wait()
-        for _, ref in pending:  # blocks run ahead that the run no longer needs
-            ray.cancel(ref)
-        for worker in workers:
-            ray.kill(worker)
-        if started and ray.is_initialized():
-            ray.shutdown()
-        done.set()
+        pool.close(ref for _, ref in pending)  # blocks run ahead that the run no longer needs
 
 
 class _Progress:

@@ -95,3 +95,60 @@ def _reap(owner: int) -> None:
                     os.kill(int(entry), signal.SIGKILL)
             except (OSError, ProcessLookupError):
                 continue
+
+
+class RayActors:
+    """``count`` Ray actors of ``cls`` (built with ``args``), started on a thread of their
+    own: Ray ties the processes it starts to the thread that called ``ray.init``, so the
+    thread lives until :meth:`close`. A local instance (``address=None``) is reaped with
+    this process, ``kill -9`` included; an existing cluster (``"auto"``, ``"ray://..."``)
+    is joined and left running. :attr:`ready` is set once the actors exist (or starting
+    failed): callers may do work of their own meanwhile."""
+
+    def __init__(self, cls: type, count: int, *args: Any, address: str | None = None, cpus: float = 1.0,
+                 gpus: float = 0.0):
+        from vicogym.arm import require_module
+
+        require_module("ray", "ray", "--backend ray")
+        import ray
+
+        self.ray = ray
+        self.started = not ray.is_initialized()
+        self.ready, self._done = threading.Event(), threading.Event()
+        self.actors: list[Any] = []
+        self._failed: list[BaseException] = []
+
+        def start() -> None:
+            try:
+                if self.started:
+                    if address is None:
+                        reap_with_this_process()
+                    ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False,
+                             runtime_env={"env_vars": {"PYTHONHASHSEED": "0"}})
+                remote = ray.remote(num_cpus=cpus, num_gpus=gpus, max_restarts=3, max_task_retries=3)(cls)
+                self.actors.extend(remote.remote(*args) for _ in range(count))
+            except BaseException as exc:  # handed to the caller's thread by wait()
+                self._failed.append(exc)
+            finally:
+                self.ready.set()
+            self._done.wait()
+
+        threading.Thread(target=start, daemon=True, name="vicogym-ray-start").start()
+
+    def wait(self) -> list[Any]:
+        """The actors, once started (the start's exception, if it failed)."""
+        self.ready.wait()
+        if self._failed:
+            raise self._failed[0]
+        return self.actors
+
+    def close(self, pending: Any = ()) -> None:
+        """Cancel ``pending`` object refs, kill the actors, shut a local instance down."""
+        self.ready.wait()
+        for ref in pending:
+            self.ray.cancel(ref)
+        for actor in self.actors:
+            self.ray.kill(actor)
+        if self.started and self.ray.is_initialized():
+            self.ray.shutdown()
+        self._done.set()

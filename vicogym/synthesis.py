@@ -52,7 +52,7 @@ ENV_ID = "vicogym/Instruct-v0"
 MEMORY_FILE = "memory.sqlite"
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".webp", ".bmp")
 #: settings that change how a run runs, not what it makes
-RUNTIME = ("out", "n", "concurrency", "progress")
+RUNTIME = ("out", "n", "concurrency", "progress", "backend", "workers", "ray_address", "ray_cpus")
 RECOVERIES = ("response_edit", "instruction_rewrite", "simplify")
 
 
@@ -92,9 +92,23 @@ class SynthesizeConfig:
     proposer: Any = "simulated"
     concurrency: int = 1
     progress: bool = True
+    #: where samples are executed: ``local`` (this process, ``concurrency`` at a time) or
+    #: ``ray`` (``workers`` Ray actors, on a local instance or the cluster at ``ray_address``)
+    backend: str = "local"
+    workers: int = 1
+    ray_address: str | None = None
+    ray_cpus: float = 1.0
 
     def __post_init__(self) -> None:
+        if self.backend not in ("local", "ray"):
+            raise ValueError(f"expected backend 'local' or 'ray', got {self.backend!r}")
+        if self.ray_address is not None and not isinstance(self.ray_address, str):
+            raise ValueError(f"expected ray_address as a string such as 'auto' or 'ray://HOST:10001', got "
+                             f"{self.ray_address!r}")
+        if isinstance(self.ray_cpus, bool) or not isinstance(self.ray_cpus, (int, float)) or not self.ray_cpus >= 0:
+            raise ValueError(f"expected ray_cpus as a number >= 0, got {self.ray_cpus!r}")
         for name, low in (("n", 1), ("per_round", 1), ("max_rounds", 1), ("max_tries", 1), ("candidates", 1),
+                          ("workers", 1),
                           ("min_constraints", 1),
                           ("grounded", 0),
                           ("max_constraints", 1), ("max_attempts", 1), ("probes", 1), ("concurrency", 1)):
@@ -546,8 +560,38 @@ def load_discovered(records: Sequence[Mapping[str, Any]], judge: Any = None) -> 
     return {r["id"]: dict(r) for r in records}
 
 
+class _RaySynthWorker:
+    """A Ray actor executing samples with its own models (built once)."""
+
+    def __init__(self, config: SynthesizeConfig):
+        self.synth = Synthesizer(config)
+
+    def execute(self, records: Mapping[str, Mapping[str, Any]], picture: Picture, plan: Mapping[str, Any],
+                rng: np.random.Generator) -> dict[str, Any]:
+        missing = [r for r in records.values() if r["id"] not in self.synth.records]
+        self.synth.records.update(load_discovered(missing, self.synth.judge))
+        return self.synth.execute(picture, plan, rng)
+
+
+def execute_all(config: SynthesizeConfig, synth: Synthesizer, plans: Sequence[Any], ray_pool: Any = None) -> list[Any]:
+    """Execution, reflection and probing of a round's planned samples (``None`` for an
+    image without a plan), in order. A sample's result depends only on its plan and its
+    random stream, so threads or Ray actors give the same results as one by one."""
+    if ray_pool is not None:
+        actors = ray_pool.wait()
+        refs = [None if item is None else actors[i % len(actors)].execute.remote(synth.records, *item)
+                for i, item in enumerate(plans)]
+        return [None if ref is None else ray_pool.ray.get(ref) for ref in refs]
+
+    def work(item: Any) -> Any:
+        return None if item is None else synth.execute(item[0], item[1], item[2])
+
+    with ThreadPoolExecutor(config.concurrency) as pool:
+        return list(pool.map(work, plans))
+
+
 def run_round(config: SynthesizeConfig, synth: Synthesizer, source: ImageSource, memory: Any, round: int,
-              first_index: int) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, tuple[int, int]],
+              first_index: int, ray_pool: Any = None) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, tuple[int, int]],
                                          list[dict[str, Any]], list[dict[str, Any]]]:
     """One round from the memory as it stands: rows, statistics, probe counts, sample
     records and discovered types (nothing written yet)."""
@@ -573,11 +617,7 @@ def run_round(config: SynthesizeConfig, synth: Synthesizer, source: ImageSource,
         pool = plan["embedding"][None, :] if pool.size == 0 else np.vstack([pool, plan["embedding"][None, :]])
         plans.append((picture, plan, rng))
 
-    def work(item: Any) -> Any:
-        return None if item is None else synth.execute(item[0], item[1], item[2])
-
-    with ThreadPoolExecutor(config.concurrency) as pool_executor:
-        results = list(pool_executor.map(work, plans))
+    results = execute_all(config, synth, plans, ray_pool)
     rows, records, probes = [], [], Counter()
     probe_trials: Counter = Counter()
     for position, (item, result) in enumerate(zip(plans, results)):
@@ -625,7 +665,13 @@ def synthesize(config: SynthesizeConfig, log: Callable[[str], None] | None = Non
         raise RunError(f"{out} is not empty and holds no {MEMORY_FILE}: not a synthesize run; use a new or empty --out")
     folder.lock()
     memory = Memory(out / MEMORY_FILE)
+    ray_pool = None
     try:
+        if config.backend == "ray":
+            from vicogym.processes import RayActors
+
+            ray_pool = RayActors(_RaySynthWorker, config.workers, config, address=config.ray_address,
+                                 cpus=config.ray_cpus)
         memory.check_identity(config.identity())
         synth.records.update(load_discovered(memory.discovered(), synth.judge))
         for stale in out.glob("part-*.parquet"):  # shards of rounds that were written but never committed
@@ -638,7 +684,7 @@ def synthesize(config: SynthesizeConfig, log: Callable[[str], None] | None = Non
             if round >= config.max_rounds:
                 raise GenerationError(f"{done} samples after {round} rounds (max_rounds); loosen the constraints "
                                       f"or raise max_rounds")
-            rows, stats, probes, records, discovered = run_round(config, synth, source, memory, round, done)
+            rows, stats, probes, records, discovered = run_round(config, synth, source, memory, round, done, ray_pool)
             entry = write_shard(out, round, rows, stats, row_schema()) if rows else None
             memory.commit_round(round, entry and entry["name"], entry and entry["sha256"], stats, records, probes,
                                 discovered)
@@ -654,6 +700,8 @@ def synthesize(config: SynthesizeConfig, log: Callable[[str], None] | None = Non
         write_json_atomic(out / "manifest.json", manifest)
         return manifest
     finally:
+        if ray_pool is not None:
+            ray_pool.close()
         source.close()
         memory.close()
         folder.unlock()
