@@ -81,10 +81,23 @@ class _Pending:
 
 
 def phrase(id: str, params: Mapping[str, Any], rng: np.random.Generator) -> str:
-    """One of the type's phrasings with ``params`` filled in."""
+    """One of the type's phrasings with ``params`` filled in, read as English: "1 words"
+    becomes "1 word", "a enthusiastic" "an enthusiastic", "P.S.." "P.S."."""
     templates = WRITERS[id].phrases
     values = {k: ", ".join(map(str, v)) if isinstance(v, (list, tuple)) else v for k, v in params.items()}
-    return templates[int(rng.integers(len(templates)))].format(**values)
+    return english(templates[int(rng.integers(len(templates)))].format(**values))
+
+
+def english(text: str) -> str:
+    """The grammar fixes, outside quoted values (a keyword or a text to quote stays as it is)."""
+    parts = re.split(r"(\"[^\"]*\"|'[^']*')", text)
+    return "".join(part if i % 2 else _english(part) for i, part in enumerate(parts))
+
+
+def _english(text: str) -> str:
+    text = re.sub(r"\b(?<![.\d])1 ([a-z]+?[^s])s\b", r"1 \1", text)  # "1 paragraphs" (not "1 class", "1.5 words")
+    text = re.sub(r"\b([Aa]) (?=[aeio](?!ne\b|nce\b)[a-z])", r"\1n ", text)  # "a enthusiastic"; "a one", "a user" stay
+    return re.sub(r"(?<!\.)\.\.(?!\.)", ".", text)
 
 
 def satisfy(id: str, response: str, params: Mapping[str, Any], rng: np.random.Generator) -> str:
@@ -227,8 +240,8 @@ def _(response, p, rng):
     return _append(_drop(response, lambda s: _rules.has(s, p["group"])), f"There are some {_rules.plural(p['group'])}.")
 
 
-@writer("target_name", "Name the object near the {where} of the image that the question is about.",
-        "Which object, in the {where} part of the image, does the question concern? Name it.")
+@writer("target_name", "Name the main subject shown in the {where} part of the image.",
+        "What is the large object in the {where} of the picture? Name it.")
 def _(response, p, rng):
     return _append(response, f"It is the {p['category']}.")
 
@@ -288,7 +301,7 @@ def _extremes(sentence: str, p: Mapping[str, Any]) -> list[str]:
 
 
 @writer("chart_extreme", "Which row of the chart ({series}) has the {extreme} value? Name it in a sentence with the "
-        "word '{extreme}'.", "Name the category with the {extreme} value in the chart.")
+        "word '{extreme}'.", "Name the category with the {extreme} {series} value in the chart.")
 def _(response, p, rng):
     kept = _drop(response, lambda s: any(n != p["label"] for n in _extremes(s, p)))
     return _append(kept, f"{p['label']} has the {p['extreme']} value.")
@@ -568,7 +581,8 @@ def _without_options(text: str, options: list[str]) -> str:
     return text
 
 
-_simple("choice", "Answer with one of the following options: {options}.", "Choose one of: {options}.",
+_simple("choice", "Does the image show more than one thing? Answer with one of the following options: {options}.",
+        "Is everything in the picture easy to make out? Choose one of: {options}.",
         draw=lambda rng: {"options": list(_pick(rng, OPTIONS))},
         satisfy=lambda r, p: p["options"][0] if not r.strip() else p["options"][len(r) % len(p["options"])],
         violate=lambda r, p: "I am not sure. " + _without_options(r, p["options"]))

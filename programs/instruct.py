@@ -1401,14 +1401,32 @@ def _ground_spatial(facts: Mapping[str, Any], rng: Any) -> dict[str, Any] | None
     for i, j in itertools.permutations(range(len(objects)), 2):
         if not (_wordless(refs[i]) and _wordless(refs[j]) and _apart([refs[i], refs[j]])):
             continue
-        dx, dy = float(objects[i]["x"]) - float(objects[j]["x"]), float(objects[i]["y"]) - float(objects[j]["y"])
-        if abs(dx) >= SPATIAL_MARGIN:
-            options.append({"first": refs[i], "second": refs[j], "relation": "left" if dx < 0 else "right",
-                            "choices": "left or right"})
-        if abs(dy) >= SPATIAL_MARGIN:  # y runs down the image
-            options.append({"first": refs[i], "second": refs[j], "relation": "above" if dy < 0 else "below",
-                            "choices": "above or below"})
+        for horizontal in (True, False) if facts.get("source") != "clevr" else (True,):
+            relation = spatial_relation_of(objects[i], objects[j], horizontal)
+            if relation is not None:
+                options.append({"first": refs[i], "second": refs[j], "relation": relation,
+                                "choices": "left or right" if horizontal else "above or below"})
     return _pick(rng, options) if options else None
+
+
+def spatial_relation_of(a: Mapping[str, Any], b: Mapping[str, Any], horizontal: bool) -> str | None:
+    """Where ``a`` is relative to ``b`` along one image axis, or ``None`` when a reader
+    could not say: centres closer than ``SPATIAL_MARGIN``, or (where the facts have boxes)
+    boxes that overlap along the axis -- a hat on a head, a spoon on a saucer. Above and
+    below are image directions; on a CLEVR table they would mean behind and in front, so
+    CLEVR facts are asked only left and right."""
+    axis = "x" if horizontal else "y"
+    d = float(a[axis]) - float(b[axis])
+    if abs(d) < SPATIAL_MARGIN:
+        return None
+    if "box" in a and "box" in b:
+        lo, hi = (0, 2) if horizontal else (1, 3)
+        first, second = (a, b) if d < 0 else (b, a)
+        if first["box"][hi] > second["box"][lo]:  # they overlap along the axis
+            return None
+    if horizontal:
+        return "left" if d < 0 else "right"
+    return "above" if d < 0 else "below"  # y runs down the image
 
 
 def _check_spatial(facts: Mapping[str, Any], params: Mapping[str, Any]) -> str | None:
@@ -1417,10 +1435,11 @@ def _check_spatial(facts: Mapping[str, Any], params: Mapping[str, Any]) -> str |
         return pair
     a, b = pair
     horizontal = params["relation"] in ("left", "right")
-    d = float(a["x"]) - float(b["x"]) if horizontal else float(a["y"]) - float(b["y"])
-    want = ("left" if d < 0 else "right") if horizontal else ("above" if d < 0 else "below")
-    if abs(d) < SPATIAL_MARGIN:
-        return f"expected centres at least {SPATIAL_MARGIN} apart, got {abs(d):.3f}"
+    if not horizontal and facts.get("source") == "clevr":
+        return "above and below are not asked of CLEVR scenes (on the table they mean behind and in front)"
+    want = spatial_relation_of(a, b, horizontal)
+    if want is None:
+        return f"expected {params['first']!r} and {params['second']!r} apart along the axis, got them overlapping"
     if params["choices"] != ("left or right" if horizontal else "above or below"):
         return f"expected choices matching {params['relation']!r}, got {params['choices']!r}"
     return None if want == params["relation"] else f"expected relation {want!r}, got {params['relation']!r}"
@@ -1543,8 +1562,18 @@ def _object_describe(response: str, group: str, attribute: str, values: list[str
     return Verdict(not missing and not extra, f"the {plural(group)}' {attribute}s {values}", actual)
 
 
+#: the share of the image a protected target's box must cover to be the subject a reader
+#: names for its part of the picture (an eye in a face is not what "the centre" shows)
+SUBJECT_AREA = 0.15
+
+
+def _subjects(facts: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [o for o in _objects(facts) if o.get("protected") and "box" in o
+            and (o["box"][2] - o["box"][0]) * (o["box"][3] - o["box"][1]) >= SUBJECT_AREA]
+
+
 def _ground_target(facts: Mapping[str, Any], rng: Any) -> dict[str, Any] | None:
-    targets = [o for o in _objects(facts) if o.get("protected")]
+    targets = _subjects(facts)
     cells = [position(float(o["x"]), float(o["y"])) for o in targets]
     options = [{"category": o["category"], "where": cell} for o, cell in zip(targets, cells) if cells.count(cell) == 1]
     return _pick(rng, options) if options else None
@@ -1556,7 +1585,7 @@ def position(x: float, y: float) -> str:
 
 
 def _check_target(facts: Mapping[str, Any], params: Mapping[str, Any]) -> str | None:
-    targets = [o for o in _objects(facts) if o.get("protected")]
+    targets = _subjects(facts)
     cells = [position(float(o["x"]), float(o["y"])) for o in targets]
     hits = [o for o, cell in zip(targets, cells) if cell == params["where"]]
     if len(hits) != 1:
@@ -1565,7 +1594,8 @@ def _check_target(facts: Mapping[str, Any], params: Mapping[str, Any]) -> str | 
         f"expected category {hits[0]['category']!r}, got {params['category']!r}"
 
 
-@_contract("target_name", "Name the protected target the question is about (its category, whole words, any case).",
+@_contract("target_name", "Name the main subject in a given part of the image: a protected target covering at least "
+           "15% of it (its category, whole words, any case).",
            "object_grounded", {"category": TEXT, "where": {"type": "string", "enum": list(POSITIONS)}},
            [("It is the helmet.", {"category": "helmet", "where": "top left"}, True),
             ("It is a hat.", {"category": "helmet", "where": "top left"}, False)],
@@ -1683,9 +1713,9 @@ def _ground_extreme(facts: Mapping[str, Any], rng: Any) -> dict[str, Any] | None
         if len(rows) < 2 or any(has(w, label) or has(label, w) for label in labels for ws in RELATION_WORDS.values()
                                 for w in ws):
             continue
-        for extreme, target in (("largest", values[-1]), ("smallest", values[0])):
+        for extreme, target, runner_up in (("largest", values[-1], values[-2]), ("smallest", values[0], values[1])):
             hits = [str(r["label"]) for r in rows if float(r["value"]) == target]
-            if len(hits) == 1:
+            if len(hits) == 1 and readably_apart(rows, target, runner_up):
                 options.append({"series": series, "extreme": extreme, "label": hits[0], "labels": labels})
     return _pick(rng, options) if options else None
 
@@ -1728,11 +1758,18 @@ def _chart_extreme(response: str, series: str, extreme: str, label: str, labels:
     return Verdict(ok, f"the {extreme}: {label}", ", ".join(named) or "none named")
 
 
+def readably_apart(rows: list[Mapping[str, Any]], a: float, b: float) -> bool:
+    """Whether a reader of the chart can tell ``a`` from ``b``: they differ by more than
+    twice the rows' reading tolerance (a fifth of a tick step without data labels)."""
+    tolerance = max((float(r.get("tolerance", 0.0)) for r in rows), default=0.0)
+    return abs(a - b) > 2 * tolerance
+
+
 def _ground_order(facts: Mapping[str, Any], rng: Any) -> dict[str, Any] | None:
     options = []
     for series, rows in _series_rows(facts).items():
-        values = [float(r["value"]) for r in rows]
-        if 2 <= len(rows) <= 8 and len(set(values)) == len(values):
+        values = sorted(float(r["value"]) for r in rows)
+        if 2 <= len(rows) <= 8 and all(readably_apart(rows, a, b) for a, b in zip(values, values[1:])):
             options.append({"series": series, "labels": [str(r["label"]) for r in sorted(rows, key=lambda r: -float(r["value"]))]})
     return _pick(rng, options) if options else None
 

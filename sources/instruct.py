@@ -92,8 +92,13 @@ def clevr_facts(structure: ClevrScene, render_facts: Any = None, unshown: Any = 
         if depth <= 0 or (visible is not None and visible[k] <= 0):
             continue  # behind the camera or wholly hidden: not in the picture
         shown = {a: getattr(obj, a) for a in ("size", "color", "material") if a not in unshown}
+        box = _field(render_facts, "boxes")
+        drawn = box[k] if box is not None else None
         objects.append({"name": " ".join([*shown.values(), obj.shape]), "category": obj.shape, **shown,
-                        "x": round(px / structure.width, 4), "y": round(py / structure.height, 4)})
+                        "x": round(px / structure.width, 4), "y": round(py / structure.height, 4),
+                        **({"box": [round(drawn[0] / structure.width, 4), round(drawn[1] / structure.height, 4),
+                                    round(drawn[2] / structure.width, 4), round(drawn[3] / structure.height, 4)]}
+                           if drawn is not None else {})})
     return {"source": "clevr", "objects": objects}
 
 
@@ -119,11 +124,15 @@ def natural_facts(structure: NaturalScene, render_facts: Any = None) -> dict[str
         raise TypeError(f"expected a natural-image Scene, got {type(structure).__name__}")
     width, height, dx, dy = natural_frame(structure)
     objects = []
+    def fraction(v: float, size: int) -> float:
+        return round(min(1.0, max(0.0, v / size)), 4)
+
     for target in structure.record.targets:
         x0, y0, x1, y1 = target.bounds()
         objects.append({"name": target.label, "category": target.label, "protected": True,
-                        "x": round(min(1.0, max(0.0, ((x0 + x1) / 2 + dx) / width)), 4),
-                        "y": round(min(1.0, max(0.0, ((y0 + y1) / 2 + dy) / height)), 4)})
+                        "x": fraction((x0 + x1) / 2 + dx, width), "y": fraction((y0 + y1) / 2 + dy, height),
+                        "box": [fraction(x0 + dx, width), fraction(y0 + dy, height), fraction(x1 + dx, width),
+                                fraction(y1 + dy, height)]})
     return {"source": "natural", "objects": objects}
 
 

@@ -172,3 +172,50 @@ def test_every_new_type_has_a_writer_and_the_grounded_ones_need_facts():
     assert {REGISTRY[i].category for i in added} >= {"attribute", "spatial", "counting", "object_grounded", "ocr_grounded",
                                                      "causal", "conditional"}
     assert position(0.1, 0.1) == "top left" and position(0.5, 0.5) == "centre" and position(1.0, 1.0) == "bottom right"
+
+
+def test_spatial_relations_need_objects_apart_along_the_axis():
+    from vicogym.programs.instruct import REGISTRY, spatial_relation_of
+
+    hat = {"x": 0.5, "y": 0.2, "box": [0.35, 0.05, 0.65, 0.35]}
+    woman = {"x": 0.5, "y": 0.6, "box": [0.1, 0.1, 0.9, 1.0]}  # wears the hat: her box holds it
+    assert spatial_relation_of(hat, woman, horizontal=False) is None
+    cup = {"x": 0.2, "y": 0.5, "box": [0.1, 0.4, 0.3, 0.6]}
+    plate = {"x": 0.7, "y": 0.5, "box": [0.5, 0.4, 0.9, 0.6]}
+    assert spatial_relation_of(cup, plate, horizontal=True) == "left"
+    assert spatial_relation_of(plate, cup, horizontal=True) == "right"
+    assert spatial_relation_of({"x": 0.5, "y": 0.5}, {"x": 0.55, "y": 0.5}, horizontal=True) is None  # too close
+    scene = {"source": "clevr", "objects": [
+        {"name": "red cube", "category": "cube", "color": "red", "x": 0.2, "y": 0.2},
+        {"name": "blue sphere", "category": "sphere", "color": "blue", "x": 0.8, "y": 0.8}]}
+    rng = np.random.default_rng(0)
+    asked = {REGISTRY["spatial_relation"].ground(scene, rng)["relation"] for _ in range(20)}
+    assert asked <= {"left", "right"}  # above and below on a CLEVR table would mean behind and in front
+    why = REGISTRY["spatial_relation"].check_ground(scene, {"first": "red cube", "second": "blue sphere",
+                                                            "relation": "above", "choices": "above or below"})
+    assert why and "not asked of CLEVR" in why
+
+
+def test_chart_orders_and_extremes_only_where_a_reader_can_tell_the_values_apart():
+    from vicogym.programs.instruct import REGISTRY
+
+    rng = np.random.default_rng(0)
+    close = {"source": "chart", "rows": [{"label": "A", "series": "s", "value": 16.1, "tolerance": 0.5},
+                                          {"label": "B", "series": "s", "value": 15.7, "tolerance": 0.5},
+                                          {"label": "C", "series": "s", "value": 5.0, "tolerance": 0.5}]}
+    assert REGISTRY["chart_order"].ground(close, rng) is None
+    extremes = [REGISTRY["chart_extreme"].ground(close, rng) for _ in range(20)]
+    assert {e["extreme"] for e in extremes} == {"smallest"}  # the largest is a near-tie
+    labelled = {"source": "chart", "rows": [{k: v for k, v in r.items() if k != "tolerance"} for r in close["rows"]]}
+    assert REGISTRY["chart_order"].ground(labelled, rng)["labels"] == ["A", "B", "C"]  # data labels show them
+
+
+def test_the_target_named_is_the_main_subject_of_its_part_of_the_image():
+    from vicogym.programs.instruct import REGISTRY
+
+    facts = {"source": "natural", "objects": [
+        {"name": "cat", "category": "cat", "protected": True, "x": 0.5, "y": 0.5, "box": [0.1, 0.1, 0.9, 0.9]},
+        {"name": "eye", "category": "eye", "protected": True, "x": 0.45, "y": 0.4, "box": [0.4, 0.35, 0.5, 0.45]}]}
+    rng = np.random.default_rng(0)
+    assert {REGISTRY["target_name"].ground(facts, rng)["category"] for _ in range(10)} == {"cat"}
+    assert REGISTRY["target_name"].check_ground(facts, {"category": "eye", "where": "centre"})

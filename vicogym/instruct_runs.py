@@ -227,6 +227,10 @@ def export_instruct(run: str | Path, out: str | Path, name: str = "vicogym_instr
     from vicogym.exporters import IMAGE_TOKEN
 
     out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise RunError(f"--out {out} is a file; name a folder for the SFT data")
+    if out.is_dir() and any(out.iterdir()) and not (out / SFT_FILE).is_file():
+        raise RunError(f"--out {out} is not empty and holds no {SFT_FILE}; use a new or empty folder")
     (out / "images").mkdir(parents=True, exist_ok=True)
     records = []
     for row in iter_samples(run):

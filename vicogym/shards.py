@@ -179,7 +179,8 @@ class RunFolder:
             pass
         except OSError:
             handle.close()
-            raise RunError(f"another generate run is writing to {self.out}; wait for it or use another --out") from None
+            raise RunError(f"another run (generate or synthesize) is writing to {self.out}; wait for it or use another "
+                           f"--out") from None
         self._lock = handle
 
     def unlock(self) -> None:

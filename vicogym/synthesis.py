@@ -124,6 +124,10 @@ class SynthesizeConfig:
         if not images or not all(isinstance(i, str) and i for i in images):
             raise ValueError(f"expected images as environment ids or image folders, got {self.images!r}")
         object.__setattr__(self, "images", images)
+        if not isinstance(self.image_settings, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, Mapping) for k, v in self.image_settings.items()):
+            raise ValueError(f"expected image_settings as {{environment id: {{setting: value}}}}, for example "
+                             f'{{"vicogym/CLEVR-v0": {{"engine": "workbench"}}}}, got {self.image_settings!r}')
         levels = tuple(self.levels)
         if len(levels) != 2 or not 0 <= levels[0] <= levels[1] <= 1:
             raise ValueError(f"expected levels as two thresholds 0 <= easy <= medium <= 1, got {self.levels!r}")
@@ -174,7 +178,11 @@ class ImageSource:
         self.files: dict[str, list[Path]] = {}
         for spec in config.images:
             if spec.startswith("vicogym/"):
-                from vicogym.registry import make_arm
+                from vicogym.registry import check_id, env_class, make_arm
+
+                if getattr(env_class(check_id(spec)), "kind", "edit") != "edit":
+                    raise ValueError(f"{spec} draws no images of its own; give an environment with structures "
+                                     f"(vicogym/Chart-v0, vicogym/CLEVR-v0, vicogym/Natural-v0) or a folder of images")
 
                 arm = make_arm(spec, dict(config.image_settings.get(spec, {})))
                 arm.open()
@@ -202,15 +210,18 @@ class ImageSource:
         last: Any = None
         for _ in range(self.config.max_tries):
             seed = arm.draw_seed(rng, {})
+            # what is stored is the structure's text: render what that text decodes to (a
+            # float the text rounds would move an edge pixel and fail verify's re-render)
+            structure = arm.decode(*arm.encode(seed.structure))
             try:
-                render = arm.render_checked(seed.structure, seed.label_rule)
+                render = arm.render_checked(structure, seed.label_rule)
                 break
             except InvalidEdit as exc:
                 last = exc
         else:
             raise GenerationError(f"no image of {env_id} passed its checks in {self.config.max_tries} draws (last: {last})")
-        facts = picture_facts(arm, seed.structure, render)
-        text, payloads = arm.encode(seed.structure)
+        facts = picture_facts(arm, structure, render)
+        text, payloads = arm.encode(structure)
         return Picture(render.image, facts, {"env_id": env_id, "source_id": seed.source_id, "structure": text}, payloads)
 
     def _from_file(self, folder: str, rng: np.random.Generator) -> Picture:
@@ -396,6 +407,11 @@ class Synthesizer:
             from vicogym.discovery import make_proposer
 
             self.proposer = make_proposer(config.proposer)
+
+    def registry_size(self) -> int:
+        """This run's registry: the seed types and the types it discovered (another run's
+        discoveries in the same process are not this run's)."""
+        return sum(c.origin == "seed" for c in REGISTRY.values()) + len(self.records)
 
     def verify(self, response: str, constraints: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         from vicogym.judge import verify_sample
@@ -642,7 +658,7 @@ def run_round(config: SynthesizeConfig, synth: Synthesizer, source: ImageSource,
                         "embedding": synth.embedder.embed([result["instruction"]])[0]
                         if result["instruction"] != plan["instruction"] else plan["embedding"]})
     stats = {k: dict(sorted(v.items())) if isinstance(v, Counter) else v for k, v in stats.items()}
-    stats.update(accepted=len(rows), registry=len(REGISTRY), discovered_types=len(discovered))
+    stats.update(accepted=len(rows), registry=synth.registry_size(), discovered_types=len(discovered))
     probe_counts = {t: (probe_trials[t], probes[t]) for t in probe_trials}
     return rows, stats, probe_counts, records, discovered
 
@@ -691,10 +707,10 @@ def synthesize(config: SynthesizeConfig, log: Callable[[str], None] | None = Non
             done += len(rows)
             if log:
                 log(f"round {round}: {len(rows)} accepted of {config.per_round} images, {done}/{config.n} samples, "
-                    f"registry {len(REGISTRY)} types")
+                    f"registry {synth.registry_size()} types")
             round += 1
         manifest = {"env_id": ENV_ID, "identity": config.identity(), "samples": done,
-                    "rounds": memory.rounds(), "registry": len(REGISTRY),
+                    "rounds": memory.rounds(), "registry": synth.registry_size(),
                     "shards": [shard_path(out, r["round"]).name for r in memory.rounds() if r["shard"]],
                     "seconds_this_call": round_half(time.perf_counter() - started)}
         write_json_atomic(out / "manifest.json", manifest)
