@@ -884,7 +884,7 @@ def _disconnect(response: str, params: Mapping[str, Any]) -> str:
 _simple("logical_connectors", "Link your ideas with at least {n} different logical connectors (therefore, however, ...).",
         "Use {n} or more distinct connectives such as 'therefore', 'however', 'moreover'.",
         draw=lambda rng: {"n": _int(rng, 1, 3)}, satisfy=_connect, violate=_disconnect)
-_count_writer("hashtags", "Add at least {n} hashtags, like #sunset.", "End with {n} or more #hashtags.",
+_count_writer("hashtags", "Add at least {n} hashtags, like #sunset.", "Use {n} or more #hashtags anywhere in your answer.",
               draw=lambda rng: {"n": _int(rng, 1, 3)}, relation="at least",
               build=lambda r, k, p: r.replace("#", "") + ("\n" + " ".join("#" + w for w in _material(r, k)[:k]) if k else ""))
 

@@ -111,7 +111,7 @@ class SynthesizeConfig:
                           ("workers", 1),
                           ("min_constraints", 1),
                           ("grounded", 0),
-                          ("max_constraints", 1), ("max_attempts", 1), ("probes", 1), ("concurrency", 1)):
+                          ("max_constraints", 1), ("max_attempts", 0), ("probes", 1), ("concurrency", 1)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"expected {name} to be an integer >= {low}, got {value!r}")
