@@ -48,3 +48,15 @@ def serve():
     yield start
     for server in servers:
         server.close()
+
+
+@pytest.fixture(autouse=True)
+def _constraint_registry():
+    """Each test sees the seed constraint types only: types a test registers or a synthesis
+    run discovers are removed after it (the registry is process-wide)."""
+    from vicogym.programs.instruct import REGISTRY
+
+    before = dict(REGISTRY)
+    yield
+    REGISTRY.clear()
+    REGISTRY.update(before)

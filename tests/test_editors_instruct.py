@@ -25,8 +25,9 @@ RESPONSES = st.one_of(st.just(""), st.text(max_size=120), PROSE,
                       st.text(alphabet=string.ascii_letters + string.punctuation + " \n", max_size=200))
 
 
-def test_every_registered_type_has_a_writer():
-    missing = sorted(set(REGISTRY) - set(WRITERS))
+def test_every_seed_type_has_a_writer():
+    seed = {t for t, c in REGISTRY.items() if c.origin == "seed"}  # discovered types bring examples, not writers
+    missing = sorted(seed - set(WRITERS))
     assert not missing, f"types without a writer: {missing}"
     assert not set(WRITERS) - set(REGISTRY)
 
