@@ -70,10 +70,74 @@ def value_edit(structure, rng) -> dict:
     return {"op": "set_cell", "row": row, "series": series, "value": round(old * float(rng.uniform(0.5, 1.5)), 1)}
 
 
+def generation_pattern(env, episodes: int, rounds: int, apply, relabel, encode_png) -> None:
+    """The headline: what ``vicogym generate`` does. Fresh seed charts, each with a 3-turn
+    episode of the random rewriter's edit mix; the env (reset renders the seed, each step an
+    edit) against the naive loop rendering the same seed and the same edits. The two sides
+    alternate in rounds on the same episodes, so machine noise hits both; per-round ratios
+    are reported as median and range."""
+    def plan(first: int) -> list[tuple[int, object, dict, list[dict]]]:
+        """Per fresh seed: its seed structure and label rule, and 3 edits the env accepts
+        (found before any timing)."""
+        out = []
+        for seed in range(first, first + episodes):
+            env.reset(seed=seed)
+            structure, rule = env.sample.structure, env.sample.label_rule
+            rng = np.random.default_rng(seed)
+            edits = []
+            for _ in range(12):  # tries, as the rewriter has
+                if len(edits) == 3:
+                    break
+                edit = env.sample_edit(None, rng)
+                if env.step(edit)[4]["valid"]:
+                    edits.append(edit)
+            out.append((seed, structure, rule, edits))
+        return out
+
+    def run_env(chunk) -> float:
+        start = time.perf_counter()
+        for seed, _, _, edits in chunk:
+            env.reset(seed=seed)
+            encode_png(env.sample.image)
+            for edit in edits:
+                env.step(edit)
+                encode_png(env.sample.image)
+        return time.perf_counter() - start
+
+    def run_naive(chunk) -> float:
+        start = time.perf_counter()
+        for _, structure, rule, edits in chunk:
+            naive_render(structure)
+            for edit in edits:
+                structure = apply(structure, edit, rule)
+                relabel(structure.table, rule)
+                naive_render(structure)
+        return time.perf_counter() - start
+
+    warm = plan(10_000)[:2]
+    run_env(warm), run_naive(warm)
+    ratios, renders = [], 0
+    for r in range(rounds):
+        chunk = plan(1000 * (r + 1))  # fresh charts every round
+        env.arm.renderer.close()  # planning rendered them: their frames must not be warm for the timed run
+        renders += sum(1 + len(edits) for *_, edits in chunk)
+        if r % 2 == 0:  # alternate which side goes first
+            env_s, naive_s = run_env(chunk), run_naive(chunk)
+        else:
+            naive_s, env_s = run_naive(chunk), run_env(chunk)
+        ratios.append(naive_s / env_s)
+    print(f"generation pattern: {rounds} rounds x {episodes} fresh charts, 3-turn episodes of the random rewriter's "
+          f"mix ({renders} renders per side)")
+    print(f"  ratio (naive / env): median {np.median(ratios):.2f}x, range {min(ratios):.2f}-{max(ratios):.2f}x "
+          f"(target >= 4x)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=100, help="edit steps per seed sample")
     parser.add_argument("--seeds", type=int, default=4, help="seed samples (episodes) per stream")
+    parser.add_argument("--episodes", type=int, default=24, help="fresh charts per round of the generation pattern")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds of the generation pattern")
     args = parser.parse_args()
 
     import gymnasium as gym
@@ -126,6 +190,7 @@ def main() -> None:
                 naive_render(structure)
         return time.perf_counter() - start
 
+    generation_pattern(env, args.episodes, args.rounds, apply, relabel, encode_png)
     steps = args.steps * args.seeds
     for name, label in (("values", "value edits (set_cell, scale_series)"), ("mix", "random rewriter's edit mix")):
         episodes = chains(name)

@@ -193,8 +193,7 @@ class ChartRenderer:
                 self._frames[key] = frame
                 self.frames_built += 1
                 if len(self._frames) > self.cache_size:
-                    _old_key, old = self._frames.popitem(last=False)
-                    old.fig.clear()
+                    self._frames.popitem(last=False)  # dropped, not cleared: clearing a discarded figure is wasted work
             else:
                 self._frames.move_to_end(key)
             return self._draw(frame, structure, limits)
@@ -244,16 +243,14 @@ class ChartRenderer:
         if len(self._sizes) > 20000:
             self._sizes.clear()
         if self._measure is None:
-            from matplotlib.backends.backend_agg import FigureCanvasAgg
             from matplotlib.figure import Figure
 
-            self._measure = FigureCanvasAgg(Figure(dpi=self.dpi))
+            self._measure = text_cached_canvas()(Figure(dpi=self.dpi))
         self._sizes[(text, size)] = _text_size(self._measure, text, size)
         return self._sizes[(text, size)]
 
     # -- frame -----------------------------------------------------------------------
     def _build_frame(self, key: FrameKey) -> _Frame:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
         from matplotlib.lines import Line2D
         from matplotlib.patches import Patch
@@ -262,7 +259,7 @@ class ChartRenderer:
         spec = key.spec
         fs = spec.font_size
         fig = Figure(figsize=spec.figure_size, dpi=self.dpi)
-        canvas = FigureCanvasAgg(fig)
+        canvas = text_cached_canvas()(fig)
         ax = fig.add_subplot()
         ax.set_autoscale_on(False)
         pie = spec.chart_type == "pie"
@@ -602,3 +599,98 @@ def _data_box(ax: Any, x: float, y: float, w: float, h: float, height: int) -> l
 def _box(bbox: Any, height: int) -> list[float]:
     return [round(float(bbox.x0), 1), round(float(height - bbox.y1), 1),
             round(float(bbox.x1), 1), round(float(height - bbox.y0), 1)]
+
+
+# -- text, measured and rasterised once ------------------------------------------------------
+#: what the cached renderer keeps, bounded: entries are small (a string's size, a glyph's
+#: coverage bitmap), and charts reuse few strings and fewer glyphs
+TEXT_CACHE_LIMIT = 200_000
+_CANVAS: Any = None
+
+
+def text_cached_canvas() -> type:
+    """An Agg canvas whose renderer measures each (string, font, size) once and rasterises
+    each glyph once per (font, size, angle, sub-pixel position): the same FreeType calls
+    with the same arguments give the same coverage, so the pixels are the ones plain Agg
+    draws, bit for bit (``tests/test_renderers_chart.py`` compares them)."""
+    global _CANVAS
+    if _CANVAS is None:
+        _CANVAS = _make_canvas_class()
+    return _CANVAS
+
+
+def _make_canvas_class() -> type:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg, get_hinting_flag
+    from matplotlib.ft2font import RenderMode
+
+    sizes: dict[tuple, tuple[float, float, float]] = {}
+    layouts: dict[tuple, list] = {}
+    glyphs: dict[tuple, tuple[np.ndarray, int, int]] = {}
+
+    def prop_key(prop: Any) -> tuple:
+        return (tuple(prop.get_family()), prop.get_style(), prop.get_variant(), prop.get_weight(), prop.get_stretch(),
+                prop.get_size_in_points(), prop.get_file(), prop.get_math_fontfamily())
+
+    def bounded(cache: dict) -> dict:
+        if len(cache) > TEXT_CACHE_LIMIT:
+            cache.clear()
+        return cache
+
+    class CachedTextRenderer(RendererAgg):
+        def get_text_width_height_descent(self, s: str, prop: Any, ismath: Any) -> Any:
+            if ismath:
+                return super().get_text_width_height_descent(s, prop, ismath)
+            key = (s, prop_key(prop), self.dpi, get_hinting_flag())
+            found = sizes.get(key)
+            if found is None:
+                found = bounded(sizes).setdefault(key, super().get_text_width_height_descent(s, prop, ismath))
+            return found
+
+        def draw_text(self, gc: Any, x: float, y: float, s: str, prop: Any, angle: float, ismath: Any = False,
+                      mtext: Any = None) -> None:
+            if ismath:
+                return super().draw_text(gc, x, y, s, prop, angle, ismath, mtext)
+            flags = get_hinting_flag()
+            features = mtext.get_fontfeatures() if mtext is not None else None
+            language = mtext.get_language() if mtext is not None else None
+            key = (s, prop_key(prop), self.dpi, flags, features, language)
+            items = layouts.get(key)
+            if items is None:
+                font = self._prepare_font(prop)
+                items = bounded(layouts).setdefault(key, [
+                    (item.ft_object, item.glyph_index, item.x, item.y)
+                    for item in font._layout(s, flags=flags, features=features, language=language)])
+            size = prop.get_size_in_points()
+            cos, sin = math.cos(math.radians(angle)), math.sin(math.radians(angle))
+            matrix = (0x10000 * np.array([[cos, -sin], [sin, cos]])).round().astype(int)
+            antialiased = gc.get_antialiased()
+            for font, glyph_index, dx, dy in items:  # as RendererAgg._draw_text_glyphs_and_boxes, dy upwards
+                tx = round(0x40 * (x + dx * cos - dy * sin))
+                ty = round(0x40 * (self.height - y + dx * sin + dy * cos))
+                # a whole-pixel shift moves FreeType's bitmap by whole pixels: cache the
+                # glyph at its sub-pixel offset only
+                gkey = (font.fname, font.family_name, font.style_name, size, self.dpi, glyph_index, flags, angle,
+                        tx & 0x3F, ty & 0x3F, antialiased)
+                glyph = glyphs.get(gkey)
+                if glyph is None:
+                    font.set_size(size, self.dpi)
+                    font._set_transform(matrix, [tx & 0x3F, ty & 0x3F])
+                    bitmap = font._render_glyph(glyph_index, flags, RenderMode.NORMAL if antialiased else RenderMode.MONO)
+                    buffer = np.array(bitmap.buffer)
+                    if not antialiased:
+                        buffer *= 0xff
+                    glyph = bounded(glyphs).setdefault(gkey, (buffer, bitmap.left, bitmap.top))
+                buffer, left, top = glyph
+                left, top = left + (tx >> 6), top + (ty >> 6)
+                self._renderer.draw_text_image(buffer, left, int(self.height) - top + buffer.shape[0], 0, gc)
+
+    class CachedTextCanvas(FigureCanvasAgg):
+        def get_renderer(self) -> Any:
+            w, h = self.get_width_height(physical=True)
+            key = w, h, self.figure.dpi
+            if self._lastKey != key:
+                self.renderer = CachedTextRenderer(w, h, self.figure.dpi)
+                self._lastKey = key
+            return self.renderer
+
+    return CachedTextCanvas

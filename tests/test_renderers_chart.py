@@ -105,3 +105,58 @@ def test_dollar_signs_are_drawn_as_written_not_as_math(renderer):
     width = lambda text: boxes[text][2] - boxes[text][0]  # noqa: E731
     assert width("$5 to $10") > width("5 to 10")  # math mode would have dropped the dollars
     assert out.facts["missing_glyphs"] == {}
+
+
+def _fresh_charts_and_edits(seed, count):
+    """Procedural seed charts, each followed by up to two of the arm's own random edits:
+    the sequence generation renders."""
+    from vicogym.core import Edit
+    from vicogym.errors import GenerationError, InvalidEdit
+    from vicogym.registry import make_arm
+
+    arm = make_arm("vicogym/Chart-v0")
+    arm.open()
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(count):
+        drawn = arm.draw_seed(rng, {})
+        structure = drawn.structure
+        out.append(structure)
+        for _ in range(2):
+            try:
+                structure = arm.apply(structure, Edit.parse(arm.sample_edit(structure, drawn.label_rule, rng)),
+                                      drawn.label_rule)
+                out.append(structure)
+            except (GenerationError, InvalidEdit):
+                break
+    arm.close()
+    return out
+
+
+def test_text_drawn_from_the_caches_is_the_text_plain_agg_draws(monkeypatch):
+    """Measured and rasterised once, text still lands on the same pixels: a renderer whose
+    canvases use the text caches (warm from earlier charts) against one on plain Agg."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    import vicogym.renderers.chart as chart_renderer
+
+    structures = _fresh_charts_and_edits(seed=7, count=12)
+    cached = [ChartRenderer(dpi=80).render(s) for s in structures]
+    monkeypatch.setattr(chart_renderer, "_CANVAS", FigureCanvasAgg)
+    plain = [ChartRenderer(dpi=80).render(s) for s in structures]
+    for a, b in zip(cached, plain):
+        assert np.array_equal(a.image, b.image)
+        assert a.labels == b.labels and a.marks == b.marks
+
+
+def test_any_cache_state_gives_the_bytes_of_a_fresh_render():
+    """Random sequences of fresh charts and their edits through one long-lived renderer
+    (frames, axes layers and text caches warm, frames evicted) against a new renderer per
+    chart."""
+    structures = _fresh_charts_and_edits(seed=11, count=10)
+    order = np.random.default_rng(3).permutation(len(structures))
+    warm = ChartRenderer(dpi=80, cache_size=3)
+    for i in order:
+        got = warm.render(structures[i])
+        fresh = ChartRenderer(dpi=80).render(structures[i])
+        assert np.array_equal(got.image, fresh.image) and got.labels == fresh.labels and got.marks == fresh.marks

@@ -323,3 +323,17 @@ def test_clevr_scenes_ground_constraints_and_the_run_verifies(tmp_path):
         assert facts["source"] == "clevr" and all("material" not in o for o in facts["objects"])  # Workbench
     rows_read, problems = verify_instruct(config.out)
     assert rows_read == len(rows) and problems == []
+
+
+def test_a_second_writer_is_refused_and_loses_nothing(tmp_path):
+    from vicogym.shards import RunFolder
+
+    config = small(tmp_path, "busy", n=4)
+    holder = RunFolder(config.out)
+    holder.lock()
+    try:
+        with pytest.raises(RunError, match="another run \\(generate or synthesize\\) is writing to"):
+            synthesize(config)
+    finally:
+        holder.unlock()
+    assert synthesize(config)["samples"] >= 4

@@ -671,13 +671,13 @@ def synthesize(config: SynthesizeConfig, log: Callable[[str], None] | None = Non
     """Run (or resume) synthesis until the memory holds at least ``config.n`` samples;
     returns the manifest written to ``manifest.json``."""
     from vicogym.memory import Memory
-    from vicogym.shards import RunFolder, shard_path, write_json_atomic, write_shard
+    from vicogym.shards import LOCK_FILE, RunFolder, shard_path, write_json_atomic, write_shard
 
     synth = Synthesizer(config)  # models and image sources are checked before the folder is touched
     source = ImageSource(config, synth.perceiver)
     out = Path(config.out)
     folder = RunFolder(out)
-    if out.is_dir() and any(out.iterdir()) and not (out / MEMORY_FILE).is_file():
+    if out.is_dir() and any(e.name != LOCK_FILE for e in out.iterdir()) and not (out / MEMORY_FILE).is_file():
         raise RunError(f"{out} is not empty and holds no {MEMORY_FILE}: not a synthesize run; use a new or empty --out")
     folder.lock()
     memory = Memory(out / MEMORY_FILE)
