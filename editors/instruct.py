@@ -186,8 +186,8 @@ for _id, _phrases in (("size_compare", ("Say whether the {first} is larger or sm
         lambda r, p, rng: _relation_writer(r, p, False))
 
 
-@writer("visual_include", "Mention the {names} in your answer.", "Make sure your response refers to each of these "
-        "things in the image: {names}.")
+@writer("visual_include", "Mention these things the image shows in your answer: {names}.", "Make sure your response "
+        "refers to each of these things in the image: {names}.")
 def _(response, p, rng):
     return _append(response, f"The image shows the {_listed(p['names'])}.")
 
