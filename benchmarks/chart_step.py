@@ -119,7 +119,9 @@ def generation_pattern(env, episodes: int, rounds: int, apply, relabel, encode_p
     ratios, renders = [], 0
     for r in range(rounds):
         chunk = plan(1000 * (r + 1))  # fresh charts every round
-        env.arm.renderer.close()  # planning rendered them: their frames must not be warm for the timed run
+        # planning rendered them: their frames must not be warm for the timed run (evicted, as
+        # generation evicts them; figures pooled by shape stay, as they do in generation)
+        env.arm.renderer.evict()
         renders += sum(1 + len(edits) for *_, edits in chunk)
         if r % 2 == 0:  # alternate which side goes first
             env_s, naive_s = run_env(chunk), run_naive(chunk)

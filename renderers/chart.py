@@ -128,6 +128,19 @@ class _Frame:
     legend_entries: list[dict[str, Any]] = field(default_factory=list)
     legend_on_top: Any = None  # a legend inside the plot, drawn over the marks
     plot_box: list[float] | None = None
+    axis_titles: list[Any] = field(default_factory=list)
+
+
+def shape_of(key: FrameKey) -> tuple | None:
+    """What a frame's figure, axes and ticks are set up from, beyond the texts, colours and
+    margins a new key changes: two keys of one shape can share them (a reshaped frame draws
+    the bytes a new one does; tests compare them). Pies (axis off, square aspect) are not
+    shared."""
+    spec = key.spec
+    if spec.chart_type == "pie":
+        return None
+    return (spec.chart_type, tuple(spec.figure_size), spec.font_size, key.rotation, spec.legend, bool(spec.title),
+            bool(spec.x_label), bool(spec.y_label))
 
 
 def _palette(name: str, n: int) -> list[tuple[float, float, float, float]]:
@@ -140,6 +153,8 @@ def _palette(name: str, n: int) -> list[tuple[float, float, float, float]]:
     return [tuple(cmap(x)) for x in np.linspace(0.1, 0.9, max(n, 1))]
 
 
+#: evicted frames kept for reshaping (each keeps its figure and its canvas buffer, about 1 MB)
+SPARES = 32
 ROTATION = 35.0
 LAYERS_PER_FRAME = 4
 ROOM_STEP = 24.0  # px: category label room is rounded up to this, so most row edits keep a frame
@@ -164,6 +179,9 @@ class ChartRenderer:
         self.dpi = dpi
         self.cache_size = cache_size
         self._frames: OrderedDict[FrameKey, _Frame] = OrderedDict()
+        #: evicted frames whose figure, axes and ticks a new frame of the same shape reuses
+        self._spares: list[_Frame] = []
+        self.frames_reshaped = 0
         self._measure: Any = None
         self._sizes: dict[tuple[str, float], tuple[float, float]] = {}
         self._charmap: set[int] | None = None
@@ -189,11 +207,11 @@ class ChartRenderer:
                 # labels are data, never TeX: "$5 to $10" is drawn as written (tick labels and
                 # data labels, made later, are set the same way where they are made)
                 with rc_context({"text.parse_math": False}):
-                    frame = self._build_frame(key)
+                    frame = self._build_frame(key, self._spare(key))
                 self._frames[key] = frame
                 self.frames_built += 1
                 if len(self._frames) > self.cache_size:
-                    self._frames.popitem(last=False)  # dropped, not cleared: clearing a discarded figure is wasted work
+                    self.evict(1)
             else:
                 self._frames.move_to_end(key)
             return self._draw(frame, structure, limits)
@@ -208,9 +226,33 @@ class ChartRenderer:
         return "".join(dict.fromkeys(c for c in text if ord(c) not in self._charmap and not c.isspace()))
 
     def close(self) -> None:
-        for frame in self._frames.values():
+        for frame in [*self._frames.values(), *self._spares]:
             frame.fig.clear()
         self._frames.clear()
+        self._spares.clear()
+
+    def evict(self, count: int | None = None) -> None:
+        """Evict the ``count`` least recently used frames (all by default): a frame of a
+        shape that can be reshaped keeps its figure, axes and ticks among the spares;
+        others are dropped, not cleared (clearing a discarded figure is wasted work)."""
+        for _ in range(len(self._frames) if count is None else min(count, len(self._frames))):
+            _old_key, old = self._frames.popitem(last=False)
+            if shape_of(old.key) is not None:
+                old.layers.clear()  # saved pixels go; the figure, axes and ticks stay
+                old.background = None
+                self._spares.append(old)
+                if len(self._spares) > SPARES:
+                    self._spares.pop(0)
+
+    def _spare(self, key: FrameKey) -> "_Frame | None":
+        """An evicted frame of ``key``'s shape, taken from the spares, or ``None``."""
+        shape = shape_of(key)
+        if shape is None:
+            return None
+        for i, frame in enumerate(self._spares):
+            if shape_of(frame.key) == shape:
+                return self._spares.pop(i)
+        return None
 
     def frame_key(self, s: ChartStructure, limits: tuple[float, float]) -> FrameKey:
         t, spec = s.table, s.spec
@@ -250,7 +292,10 @@ class ChartRenderer:
         return self._sizes[(text, size)]
 
     # -- frame -----------------------------------------------------------------------
-    def _build_frame(self, key: FrameKey) -> _Frame:
+    def _build_frame(self, key: FrameKey, spare: "_Frame | None" = None) -> _Frame:
+        """The frame of ``key``: a new figure, or ``spare`` (a frame of the same shape)
+        stripped of everything its own key drew and set up again for ``key``, which keeps
+        matplotlib's axes and tick objects, the costly part of a new figure."""
         from matplotlib.figure import Figure
         from matplotlib.lines import Line2D
         from matplotlib.patches import Patch
@@ -258,10 +303,21 @@ class ChartRenderer:
 
         spec = key.spec
         fs = spec.font_size
-        fig = Figure(figsize=spec.figure_size, dpi=self.dpi)
-        canvas = text_cached_canvas()(fig)
-        ax = fig.add_subplot()
-        ax.set_autoscale_on(False)
+        if spare is not None:
+            fig, canvas, ax = spare.fig, spare.canvas, spare.ax
+            for artist in [*(b for pool in spare.bars.values() for b in pool), *spare.lines.values(), *spare.texts,
+                           *spare.axis_titles]:
+                artist.remove()
+            if ax.get_legend() is not None:
+                ax.get_legend().remove()
+            ax.set_xlim(0.0, 1.0)  # a new axes' limits, which the last render moved
+            ax.set_ylim(0.0, 1.0)
+            self.frames_reshaped += 1
+        else:
+            fig = Figure(figsize=spec.figure_size, dpi=self.dpi)
+            canvas = text_cached_canvas()(fig)
+            ax = fig.add_subplot()
+            ax.set_autoscale_on(False)
         pie = spec.chart_type == "pie"
         names = key.pie_rows if pie else key.series
         colors = _palette(spec.palette, len(names))
@@ -311,6 +367,7 @@ class ChartRenderer:
                                             ha="left", va="center", rotation=90))
         canvas.draw()
         frame = _Frame(key, fig, canvas, ax, canvas.copy_from_bbox(fig.bbox), int(fig.bbox.height), colors)
+        frame.axis_titles = axis_titles
         renderer = canvas.get_renderer()
         frame.plot_box = _box(ax.get_window_extent(renderer), frame.height)
         texts = [("title", ax.title)] if spec.title else []

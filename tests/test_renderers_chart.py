@@ -153,10 +153,28 @@ def test_any_cache_state_gives_the_bytes_of_a_fresh_render():
     """Random sequences of fresh charts and their edits through one long-lived renderer
     (frames, axes layers and text caches warm, frames evicted) against a new renderer per
     chart."""
-    structures = _fresh_charts_and_edits(seed=11, count=10)
+    structures = _fresh_charts_and_edits(seed=11, count=30)
     order = np.random.default_rng(3).permutation(len(structures))
-    warm = ChartRenderer(dpi=80, cache_size=3)
+    warm = ChartRenderer(dpi=80, cache_size=2)
     for i in order:
         got = warm.render(structures[i])
         fresh = ChartRenderer(dpi=80).render(structures[i])
         assert np.array_equal(got.image, fresh.image) and got.labels == fresh.labels and got.marks == fresh.marks
+    assert warm.frames_reshaped >= 5  # evicted frames' figures were set up again for other charts
+
+
+def test_a_reshaped_frame_draws_what_a_new_one_draws():
+    """Two charts of one shape (type, size, font, legend) with other titles, labels, series
+    and colours: the second reuses the first's figure once it is evicted."""
+    a = ChartStructure(MULTI, ChartSpec(chart_type="grouped_bar", title="First", x_label="Country", y_label="Share",
+                                        palette="tab10"))
+    other = Table("Region", ("North", "South", "East"), ("Cars", "Trucks"), ((10.0, 2.0), (30.5, 4.0), (22.0, 9.0)))
+    b = ChartStructure(other, ChartSpec(chart_type="grouped_bar", title="A much longer second title", x_label="Region",
+                                        y_label="Units sold", palette="Dark2", data_labels=True, gridlines=True))
+    warm = ChartRenderer(dpi=60, cache_size=1)
+    warm.render(a)
+    warm.render(ChartStructure(SINGLE, ChartSpec(chart_type="pie")))  # evicts a's frame to the spares
+    got = warm.render(b)
+    assert warm.frames_reshaped == 1
+    fresh = ChartRenderer(dpi=60).render(b)
+    assert np.array_equal(got.image, fresh.image) and got.labels == fresh.labels and got.marks == fresh.marks
