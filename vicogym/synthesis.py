@@ -522,9 +522,6 @@ def row_schema():
     ])
 
 
-PROMPT_NOTE = "<image>"
-
-
 def sample_row(config: SynthesizeConfig, round: int, position: int, picture: Picture, result: Mapping[str, Any],
                index: int, records: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """The stored row of one accepted sample (with verl's columns: the ground truth is the
@@ -535,6 +532,7 @@ def sample_row(config: SynthesizeConfig, round: int, position: int, picture: Pic
     discovered = [records[c["id"]] for c in constraints if REGISTRY[c["id"]].origin == "discovered"]
     truth = json.dumps({"constraints": constraints, "discovered": discovered}, sort_keys=True, ensure_ascii=False)
     from vicogym.arm import payload_list
+    from vicogym.exporters import IMAGE_TOKEN
 
     return {
         "id": row_id, "env_id": ENV_ID, "round": round, "position": position,
@@ -555,7 +553,7 @@ def sample_row(config: SynthesizeConfig, round: int, position: int, picture: Pic
         "provenance": json.dumps({"seed": config.seed, "round": round, "position": position,
                                   "package_version": vicogym.__version__, "env_id": ENV_ID}, sort_keys=True),
         "data_source": ENV_ID,
-        "prompt": [{"role": "user", "content": PROMPT_NOTE + result["instruction"]}],
+        "prompt": [{"role": "user", "content": IMAGE_TOKEN + result["instruction"]}],
         "ability": "instruction_following",
         "reward_model": {"style": "rule", "ground_truth": truth},
         "extra_info": {"id": row_id, "index": index, "split": "train", "question": result["instruction"],
