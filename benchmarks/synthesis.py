@@ -39,7 +39,7 @@ VARIANTS = {
 
 
 def measure(folder: Path, images: int) -> dict[str, float]:
-    rows = list(iter_samples(folder))
+    rows = list(iter_samples(folder, columns=["constraints", "profile", "round", "difficulty", "attempts"]))
     types = Counter(c["id"] for row in rows for c in json.loads(row["constraints"]))
     total = sum(types.values())
     entropy = -sum(n / total * math.log(n / total) for n in types.values()) / math.log(len(types)) if len(types) > 1 else 0

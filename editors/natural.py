@@ -42,7 +42,7 @@ from typing import Any, Mapping
 from vicogym.core import Edit, fold_ops
 from vicogym.core import short_repr as _short
 from vicogym.errors import InvalidEdit
-from vicogym.structures.natural import Frame, Scene
+from vicogym.structures.natural import Frame, Scene, frame_of
 
 #: op -> (required fields, optional fields)
 OP_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -95,19 +95,6 @@ def _box(value: Any, field: str, frame: Frame) -> tuple[int, int, int, int]:
 
 def _overlaps(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
-
-
-def frame_of(scene: Scene) -> Frame:
-    """The canvas after the scene's pads and crops."""
-    frame = Frame(scene.width, scene.height)
-    for op in scene.ops:
-        if op["op"] == "pad":
-            frame = Frame(frame.width + op["left"] + op["right"], frame.height + op["top"] + op["bottom"],
-                          frame.dx + op["left"], frame.dy + op["top"])
-        elif op["op"] == "crop":
-            x0, y0, x1, y1 = op["box"]
-            frame = Frame(x1 - x0, y1 - y0, frame.dx - x0, frame.dy - y0)
-    return frame
 
 
 def guarded_boxes(scene: Scene, frame: Frame) -> list[tuple[int, int, int, int]]:

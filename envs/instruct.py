@@ -169,7 +169,7 @@ class InstructEnv(gym.Env):
         from vicogym.judge import verify_sample
         from vicogym.programs.instruct import pass_rate
 
-        verdicts = verify_sample(action, [{"id": c["id"], "params": c["params"]} for c in constraints], self.judge)
+        verdicts = verify_sample(action, constraints, self.judge)
         rate = pass_rate(verdicts)
         return self._observation(), float(rate), True, False, {"verdicts": verdicts, "pass_rate": rate,
                                                                 "constraints": constraints}
@@ -184,25 +184,10 @@ class InstructEnv(gym.Env):
 
 def load_samples(folder: str | Path) -> list[dict[str, Any]]:
     """The samples of a synthesis run (the shards its memory has committed), in order."""
-    import pyarrow.parquet as pq
-
     from vicogym.errors import RunError
-    from vicogym.memory import Memory
-    from vicogym.synthesis import MEMORY_FILE
+    from vicogym.instruct_runs import iter_samples
 
-    folder = Path(folder)
-    if not (folder / MEMORY_FILE).is_file():
-        raise RunError(f"{folder} is not a vicogym synthesize run (no {MEMORY_FILE}); run `vicogym synthesize "
-                       f"--out {folder}` first")
-    memory = Memory(folder / MEMORY_FILE)
-    try:
-        shards = [r["shard"] for r in memory.rounds() if r["shard"]]
-    finally:
-        memory.close()
-    rows: list[dict[str, Any]] = []
-    for name in shards:
-        rows.extend(pq.read_table(folder / name, columns=["id", "instruction", "constraints", "image_source",
-                                                          "images"]).to_pylist())
+    rows = list(iter_samples(folder))
     if not rows:
         raise RunError(f"{folder} holds no samples yet; let `vicogym synthesize` finish a round")
     return rows

@@ -26,6 +26,7 @@ from typing import Any, Mapping
 from vicogym.structures.chart import ChartStructure
 from vicogym.structures.clevr import Scene as ClevrScene
 from vicogym.structures.natural import Scene as NaturalScene
+from vicogym.structures.natural import frame_of
 
 #: the chart labels a reader sees as text worth quoting (value ticks and data labels are numbers)
 TEXT_KINDS = ("title", "axis_title", "category", "legend")
@@ -102,27 +103,13 @@ def clevr_facts(structure: ClevrScene, render_facts: Any = None, unshown: Any = 
     return {"source": "clevr", "objects": objects}
 
 
-def natural_frame(scene: NaturalScene) -> tuple[int, int, int, int]:
-    """``(width, height, dx, dy)`` of the canvas after the scene's pads and crops: source
-    pixel (x, y) is drawn at (x + dx, y + dy). The editors' frame rule, repeated here
-    because sources may not import editors."""
-    width, height, dx, dy = scene.width, scene.height, 0, 0
-    for op in scene.ops:
-        if op.get("op") == "pad":
-            width, height = width + op["left"] + op["right"], height + op["top"] + op["bottom"]
-            dx, dy = dx + op["left"], dy + op["top"]
-        elif op.get("op") == "crop":
-            x0, y0, x1, y1 = op["box"]
-            width, height, dx, dy = x1 - x0, y1 - y0, dx - x0, dy - y0
-    return width, height, dx, dy
-
-
 def natural_facts(structure: NaturalScene, render_facts: Any = None) -> dict[str, Any]:
     """The facts of a natural-image scene (see the module notes). The render adds nothing
     the structure lacks (its masks are the targets' union), so ``render_facts`` is unused."""
     if not isinstance(structure, NaturalScene):
         raise TypeError(f"expected a natural-image Scene, got {type(structure).__name__}")
-    width, height, dx, dy = natural_frame(structure)
+    frame = frame_of(structure)
+    width, height, dx, dy = frame.width, frame.height, frame.dx, frame.dy
     objects = []
     def fraction(v: float, size: int) -> float:
         return round(min(1.0, max(0.0, v / size)), 4)

@@ -292,5 +292,19 @@ class Scene:
         return cls(record, size[0], size[1], margin, tuple(dict(op) for op in data["ops"]), source, **masks)
 
 
-__all__ = ["ANSWER_TYPES", "ERROR_CODES", "GEOMETRIES", "MASKS", "Frame", "Record", "Scene", "Target", "pack_mask",
-           "pixels_sha256", "sha256", "unpack_mask"]
+def frame_of(scene: Scene) -> Frame:
+    """The canvas after the scene's pads and crops."""
+    frame = Frame(scene.width, scene.height)
+    for op in scene.ops:
+        if op["op"] == "pad":
+            frame = Frame(frame.width + op["left"] + op["right"], frame.height + op["top"] + op["bottom"],
+                          frame.dx + op["left"], frame.dy + op["top"])
+        elif op["op"] == "crop":
+            x0, y0, x1, y1 = op["box"]
+            frame = Frame(x1 - x0, y1 - y0, frame.dx - x0, frame.dy - y0)
+    return frame
+
+
+__all__ = ["ANSWER_TYPES", "ERROR_CODES", "GEOMETRIES", "MASKS", "Frame", "Record", "Scene", "Target", "frame_of",
+           "pack_mask", "pixels_sha256", "sha256", "unpack_mask"]
+

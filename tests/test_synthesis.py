@@ -282,7 +282,7 @@ def test_verify_catches_a_tampered_row(run, tmp_path):
 
 
 def test_ray_actors_and_threads_give_the_same_samples(run, tmp_path):
-    pytest.importorskip("ray")
+    pytest.importorskip("ray", reason="the Ray backend needs the [ray] extra")
     config, _ = run
     on_ray = small(tmp_path, "ray", backend="ray", workers=2)
     synthesize(on_ray)
@@ -311,7 +311,7 @@ def test_same_bytes_in_processes_with_other_hash_seeds(tmp_path):
 
 
 def test_clevr_scenes_ground_constraints_and_the_run_verifies(tmp_path):
-    pytest.importorskip("bpy")
+    pytest.importorskip("bpy", reason="CLEVR images need the [clevr] extra (Blender)")
     config = small(tmp_path, "clevr", images=["vicogym/CLEVR-v0"], n=6, per_round=6,
                    image_settings={"vicogym/CLEVR-v0": {"engine": "workbench", "width": 160, "height": 120}})
     synthesize(config)

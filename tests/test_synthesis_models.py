@@ -90,7 +90,7 @@ def test_the_hashing_embedder_is_stable_and_unit_length():
 
 
 def _tiny_encoder(folder):
-    transformers = pytest.importorskip("transformers")
+    transformers = pytest.importorskip("transformers", reason="a local embedding model needs the [natural] extra")
     words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "describe", "the", "chart", "in", "words", "write", "a",
              "poem", "about", "sea"]
     folder.mkdir()

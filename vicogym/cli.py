@@ -185,33 +185,24 @@ def verify(
     from vicogym.instruct_runs import is_instruct_run, verify_instruct
     from vicogym.verify import verify as run
 
-    if is_instruct_run(out):
-        try:
-            rows, problems = verify_instruct(out, images=images)
-        except (VicogymError, ValueError, OSError) as exc:
-            raise _fail(str(exc)) from None
-        for where, reason in problems[:MAX_PROBLEMS_SHOWN]:
-            errors.print(f"[red]PROBLEM[/red] {escape(where)}: {escape(reason)}", highlight=False)
-        if problems:
-            console.print(f"{len(problems)} problem{'s' if len(problems) != 1 else ''} in {out} ({rows} rows read)")
-            raise typer.Exit(1)
-        console.print(f"all {rows} rows verified")
-        return
     try:
-        report = run(out, images=images, source=source)
+        if is_instruct_run(out):
+            notes, (rows, problems) = [], verify_instruct(out, images=images)
+        else:
+            report = run(out, images=images, source=source)
+            notes, rows, problems = report.notes, report.rows, report.problems
     except (VicogymError, ValueError, OSError) as exc:
         raise _fail(str(exc)) from None
-    for note in report.notes:
+    for note in notes:
         errors.print(f"[yellow]note:[/yellow] {escape(note)}", highlight=False)
-    for where, reason in report.problems[:MAX_PROBLEMS_SHOWN]:
+    for where, reason in problems[:MAX_PROBLEMS_SHOWN]:
         errors.print(f"[red]PROBLEM[/red] {escape(where)}: {escape(reason)}", highlight=False)
-    if len(report.problems) > MAX_PROBLEMS_SHOWN:
-        errors.print(f"... and {len(report.problems) - MAX_PROBLEMS_SHOWN} more", highlight=False)
-    if not report.ok:
-        count = len(report.problems)
-        console.print(f"{count} problem{'s' if count != 1 else ''} in {out} ({report.rows} rows read)")
+    if len(problems) > MAX_PROBLEMS_SHOWN:
+        errors.print(f"... and {len(problems) - MAX_PROBLEMS_SHOWN} more", highlight=False)
+    if problems:
+        console.print(f"{len(problems)} problem{'s' if len(problems) != 1 else ''} in {out} ({rows} rows read)")
         raise typer.Exit(1)
-    console.print(f"all {report.rows} rows verified")
+    console.print(f"all {rows} rows verified")
 
 
 @app.command()

@@ -35,12 +35,13 @@ def _memory(folder: Path) -> Any:
     from vicogym.synthesis import MEMORY_FILE
 
     if not (folder / MEMORY_FILE).is_file():
-        raise RunError(f"{folder} is not a vicogym synthesize run (no {MEMORY_FILE})")
+        raise RunError(f"{folder} is not a vicogym synthesize run (no {MEMORY_FILE}); run `vicogym synthesize --out {folder}` "
+                       f"first")
     return Memory(folder / MEMORY_FILE)
 
 
-def iter_samples(folder: str | Path) -> Iterator[dict[str, Any]]:
-    """The committed rows of a synthesis run, in round order."""
+def iter_samples(folder: str | Path, columns: list[str] | None = None) -> Iterator[dict[str, Any]]:
+    """The committed rows of a synthesis run (``columns`` of them, or all), in round order."""
     import pyarrow.parquet as pq
 
     folder = Path(folder)
@@ -55,7 +56,7 @@ def iter_samples(folder: str | Path) -> Iterator[dict[str, Any]]:
             if not path.is_file():
                 raise RunError(f"{path} is missing but the memory committed it; run the same synthesize command on a "
                                f"new --out, or restore the file")
-            yield from pq.read_table(path).to_pylist()
+            yield from pq.read_table(path, columns=columns).to_pylist()
 
 
 def statistics(folder: str | Path) -> dict[str, Any]:
@@ -79,7 +80,7 @@ def statistics(folder: str | Path) -> dict[str, Any]:
     cooccurrence = {a: {b: pairs[(a, b)] / per_category[a] for b in CATEGORIES if b != a and per_category[b]}
                     for a in CATEGORIES if per_category[a]}
     failed, trials = Counter(), Counter()
-    for row in iter_samples(folder):
+    for row in iter_samples(folder, columns=["constraints", "profile"]):  # not the images
         constraints = {c["id"]: c["category"] for c in json.loads(row["constraints"])}
         for entry in json.loads(row["profile"]):
             category = constraints.get(entry["id"], "unknown")
@@ -283,7 +284,7 @@ def verify_instruct(folder: str | Path, images: bool = True) -> tuple[int, list[
                 problems.append((where, f"constraint types {unknown} are not in the registry"))
                 continue
             code = [c for c in constraints if REGISTRY[c["id"]].track == "code"]
-            for verdict in verify_sample(row["response"], [{"id": c["id"], "params": c["params"]} for c in code]):
+            for verdict in verify_sample(row["response"], code):
                 if not verdict["pass"]:
                     problems.append((where, f"the reference response fails {verdict['id']}: expected "
                                             f"{verdict['expected']}, got {verdict['actual']}"))

@@ -32,7 +32,6 @@ run resumes at the first uncommitted round and produces the same data.
 from __future__ import annotations
 
 import json
-import math
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -416,7 +415,7 @@ class Synthesizer:
     def verify(self, response: str, constraints: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         from vicogym.judge import verify_sample
 
-        verdicts = verify_sample(response, [{"id": c["id"], "params": c["params"]} for c in constraints], self.judge)
+        verdicts = verify_sample(response, constraints, self.judge)
         return [{**v, "params": c["params"]} for v, c in zip(verdicts, constraints)]
 
     # -- planning ----------------------------------------------------------------------------
@@ -460,11 +459,9 @@ class Synthesizer:
                 instruction = self.composer.compose(picture.facts, constraints, rng, explicit=(target,))
                 response = self.writer.respond(picture.image, instruction, constraints, picture.facts, rng)
             verdicts = self.verify(response, constraints)
-            new_score = pass_rate(verdicts)
-            if new_score <= score and new_score < 1.0:
-                score = new_score
+            previous, score = score, pass_rate(verdicts)
+            if score <= previous and score < 1.0:
                 break  # no improvement: stop early
-            score = new_score
         result = {"constraints": constraints, "instruction": instruction, "response": response, "verdicts": verdicts,
                   "score": score, "attempts": len(history), "recoveries": history, "accepted": score == 1.0}
         if result["accepted"]:
@@ -475,14 +472,13 @@ class Synthesizer:
               rng: np.random.Generator) -> dict[str, Any]:
         responses = self.target.respond(picture.image, instruction, constraints, picture.facts, self.config.probes, rng)
         per_response = [self.verify(r, constraints) for r in responses]
-        failed_share = [1.0 - pass_rate(v) for v in per_response]
-        difficulty = float(np.mean(failed_share))
+        scores = [pass_rate(v) for v in per_response]
+        difficulty = float(np.mean([1.0 - p for p in scores]))
         easy, medium = self.config.levels
         level = "easy" if difficulty <= easy else "medium" if difficulty <= medium else "hard"
         profile = [{"id": c["id"], "failed": sum(not v[i]["pass"] for v in per_response) / len(per_response)}
                    for i, c in enumerate(constraints)]
-        return {"difficulty": difficulty, "level": level, "profile": profile,
-                "probe_scores": [pass_rate(v) for v in per_response]}
+        return {"difficulty": difficulty, "level": level, "profile": profile, "probe_scores": scores}
 
     # -- discovery -----------------------------------------------------------------------------
     def discover(self, picture: Picture, rng: np.random.Generator) -> tuple[dict[str, Any] | None, str | None]:
@@ -621,7 +617,8 @@ def run_round(config: SynthesizeConfig, synth: Synthesizer, source: ImageSource,
             record, reason = synth.discover(picture, rng)
             if record is not None:
                 discovered.append({**record, "round": round})
-            stats["discovery"]["admitted" if record else f"rejected: {reason}"] += 1 if (record or reason) else 0
+            if record is not None or reason is not None:  # (neither: the proposer proposed nothing)
+                stats["discovery"]["admitted" if record else f"rejected: {reason}"] += 1
         try:
             plan = synth.plan(picture, coverage, failures, pool, rng)
         except GenerationError:
@@ -632,8 +629,8 @@ def run_round(config: SynthesizeConfig, synth: Synthesizer, source: ImageSource,
         plans.append((picture, plan, rng))
 
     results = execute_all(config, synth, plans, ray_pool)
-    rows, records, probes = [], [], Counter()
-    probe_trials: Counter = Counter()
+    rows, records = [], []
+    probes: dict[str, tuple[int, int]] = {}  # type -> (probed responses, failed ones)
     for position, (item, result) in enumerate(zip(plans, results)):
         if item is None:
             continue
@@ -646,8 +643,8 @@ def run_round(config: SynthesizeConfig, synth: Synthesizer, source: ImageSource,
         stats["attempts"][str(result["attempts"])] += 1
         stats["levels"][result["level"]] += 1
         for entry in result["profile"]:
-            probe_trials[entry["id"]] += config.probes
-            probes[entry["id"]] += round_half(entry["failed"] * config.probes)
+            trials, failed = probes.get(entry["id"], (0, 0))
+            probes[entry["id"]] = (trials + config.probes, failed + int(entry["failed"] * config.probes + 0.5))
         rows.append(sample_row(config, round, position, picture, result, first_index + len(rows), synth.records))
         records.append({"id": rows[-1]["id"], "position": position, "instruction": result["instruction"],
                         "constraints": result["constraints"],
@@ -657,12 +654,7 @@ def run_round(config: SynthesizeConfig, synth: Synthesizer, source: ImageSource,
                         if result["instruction"] != plan["instruction"] else plan["embedding"]})
     stats = {k: dict(sorted(v.items())) if isinstance(v, Counter) else v for k, v in stats.items()}
     stats.update(accepted=len(rows), registry=synth.registry_size(), discovered_types=len(discovered))
-    probe_counts = {t: (probe_trials[t], probes[t]) for t in probe_trials}
-    return rows, stats, probe_counts, records, discovered
-
-
-def round_half(x: float) -> int:
-    return int(math.floor(x + 0.5))
+    return rows, stats, probes, records, discovered
 
 
 def synthesize(config: SynthesizeConfig, log: Callable[[str], None] | None = None) -> dict[str, Any]:
@@ -710,7 +702,7 @@ def synthesize(config: SynthesizeConfig, log: Callable[[str], None] | None = Non
         manifest = {"env_id": ENV_ID, "identity": config.identity(), "samples": done,
                     "rounds": memory.rounds(), "registry": synth.registry_size(),
                     "shards": [shard_path(out, r["round"]).name for r in memory.rounds() if r["shard"]],
-                    "seconds_this_call": round_half(time.perf_counter() - started)}
+                    "seconds_this_call": int(time.perf_counter() - started + 0.5)}
         write_json_atomic(out / "manifest.json", manifest)
         return manifest
     finally:

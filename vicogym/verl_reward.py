@@ -42,11 +42,23 @@ INSTRUCT = "vicogym/Instruct-v0"
 _JUDGES: dict[str, Any] = {}
 
 
+def _judge(spec: Any) -> Any:
+    """The judge a spec names, built once per process (verl calls the reward per response)."""
+    import json
+
+    from vicogym.judge import make_judge
+
+    key = json.dumps(spec, sort_keys=True, default=str)
+    if key not in _JUDGES:
+        _JUDGES[key] = make_judge(spec)
+    return _JUDGES[key]
+
+
 def instruct_score(response: str, ground_truth: str, judge: Any = None) -> float:
     """The constraint pass rate of ``response`` under a stored ground truth."""
     import json
 
-    from vicogym.judge import make_judge, verify_sample
+    from vicogym.judge import verify_sample
     from vicogym.programs.instruct import REGISTRY, pass_rate
 
     truth = json.loads(ground_truth)
@@ -54,13 +66,9 @@ def instruct_score(response: str, ground_truth: str, judge: Any = None) -> float
     if missing:
         from vicogym.discovery import admit_all
 
-        admit_all(missing, judge=make_judge(judge or "simulated"))
+        admit_all(missing, judge=_judge(judge or "simulated"))
     constraints = [c for c in truth["constraints"] if judge is not None or REGISTRY[c["id"]].track != "judge"]
-    if judge is not None and str(judge) not in _JUDGES:
-        _JUDGES[str(judge)] = make_judge(judge)
-    verdicts = verify_sample(response, [{"id": c["id"], "params": c["params"]} for c in constraints],
-                             _JUDGES.get(str(judge)) if judge is not None else None)
-    return pass_rate(verdicts)
+    return pass_rate(verify_sample(response, constraints, None if judge is None else _judge(judge)))
 
 
 def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_info: Any = None,
