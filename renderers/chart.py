@@ -126,7 +126,7 @@ class _Frame:
     background: Any
     height: int
     colors: list[Any]
-    bars: dict[str, list[Any]] = field(default_factory=dict)
+    bars: list[list[Any]] = field(default_factory=list)  # per series index, per row
     lines: dict[str, Any] = field(default_factory=dict)
     wedges: list[Any] = field(default_factory=list)
     texts: list[Any] = field(default_factory=list)
@@ -137,18 +137,19 @@ class _Frame:
     legend_on_top: Any = None  # a legend inside the plot, drawn over the marks
     plot_box: list[float] | None = None
     axis_titles: list[Any] = field(default_factory=list)
+    axis_artists: tuple[Any, Any] = ()  # (value axis, category axis) tick pools: _AxisArtists
 
 
 def shape_of(key: FrameKey) -> tuple | None:
-    """What a frame's figure, axes and ticks are set up from, beyond the texts, colours and
-    margins a new key changes: two keys of one shape can share them (a reshaped frame draws
-    the bytes a new one does; tests compare them). Pies (axis off, square aspect) are not
-    shared."""
+    """What a frame's figure, axes and ticks are tied to: its size. Any two non-pie keys of
+    one figure size share them; everything else a key sets (chart type, fonts, turned
+    labels, title, legend, texts, colours, margins) is set again when a frame is reshaped,
+    and a reshaped frame draws the bytes a new one does (tests compare them). Pies (axis
+    off, square aspect) are not shared."""
     spec = key.spec
     if spec.chart_type == "pie":
         return None
-    return (spec.chart_type, tuple(spec.figure_size), spec.font_size, key.rotation, spec.legend, bool(spec.title),
-            bool(spec.x_label), bool(spec.y_label))
+    return tuple(spec.figure_size)
 
 
 def _palette(name: str, n: int) -> list[tuple[float, float, float, float]]:
@@ -164,6 +165,7 @@ def _palette(name: str, n: int) -> list[tuple[float, float, float, float]]:
 #: evicted frames kept for reshaping (each keeps its figure and its canvas buffer, about 1 MB)
 SPARES = 32
 ROTATION = 35.0
+GRID_ALPHA = 0.4
 LAYERS_PER_FRAME = 4
 ROOM_STEP = 24.0  # px: category label room is rounded up to this, so most row edits keep a frame
 PLOT_SHARE = 0.75  # of the figure width, what the plot area is assumed to get when labels are laid out
@@ -307,19 +309,27 @@ class ChartRenderer:
         from matplotlib.figure import Figure
         from matplotlib.lines import Line2D
         from matplotlib.patches import Patch
-        from matplotlib.ticker import FuncFormatter
 
         spec = key.spec
         fs = spec.font_size
+        bars: list[list[Any]] = []
+        data_labels: list[Any] = []
         if spare is not None:
             fig, canvas, ax = spare.fig, spare.canvas, spare.ax
-            for artist in [*(b for pool in spare.bars.values() for b in pool), *spare.lines.values(), *spare.texts,
-                           *spare.axis_titles]:
+            for artist in [*spare.lines.values(), *spare.axis_titles]:
                 artist.remove()
             if ax.get_legend() is not None:
                 ax.get_legend().remove()
+            # what the last key set up that this one may not: back to a new axes' state
             ax.set_xlim(0.0, 1.0)  # a new axes' limits, which the last render moved
             ax.set_ylim(0.0, 1.0)
+            ax.title.set_text("")
+            was = spare.key
+            if was.rotation and not key.rotation:
+                ax.tick_params(axis="x", labelrotation=0.0, labelrotation_mode="default")
+                for tick in ax.xaxis.majorTicks:
+                    tick.label1.set_horizontalalignment("center")
+            bars, data_labels = spare.bars, spare.texts  # pooled bars and data labels stay in the axes, unseen
             self.frames_reshaped += 1
         else:
             fig = Figure(figsize=spec.figure_size, dpi=self.dpi)
@@ -329,7 +339,16 @@ class ChartRenderer:
         pie = spec.chart_type == "pie"
         names = key.pie_rows if pie else key.series
         colors = _palette(spec.palette, len(names))
-        ax.tick_params(labelsize=fs * 0.9)
+        for artist in (b for pool in bars[len(colors):] for b in pool):
+            artist.remove()
+        del bars[len(colors):]
+        for pool, color in zip(bars, colors):
+            for patch in pool:
+                patch.set_facecolor(color)
+        for text in data_labels:
+            text.set_fontsize(fs * 0.8)
+        if spare is None or spare.key.spec.font_size != fs:  # tick_params touches every tick: only on a change
+            ax.tick_params(labelsize=fs * 0.9)
         if spec.title:
             ax.set_title(spec.title, fontsize=fs * 1.15, y=1.0, pad=6.0)  # fixed y: no tight-bbox pass
         if pie:
@@ -341,12 +360,15 @@ class ChartRenderer:
         else:
             horizontal = spec.chart_type == "hbar"
             cat_axis, val_axis = _category_and_value_axes(ax, spec.chart_type)
-            val_axis.set_major_formatter(FuncFormatter(_axis_number))
             (ax.set_xlim if horizontal else ax.set_ylim)(*layout_limits(key.magnitude))
             cat_axis.set_animated(True)
             val_axis.set_animated(True)
-            if key.rotation:
+            if key.rotation and (spare is None or spare.key.rotation != key.rotation):
                 ax.tick_params(axis="x", labelrotation=key.rotation)
+            # the axes draw no ticks of their own (animated): the frame's pools draw them
+            axis_artists = spare.axis_artists if spare is not None else (_AxisArtists(fig), _AxisArtists(fig))
+            axis_artists[0].style(val_axis, 0.0)
+            axis_artists[1].style(cat_axis, key.rotation)
             # axis titles are static text of the frame, not part of the animated axes
             bottom_title, left_title = (spec.y_label, spec.x_label) if horizontal else (spec.x_label, spec.y_label)
             if spec.chart_type == "line":
@@ -376,6 +398,9 @@ class ChartRenderer:
         canvas.draw()
         frame = _Frame(key, fig, canvas, ax, canvas.copy_from_bbox(fig.bbox), int(fig.bbox.height), colors)
         frame.axis_titles = axis_titles
+        frame.bars, frame.texts = bars, data_labels
+        if not pie:
+            frame.axis_artists = axis_artists
         renderer = canvas.get_renderer()
         frame.plot_box = _box(ax.get_window_extent(renderer), frame.height)
         texts = [("title", ax.title)] if spec.title else []
@@ -411,7 +436,9 @@ class ChartRenderer:
     def _bar(self, frame: _Frame, series_index: int, i: int) -> Any:
         from matplotlib.patches import Rectangle
 
-        pool = frame.bars.setdefault(frame.key.series[series_index], [])
+        while len(frame.bars) <= series_index:
+            frame.bars.append([])
+        pool = frame.bars[series_index]
         while len(pool) <= i:  # pools grow on demand; unused bars are simply not drawn
             patch = Rectangle((0.0, 0.0), 0.0, 0.0, facecolor=frame.colors[series_index], animated=True)
             frame.ax.add_patch(patch)
@@ -437,29 +464,26 @@ class ChartRenderer:
             return layer[1]
         ax, renderer = frame.ax, frame.canvas.get_renderer()
         frame.canvas.restore_region(frame.background)
-        cat_axis, val_axis = _category_and_value_axes(ax, frame.key.spec.chart_type)
-        cat_axis.set_ticks(np.arange(len(rows), dtype=float), labels=list(rows))
-        ax.grid(False)
-        if gridlines:
-            val_axis.grid(True, alpha=0.4)
-        if frame.key.rotation:
-            for tick in cat_axis.get_major_ticks(len(rows)):
-                tick.label1.set_horizontalalignment("right")
-                tick.label1.set_rotation_mode("anchor")
+        _, val_axis = _category_and_value_axes(ax, frame.key.spec.chart_type)
+        # the value axis' ticks are where its locator puts them within the limits, as matplotlib
+        # places them; categories sit at 0..n-1, all within the limits (-0.5, n - 0.5)
+        low, high = sorted(val_axis.get_view_interval())
+        slack = (high - low) * 1e-10
+        values = [float(v) for v in val_axis.get_major_locator()() if low - slack <= v <= high + slack]
+        value_axis, category_axis = frame.axis_artists
         facts = []
-        for kind, axis in (("value_tick", val_axis), ("category", cat_axis)):
-            # Axis.draw would also place the axis title from every tick label's box, which
-            # these frames draw statically: draw the ticks alone
-            for tick in axis._update_ticks():
-                tick.label1.set_parse_math(False)
-                tick.draw(renderer)
-                if tick.label1.get_visible() and tick.label1.get_text():
-                    fact = {"kind": kind, "text": tick.label1.get_text(), "value": float(tick.get_loc()),
-                            "box": _box(tick.label1.get_window_extent(renderer), frame.height)}
+        for kind, artists, locs, texts in (
+                ("value_tick", value_axis, values, [_axis_number(v) for v in values]),
+                ("category", category_axis, [float(i) for i in range(len(rows))], list(rows))):
+            drawn = artists.draw(renderer, locs, texts, gridlines and kind == "value_tick")
+            for loc, text, label in zip(locs, texts, drawn):
+                if text:
+                    fact = {"kind": kind, "text": text, "value": loc,
+                            "box": _box(label.get_window_extent(renderer), frame.height)}
                     if kind == "category" and frame.key.rotation:
                         # a turned label's box is wider than its glyphs: report the unturned size too
                         fact["rotation"] = frame.key.rotation
-                        fact["size"] = list(self._text_size(fact["text"], frame.key.spec.font_size * 0.9))
+                        fact["size"] = list(self._text_size(text, frame.key.spec.font_size * 0.9))
                     facts.append(fact)
         frame.layers[key] = (frame.canvas.copy_from_bbox(frame.fig.bbox), facts)
         if len(frame.layers) > LAYERS_PER_FRAME:
@@ -666,6 +690,112 @@ def _box(bbox: Any, height: int) -> list[float]:
             round(float(bbox.x1), 1), round(float(height - bbox.y0), 1)]
 
 
+# -- tick marks, gridlines and labels, from pools -------------------------------------------
+_LABEL_CLASS: Any = None
+_LAYOUTS: dict[tuple, Any] = {}
+
+
+def label_class() -> type:
+    """A matplotlib ``Text`` whose layout (its lines' sizes and offsets from the anchor,
+    which depend on the string, font, rotation and alignment, never on the position) is
+    computed once per such combination and reused: ``Text._get_layout`` is the costliest
+    step of drawing a short label."""
+    global _LABEL_CLASS
+    if _LABEL_CLASS is None:
+        from matplotlib.text import Text
+
+        class Label(Text):
+            def _get_layout(self, renderer: Any) -> Any:
+                if self.get_wrap() or self.get_usetex() or self._bbox_patch is not None:
+                    return super()._get_layout(renderer)
+                key = (self.get_text(), prop_key(self._fontproperties), self.get_rotation(), self._horizontalalignment,
+                       self._verticalalignment, self.get_rotation_mode(), self._linespacing,
+                       self._get_multialignment(), self.get_parse_math(), self.get_figure(root=True).dpi,
+                       type(renderer))
+                found = _LAYOUTS.get(key)
+                if found is None:
+                    if len(_LAYOUTS) > TEXT_CACHE_LIMIT:
+                        _LAYOUTS.clear()
+                    found = _LAYOUTS.setdefault(key, super()._get_layout(renderer))
+                return found
+
+        _LABEL_CLASS = Label
+    return _LABEL_CLASS
+
+
+class _AxisArtists:
+    """One axis' ticks, drawn from pools: a line with a tick mark at every tick, and a
+    gridline and a label per tick, set up in the style of the axis' own first tick (its
+    sizes, pads, fonts and transforms, which ``tick_params`` sets). matplotlib's ticks
+    draw the same artists, one tick at a time and invisible ones besides; these are
+    updated in place, and draw the same pixels (tests compare them with a figure whose
+    axes draw their own ticks)."""
+
+    def __init__(self, fig: Any):
+        from matplotlib.lines import Line2D
+
+        self.fig = fig
+        self.marks = Line2D([], [])
+        self.marks.set_figure(fig)
+        self.grid: list[Any] = []
+        self.labels: list[Any] = []
+        self.template: Any = None
+        self.vertical = False
+        self.rotation = 0.0
+
+    def style(self, axis: Any, rotation: float) -> None:
+        """Take the look of ``axis``' ticks (call again after ``tick_params``)."""
+        self.template = axis.get_major_ticks(1)[0]
+        self.vertical = axis.axis_name == "y"
+        self.rotation = rotation
+        self.marks.update_from(self.template.tick1line)
+        for line in self.grid:
+            self._style_grid(line)
+        for label in self.labels:
+            self._style_label(label)
+
+    def _style_grid(self, line: Any) -> None:
+        line.update_from(self.template.gridline)
+        line.set_alpha(GRID_ALPHA)  # as axis.grid(True, alpha=GRID_ALPHA) sets it on the ticks
+        line.set_visible(True)
+
+    def _style_label(self, label: Any) -> None:
+        label.update_from(self.template.label1)
+        label.set_parse_math(False)  # labels are data, never TeX
+        if self.rotation:  # a turned label ends at its tick
+            label.set_horizontalalignment("right")
+            label.set_rotation_mode("anchor")
+        else:
+            label.set_rotation_mode("default")
+
+    def draw(self, renderer: Any, locs: list[float], texts: list[str], gridlines: bool) -> list[Any]:
+        """Draw ticks at ``locs`` labelled ``texts``; return the labels drawn."""
+        from matplotlib.lines import Line2D
+
+        zeros = [0.0] * len(locs)
+        if gridlines:
+            while len(self.grid) < len(locs):
+                line = Line2D([], [])
+                line.set_figure(self.fig)
+                self._style_grid(line)
+                self.grid.append(line)
+            for loc, line in zip(locs, self.grid):
+                line.set_data(([0.0, 1.0], [loc, loc]) if self.vertical else ([loc, loc], [0.0, 1.0]))
+                line.draw(renderer)
+        self.marks.set_data((zeros, locs) if self.vertical else (locs, zeros))
+        self.marks.draw(renderer)
+        while len(self.labels) < len(locs):
+            label = label_class()(0.0, 0.0, "")
+            label.set_figure(self.fig)
+            self._style_label(label)
+            self.labels.append(label)
+        for loc, text, label in zip(locs, texts, self.labels):
+            label.set_text(text)
+            label.set_position((0.0, loc) if self.vertical else (loc, 0.0))
+            label.draw(renderer)
+        return self.labels[:len(locs)]
+
+
 # -- text, measured and rasterised once ------------------------------------------------------
 #: what the cached renderer keeps, bounded: entries are small (a string's size, a glyph's
 #: coverage bitmap), and charts reuse few strings and fewer glyphs
@@ -684,24 +814,57 @@ def text_cached_canvas() -> type:
     return _CANVAS
 
 
+def prop_key(prop: Any) -> tuple:
+    """What a FontProperties selects and sizes, as a hashable key."""
+    return (tuple(prop.get_family()), prop.get_style(), prop.get_variant(), prop.get_weight(), prop.get_stretch(),
+            prop.get_size_in_points(), prop.get_file(), prop.get_math_fontfamily())
+
+
 def _make_canvas_class() -> type:
     from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg, get_hinting_flag
-    from matplotlib.ft2font import RenderMode
+    from matplotlib import ft2font
+
+    # the caches call the FreeType steps Agg takes (matplotlib >= 3.11's private font API);
+    # where that API differs, text is drawn by plain Agg: slower, the same pixels
+    if not hasattr(ft2font, "RenderMode") or not all(
+            hasattr(ft2font.FT2Font, name) for name in ("_layout", "_set_transform", "_render_glyph")):
+        return FigureCanvasAgg
+    RenderMode = ft2font.RenderMode
 
     sizes: dict[tuple, tuple[float, float, float]] = {}
     layouts: dict[tuple, list] = {}
     glyphs: dict[tuple, tuple[np.ndarray, int, int]] = {}
-
-    def prop_key(prop: Any) -> tuple:
-        return (tuple(prop.get_family()), prop.get_style(), prop.get_variant(), prop.get_weight(), prop.get_stretch(),
-                prop.get_size_in_points(), prop.get_file(), prop.get_math_fontfamily())
+    heights: dict[tuple, tuple] = {}
 
     def bounded(cache: dict) -> dict:
         if len(cache) > TEXT_CACHE_LIMIT:
             cache.clear()
         return cache
 
+    def font_height_metrics(prop: Any, dpi: float) -> tuple:
+        # as Text._get_layout measures a font's line height when the renderer does not
+        from matplotlib.font_manager import fontManager, get_font
+
+        font = get_font(fontManager._find_fonts_by_props(prop))
+        for table_name, gap_key, ascent_key, descent_key in (
+                ("OS/2", "sTypoLineGap", "sTypoAscender", "sTypoDescender"), ("hhea", "lineGap", "ascent", "descent")):
+            table = font.get_sfnt_table(table_name)
+            if table is None:
+                continue
+            scale = 1 / font.get_sfnt_table("head")["unitsPerEm"] * prop.get_size_in_points() * dpi / 72
+            return table[ascent_key] * scale, -table[descent_key] * scale, table[gap_key] * scale
+        return None, None, None
+
     class CachedTextRenderer(RendererAgg):
+        def _get_font_height_metrics(self, prop: Any) -> tuple:
+            # Text._get_layout asks a renderer that has this for a font's line height
+            # (ascent, descent, gap) before it reads them from the font's tables itself
+            key = (prop_key(prop), self.dpi)
+            found = heights.get(key)
+            if found is None:
+                found = bounded(heights).setdefault(key, font_height_metrics(prop, self.dpi))
+            return found
+
         def get_text_width_height_descent(self, s: str, prop: Any, ismath: Any) -> Any:
             if ismath:
                 return super().get_text_width_height_descent(s, prop, ismath)
