@@ -145,6 +145,9 @@ def main() -> None:
     import gymnasium as gym
 
     import vicogym  # noqa: F401
+    from vicogym.processes import limit_threads
+
+    limit_threads(1)  # as generation runs: idle BLAS threads spinning would tax both sides
     from vicogym.editors.chart import apply
     from vicogym.programs.chart import relabel
     from vicogym.images import encode_png

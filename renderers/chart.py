@@ -17,13 +17,16 @@ reorder) an axes layer, and a style or series edit a new frame. Every cached lay
 pixels are a function of its key alone, and a fresh render takes the same drawing steps
 as a cached one, so the bytes of a render never depend on what was rendered before.
 
-Across charts (generation draws fresh ones all the time), two things are shared: an
-evicted frame's figure, axes and tick objects are set up again for a new frame of the
-same *shape* (:func:`shape_of`: chart type, size, font, rotation, legend, which labels
-exist), which saves matplotlib's costly axes and tick construction; and text is measured
-once per (string, font, size) and each glyph rasterised once per (font, size, angle,
-sub-pixel offset) (:func:`text_cached_canvas`), the same FreeType calls that plain Agg
-makes. Tests compare both against new figures on plain Agg, byte for byte.
+Across charts (generation draws fresh ones all the time), three things are shared: an
+evicted frame's figure, axes, tick styles, bar and label pools are set up again for a new
+frame of the same figure size (:func:`shape_of`), which saves matplotlib's costly axes
+and tick construction; ticks are drawn from per-frame pools (:class:`_AxisArtists`: one
+line holding every tick mark, gridlines, labels) updated in place, not by matplotlib's
+Tick objects one at a time; and text is measured once per (string, font, size), laid
+out once per (string, font, rotation, alignment) (:func:`label_class`) and each glyph
+rasterised once per (font, size, angle, sub-pixel offset) (:func:`text_cached_canvas`),
+the same FreeType calls that plain Agg makes. Tests compare each against matplotlib's
+own path (new figures, its own ticks, plain Agg), byte for byte.
 """
 
 from __future__ import annotations
@@ -446,9 +449,12 @@ class ChartRenderer:
         return pool[i]
 
     def _text(self, frame: _Frame, k: int) -> Any:
-        while len(frame.texts) <= k:
-            frame.texts.append(frame.ax.text(0.0, 0.0, "", fontsize=frame.key.spec.font_size * 0.8,
-                                             animated=True, clip_on=False, parse_math=False))
+        while len(frame.texts) <= k:  # as Axes.text makes them, of the layout-caching kind
+            text = label_class()(0.0, 0.0, "", fontsize=frame.key.spec.font_size * 0.8, animated=True, clip_on=False,
+                                 parse_math=False, verticalalignment="baseline", horizontalalignment="left",
+                                 transform=frame.ax.transData)
+            frame.ax.add_artist(text)
+            frame.texts.append(text)
         return frame.texts[k]
 
     def _axes_layer(self, frame: _Frame, rows: tuple[str, ...], limits: tuple[float, float],

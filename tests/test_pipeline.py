@@ -569,3 +569,35 @@ def test_an_interrupted_run_is_reported_by_verify_and_finished_by_the_same_comma
     assert "the run did not finish" in " ".join(p[1] for p in verify(partial).problems)
     generate(_config(partial), progress=False)
     assert verify(partial).ok and _bytes(partial) == _bytes(out)
+
+
+def test_a_small_n_runs_only_the_episodes_it_needs(tmp_path):
+    """A run stops with the episode that makes its n-th sample, inside a shard's block:
+    ``--n 1`` runs episodes until one keeps a sample, not a whole 16-episode block."""
+    from vicogym.pipeline import run_block
+
+    config = _config(tmp_path / "one", n=1, episodes_per_shard=16)
+    whole = run_block(config, 0)  # all 16 episodes of the first block
+    first = next(i for i, (rows, _, _) in enumerate(whole) if rows)
+    manifest = generate(config, progress=False)
+    assert manifest["counts"]["samples"] == 1
+    assert manifest["counts"]["episodes"] == first + 1 < 16
+    assert manifest["shards"][0]["episodes"] == [0, first + 1]
+    assert len(run_block(config, 0, needed=1)) == first + 1
+
+
+def test_a_shard_is_the_same_whether_its_block_stopped_early_or_ran_whole(tmp_path):
+    """The last shard keeps the episodes up to the n-th sample: one worker stops its block
+    there, workers running blocks ahead run them whole; both write the same shard."""
+    from vicogym.pipeline import run_block, shard_contents
+
+    config = _config(tmp_path / "x", n=5, episodes_per_shard=8)
+    whole = run_block(config, 0)
+    made = sum(len(rows) for rows, _, _ in whole)
+    assert made >= 3
+    for needed in range(1, made + 1):
+        early = run_block(config, 0, needed=needed)
+        assert sum(len(rows) for rows, _, _ in early) >= needed
+        assert shard_contents(early, needed) == shard_contents(whole, needed)
+        rows, stats, _ = shard_contents(whole, needed)
+        assert len(rows) == needed and stats["episodes"] == len(early)

@@ -3,7 +3,9 @@
 Episodes run in blocks of ``episodes_per_shard``; block ``b`` becomes shard ``b`` (see
 :mod:`vicogym.shards`), so a crashed run resumes from the first missing shard without
 duplicates or gaps. Episode ``e`` is seeded from ``SeedSequence([seed, e])`` alone, so the
-output bytes do not depend on ``workers``. Environment settings reach the environment
+output bytes do not depend on ``workers``. A run ends with the episode that makes its
+``n``-th sample: the last shard holds the episodes up to that one, and a run with one
+worker runs no episode past it (``--n 1`` runs one episode when that one keeps a sample). Environment settings reach the environment
 only through ``env_kwargs`` (generation's own default: 3-turn episodes).
 """
 
@@ -180,45 +182,87 @@ def _episode(config: GenerateConfig, env: Any, e: int) -> tuple[Any, float, list
                        keep=config.keep)
 
 
-def run_block(config: GenerateConfig, block: int) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, bytes]]:
-    """The rows and statistics of the episodes of shard ``block``, and the files its rows
-    share (see :meth:`vicogym.arm.Arm.side_files`). With ``episodes_in_flight`` > 1 that
-    many episodes run side by side on their own environments (threads: while one waits
-    for an actor server, another renders), and the server sees their requests at once."""
+#: one episode's part of a shard: its rows, its statistics, and the files its rows share
+EpisodeResult = tuple[list[dict[str, Any]], EpisodeStats, dict[str, bytes]]
+
+
+def run_block(config: GenerateConfig, block: int, needed: int | None = None) -> list[EpisodeResult]:
+    """The rows, statistics and shared files (see :meth:`vicogym.arm.Arm.side_files`) of
+    each episode of shard ``block``, in order. With ``needed``, the block stops after the
+    episode that brings its rows to ``needed``: a run that needs few more samples runs
+    only the episodes that make them (the shard keeps exactly the episodes up to that one
+    however the block ran, see :func:`shard_contents`). With ``episodes_in_flight`` > 1
+    that many episodes run side by side on their own environments (threads: while one
+    waits for an actor server, another renders), and the server sees their requests at
+    once."""
     episodes = range(block * config.episodes_per_shard,
                      min((block + 1) * config.episodes_per_shard, config.episode_budget))
     envs = _envs_for(config, min(config.episodes_in_flight, len(episodes)) or 1)
+    results: list[EpisodeResult] = []
+    rows = 0
     if len(envs) == 1:
-        results = [_episode(config, envs[0], e) for e in episodes]
-    else:
-        free: queue.Queue = queue.Queue()
-        for env in envs:
+        for e in episodes:
+            results.append(_episode_result(config, envs[0], e))
+            rows += len(results[-1][0])
+            if needed is not None and rows >= needed:
+                break
+        return results
+    free: queue.Queue = queue.Queue()
+    for env in envs:
+        free.put(env)
+
+    def one(e: int) -> EpisodeResult:
+        env = free.get()
+        try:
+            return _episode_result(config, env, e)
+        finally:
             free.put(env)
 
-        def one(e: int) -> Any:
-            env = free.get()
-            try:
-                return _episode(config, env, e)
-            finally:
-                free.put(env)
+    with cf.ThreadPoolExecutor(max_workers=len(envs)) as pool:
+        for start in range(episodes.start, episodes.stop, len(envs)):  # a wave of episodes side by side
+            wave = list(pool.map(one, range(start, min(start + len(envs), episodes.stop))))
+            results.extend(wave)
+            rows += sum(len(r) for r, _, _ in wave)
+            if needed is not None and rows >= needed:
+                break
+    return results
 
-        with cf.ThreadPoolExecutor(max_workers=len(envs)) as pool:
-            results = list(pool.map(one, episodes))
-    env = envs[0]
+
+def _episode_result(config: GenerateConfig, env: Any, e: int) -> EpisodeResult:
+    seed_sample, p0, kept, stats = _episode(config, env, e)
     rows: list[dict[str, Any]] = []
     files: dict[str, bytes] = {}
+    for k in kept:
+        row_id = f"{_slug(config.env_id)}-s{config.seed}-e{e:07d}-t{k.turn}"
+        provenance = dict(k.sample.provenance.to_dict(), seed=episode_seed(config.seed, e), index=e, turn=k.turn,
+                          run_seed=config.seed)
+        row = sample_row(env.arm, config.env_id, row_id, k, seed_sample, p0, provenance)
+        row.update(verl_fields(row, env.arm.export, index=e))
+        rows.append(row)
+        files.update(env.arm.side_files(k.sample.structure))
+    return rows, stats, files
+
+
+def shard_contents(results: list[EpisodeResult], needed: int) -> tuple[list[dict[str, Any]], dict[str, Any],
+                                                                         dict[str, bytes]]:
+    """A shard from a block's episode results: the episodes up to the one that brings the
+    rows to ``needed`` (all of them if none does), their rows cut at ``needed``, their
+    summed statistics and shared files. The same whether the block stopped there or ran
+    on (another worker count, Ray), so the bytes do not depend on how it ran."""
+    rows: list[dict[str, Any]] = []
     total = EpisodeStats()
-    for e, (seed_sample, p0, kept, stats) in zip(episodes, results):
-        for k in kept:
-            row_id = f"{_slug(config.env_id)}-s{config.seed}-e{e:07d}-t{k.turn}"
-            provenance = dict(k.sample.provenance.to_dict(), seed=episode_seed(config.seed, e), index=e, turn=k.turn,
-                              run_seed=config.seed)
-            row = sample_row(env.arm, config.env_id, row_id, k, seed_sample, p0, provenance)
-            row.update(verl_fields(row, env.arm.export, index=e))
-            rows.append(row)
-            files.update(env.arm.side_files(k.sample.structure))
+    files: dict[str, bytes] = {}
+    episodes = 0
+    for episode_rows, stats, episode_files in results:
+        if len(rows) >= needed:
+            break
+        rows.extend(episode_rows)
         total.add(stats)
-    return rows, dict(total.to_dict(), episodes=len(results)), files
+        files.update(episode_files)
+        episodes += 1
+    rows = rows[:needed]  # the last shard stops at exactly n samples
+    return rows, dict(total.to_dict(), episodes=episodes, rows=len(rows),
+                      pass_rates=[r["pass_rate"] for r in rows]), files
 
 
 # -- the run -----------------------------------------------------------------------------
@@ -258,27 +302,27 @@ def _generate(config: GenerateConfig, folder: RunFolder, progress: bool, push: C
         while block < blocks_total and run.count < config.n and shard_path(out, block).exists():
             path = shard_path(out, block)
             stats = read_shard_stats(path)
-            run.absorb(dict(folder.resumed_entry(path, previous.get(path.name)), episodes=_episodes(config, block)),
-                       stats)
+            run.absorb(dict(folder.resumed_entry(path, previous.get(path.name)),
+                            episodes=_episodes(config, block, stats["episodes"])), stats)
             bar.update(stats["rows"])
             bar.set_postfix(run.rates(zone), refresh=False)
             block += 1
 
-        def finish(rows: list[dict[str, Any]], stats: dict[str, Any], files: dict[str, bytes], b: int) -> None:
-            rows = rows[: config.n - run.count]  # the last shard stops at exactly n samples
-            stats = dict(stats, rows=len(rows), pass_rates=[r["pass_rate"] for r in rows])
+        def finish(results: list[EpisodeResult], b: int) -> None:
+            rows, stats, files = shard_contents(results, config.n - run.count)
             run.files.update(folder.write_side_files(files))  # before the shard whose rows need them
             entry = write_shard(out, b, rows, stats, schema)
-            run.absorb(dict(entry, episodes=_episodes(config, b)), stats)
+            run.absorb(dict(entry, episodes=_episodes(config, b, stats["episodes"])), stats)
             folder.write_manifest(run.manifest(finished=False))
             push()
             bar.update(len(rows))
             bar.set_postfix(run.rates(zone), refresh=True)
 
-        results = _block_results(config, block, blocks_total if run.count < config.n else block)
+        results = _block_results(config, block, blocks_total if run.count < config.n else block,
+                                 lambda: config.n - run.count)
         try:
             for b, result in results:
-                finish(*result, b)
+                finish(result, b)
                 if run.count >= config.n:
                     break
         finally:
@@ -296,17 +340,20 @@ def _generate(config: GenerateConfig, folder: RunFolder, progress: bool, push: C
         folder.unlock()
 
 
-def _block_results(config: GenerateConfig, first: int, last: int) -> Iterator[tuple[int, Any]]:
+def _block_results(config: GenerateConfig, first: int, last: int,
+                   needed: Callable[[], int]) -> Iterator[tuple[int, Any]]:
     """``(b, run_block(config, b))`` for blocks ``first`` to ``last - 1``, in order, computed
     here, by ``config.workers`` worker processes or by Ray actors, with at most ``workers``
-    blocks ahead of the one being read. Closing the generator stops the workers."""
+    blocks ahead of the one being read. Closing the generator stops the workers. Blocks
+    run here (one after another, each read before the next starts) stop once they make
+    the ``needed()`` samples the run still needs; blocks run ahead elsewhere run whole."""
     if config.backend == "ray":
-        yield from _ray_block_results(config, first, last)
+        yield from _ray_block_results(config, first, last, needed)
         return
     if config.workers == 1:
         with limit_threads(config.threads):
             for b in range(first, last):
-                yield b, run_block(config, b)
+                yield b, run_block(config, b, needed())
         return
     context = multiprocessing.get_context("spawn")
     pool = cf.ProcessPoolExecutor(max_workers=config.workers, mp_context=context, initializer=start_worker,
@@ -343,7 +390,8 @@ class _RayBlockWorker:
         return run_block(config, block)
 
 
-def _ray_block_results(config: GenerateConfig, first: int, last: int) -> Iterator[tuple[int, Any]]:
+def _ray_block_results(config: GenerateConfig, first: int, last: int,
+                       needed: Callable[[], int]) -> Iterator[tuple[int, Any]]:
     """Blocks on Ray actors. While Ray starts (seconds for a local instance), this process
     runs the first blocks itself: a block's rows do not depend on where it runs."""
     from vicogym.processes import RayActors
@@ -357,7 +405,7 @@ def _ray_block_results(config: GenerateConfig, first: int, last: int) -> Iterato
     try:
         with limit_threads(config.threads):
             while block < last and not pool.ready.is_set():
-                yield block, run_block(config, block)
+                yield block, run_block(config, block, needed())
                 block += 1
         workers = pool.wait()
         yield from _in_order(range(block, last), lambda b: workers[(b - block) % len(workers)].run.remote(config, b),
@@ -404,9 +452,10 @@ def _schema():
     return pa.schema(list(row_schema()) + list(verl_schema()))
 
 
-def _episodes(config: GenerateConfig, block: int) -> list[int]:
+def _episodes(config: GenerateConfig, block: int, count: int) -> list[int]:
+    """The episodes shard ``block`` holds: ``count`` from the block's first."""
     first = block * config.episodes_per_shard
-    return [first, min(first + config.episodes_per_shard, config.episode_budget)]
+    return [first, first + count]
 
 
 def _manifest(config: GenerateConfig, totals: EpisodeStats, episodes: int, count: int,
