@@ -324,8 +324,6 @@ class ChartRenderer:
             if ax.get_legend() is not None:
                 ax.get_legend().remove()
             # what the last key set up that this one may not: back to a new axes' state
-            ax.set_xlim(0.0, 1.0)  # a new axes' limits, which the last render moved
-            ax.set_ylim(0.0, 1.0)
             ax.title.set_text("")
             was = spare.key
             if was.rotation and not key.rotation:
@@ -363,7 +361,6 @@ class ChartRenderer:
         else:
             horizontal = spec.chart_type == "hbar"
             cat_axis, val_axis = _category_and_value_axes(ax, spec.chart_type)
-            (ax.set_xlim if horizontal else ax.set_ylim)(*layout_limits(key.magnitude))
             cat_axis.set_animated(True)
             val_axis.set_animated(True)
             if key.rotation and (spare is None or spare.key.rotation != key.rotation):
@@ -521,6 +518,7 @@ class ChartRenderer:
             grouped = spec.chart_type in ("grouped_bar", "hbar") and n_series > 1
             width = 0.8 / n_series if grouped else 0.7
             bottoms = np.zeros(n_rows)
+            bar_paths: list[tuple] = []
             for i in range(n_rows):
                 for j in range(n_series):
                     v = values[i, j]
@@ -538,7 +536,7 @@ class ChartRenderer:
                         boxes.append(None)
                         anchors.append((0.0, 0.0, "center", "center"))
                         continue
-                    fig.draw_artist(patch)
+                    bar_paths.append(_path_args(patch))
                     boxes.append(_data_box(ax, patch.get_x(), patch.get_y(), patch.get_width(), patch.get_height(),
                                            frame.height))
                     mid = i + offset
@@ -548,6 +546,10 @@ class ChartRenderer:
                         anchors.append((base + length, mid, "left" if v >= 0 else "right", "center"))
                     else:
                         anchors.append((mid, base + length, "center", "bottom" if v >= 0 else "top"))
+            if bar_paths:
+                # every bar has the same edge, clip and snapping (only its fill differs): one
+                # graphics context for all, in the order they would be drawn one by one
+                frame.bars[0][0]._draw_paths_with_artist_properties(renderer, bar_paths)
         elif spec.chart_type == "line":
             half = 4.0 * self.dpi / 72.0
             for j, name in enumerate(t.series):
@@ -610,6 +612,13 @@ class ChartRenderer:
             "missing_glyphs": {lab["text"]: m for lab in labels if (m := self.missing_glyphs(lab["text"]))},
         }
         return ChartRender(image=image, marks=marks, labels=labels, value_limits=limits, facts=facts)
+
+
+def _path_args(patch: Any) -> tuple:
+    """What ``Patch.draw`` hands the renderer for ``patch``: its path, transform and fill."""
+    transform = patch.get_transform()
+    face = patch.get_facecolor()
+    return transform.transform_path_non_affine(patch.get_path()), transform.get_affine(), face if face[3] else None
 
 
 LABEL_GAP_PX = 3.0  # data labels sit this far off the end of their mark, not on it
@@ -748,24 +757,34 @@ class _AxisArtists:
         self.template: Any = None
         self.vertical = False
         self.rotation = 0.0
+        self.styled: dict[int, int] = {}  # id of a pooled artist -> the style it has
+        self.style_id = 0
 
     def style(self, axis: Any, rotation: float) -> None:
-        """Take the look of ``axis``' ticks (call again after ``tick_params``)."""
+        """Take the look of ``axis``' ticks (call again after ``tick_params``). Pooled
+        gridlines and labels take it when next drawn."""
         self.template = axis.get_major_ticks(1)[0]
         self.vertical = axis.axis_name == "y"
         self.rotation = rotation
         self.marks.update_from(self.template.tick1line)
-        for line in self.grid:
-            self._style_grid(line)
-        for label in self.labels:
-            self._style_label(label)
+        self.style_id += 1
+
+    def _restyled(self, artist: Any) -> bool:
+        if self.styled.get(id(artist)) == self.style_id:
+            return False
+        self.styled[id(artist)] = self.style_id
+        return True
 
     def _style_grid(self, line: Any) -> None:
+        if not self._restyled(line):
+            return
         line.update_from(self.template.gridline)
         line.set_alpha(GRID_ALPHA)  # as axis.grid(True, alpha=GRID_ALPHA) sets it on the ticks
         line.set_visible(True)
 
     def _style_label(self, label: Any) -> None:
+        if not self._restyled(label):
+            return
         label.update_from(self.template.label1)
         label.set_parse_math(False)  # labels are data, never TeX
         if self.rotation:  # a turned label ends at its tick
@@ -783,9 +802,9 @@ class _AxisArtists:
             while len(self.grid) < len(locs):
                 line = Line2D([], [])
                 line.set_figure(self.fig)
-                self._style_grid(line)
                 self.grid.append(line)
             for loc, line in zip(locs, self.grid):
+                self._style_grid(line)
                 line.set_data(([0.0, 1.0], [loc, loc]) if self.vertical else ([loc, loc], [0.0, 1.0]))
                 line.draw(renderer)
         self.marks.set_data((zeros, locs) if self.vertical else (locs, zeros))
@@ -793,9 +812,9 @@ class _AxisArtists:
         while len(self.labels) < len(locs):
             label = label_class()(0.0, 0.0, "")
             label.set_figure(self.fig)
-            self._style_label(label)
             self.labels.append(label)
         for loc, text, label in zip(locs, texts, self.labels):
+            self._style_label(label)
             label.set_text(text)
             label.set_position((0.0, loc) if self.vertical else (loc, 0.0))
             label.draw(renderer)
@@ -827,15 +846,10 @@ def prop_key(prop: Any) -> tuple:
 
 
 def _make_canvas_class() -> type:
+    # the caches call the FreeType steps Agg takes, through matplotlib 3.11's private font
+    # API (the version pyproject.toml pins; the tests compare the pixels with plain Agg's)
     from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg, get_hinting_flag
-    from matplotlib import ft2font
-
-    # the caches call the FreeType steps Agg takes (matplotlib >= 3.11's private font API);
-    # where that API differs, text is drawn by plain Agg: slower, the same pixels
-    if not hasattr(ft2font, "RenderMode") or not all(
-            hasattr(ft2font.FT2Font, name) for name in ("_layout", "_set_transform", "_render_glyph")):
-        return FigureCanvasAgg
-    RenderMode = ft2font.RenderMode
+    from matplotlib.ft2font import RenderMode
 
     sizes: dict[tuple, tuple[float, float, float]] = {}
     layouts: dict[tuple, list] = {}
