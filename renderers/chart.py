@@ -210,17 +210,12 @@ class ChartRenderer:
 
         table, spec = structure.table, structure.spec
         limits = value_limits(table, spec.chart_type)
-        from matplotlib import rc_context
-
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=GLYPH_WARNING)
             key = self.frame_key(structure, limits)
             frame = self._frames.get(key)
             if frame is None:
-                # labels are data, never TeX: "$5 to $10" is drawn as written (tick labels and
-                # data labels, made later, are set the same way where they are made)
-                with rc_context({"text.parse_math": False}):
-                    frame = self._build_frame(key, self._spare(key))
+                frame = self._build_frame(key, self._spare(key))
                 self._frames[key] = frame
                 self.frames_built += 1
                 if len(self._frames) > self.cache_size:
@@ -350,6 +345,9 @@ class ChartRenderer:
             text.set_fontsize(fs * 0.8)
         if spare is None or spare.key.spec.font_size != fs:  # tick_params touches every tick: only on a change
             ax.tick_params(labelsize=fs * 0.9)
+        # every text is data, never TeX: "$5 to $10" is drawn as written (titles and legend
+        # entries here; tick and data labels where they are made)
+        ax.title.set_parse_math(False)
         if spec.title:
             ax.set_title(spec.title, fontsize=fs * 1.15, y=1.0, pad=6.0)  # fixed y: no tight-bbox pass
         if pie:
@@ -384,6 +382,8 @@ class ChartRenderer:
                 loc = "upper center" if spec.legend == "top" else spec.legend
                 # inside the plot the legend goes over the marks: drawn after them, every render
                 ax.legend(handles=handles, loc=loc, fontsize=fs * 0.85, framealpha=0.85).set_animated(True)
+            for text in ax.get_legend().get_texts():
+                text.set_parse_math(False)
         _fit_margins(fig, canvas, key, show_legend and spec.legend == "outside")
         axis_titles = []
         if not pie:
@@ -391,10 +391,10 @@ class ChartRenderer:
             pad = 4.0 / fig.bbox.height
             if bottom_title:
                 axis_titles.append(fig.text((box.x0 + box.x1) / 2.0, pad, bottom_title, fontsize=fs, ha="center",
-                                            va="bottom"))
+                                            va="bottom", parse_math=False))
             if left_title:
                 axis_titles.append(fig.text(4.0 / fig.bbox.width, (box.y0 + box.y1) / 2.0, left_title, fontsize=fs,
-                                            ha="left", va="center", rotation=90))
+                                            ha="left", va="center", rotation=90, parse_math=False))
         canvas.draw()
         frame = _Frame(key, fig, canvas, ax, canvas.copy_from_bbox(fig.bbox), int(fig.bbox.height), colors)
         frame.axis_titles = axis_titles

@@ -105,6 +105,21 @@ def test_dollar_signs_are_drawn_as_written_not_as_math(renderer):
     width = lambda text: boxes[text][2] - boxes[text][0]  # noqa: E731
     assert width("$5 to $10") > width("5 to 10")  # math mode would have dropped the dollars
     assert out.facts["missing_glyphs"] == {}
+    # titles, axis titles and legend entries too (a fresh figure and a reshaped one)
+    two = Table("Region", ("A", "B"), ("$x$ cars", "x cars"), ((1.0, 2.0), (3.0, 4.0)))
+    for _ in range(2):
+        spec = ChartSpec(chart_type="grouped_bar", title="$a$ b", x_label="$a$ b", y_label="a b", legend="outside")
+        out = renderer.render(ChartStructure(two, spec))
+        kinds = {(lab["kind"], lab["text"]): lab["box"] for lab in out.labels}
+        # two dollar glyphs wider (math mode would draw an italic x, about as wide as a plain one)
+        assert kinds[("legend", "$x$ cars")][2] - kinds[("legend", "$x$ cars")][0] > \
+            1.25 * (kinds[("legend", "x cars")][2] - kinds[("legend", "x cars")][0])
+        titled = kinds[("title", "$a$ b")]
+        axis_title = kinds[("axis_title", "$a$ b")]
+        plain = kinds[("axis_title", "a b")]  # turned 90 degrees: its length is its height
+        assert titled[2] - titled[0] > 1.5 * (plain[3] - plain[1])  # the title's font is 1.15 times larger
+        assert axis_title[2] - axis_title[0] > 1.25 * (plain[3] - plain[1])
+        renderer.evict()
 
 
 def _fresh_charts_and_edits(seed, count):
