@@ -42,24 +42,29 @@ class ChatServer:
                     server.most_in_flight = max(server.most_in_flight, server.in_flight)
                 try:
                     if step[0] == "status":
-                        return self._send(step[1], {"error": {"message": f"scripted {step[1]}"}})
-                    if step[0] == "raw":
-                        return self._send(200, step[1])
-                    if step[0] == "slow":
-                        time.sleep(step[1])
-                        texts = step[2]
+                        code, data = step[1], {"error": {"message": f"scripted {step[1]}"}}
+                    elif step[0] == "raw":
+                        code, data = 200, step[1]
                     else:
-                        texts = step[1]
-                    n = 1 if step[0] == "one" else body.get("n", 1)
-                    time.sleep(0.02)
-                    choices = [{"index": i, "finish_reason": "stop",
-                                "message": {"role": "assistant", "content": texts[i % len(texts)]}} for i in range(n)]
-                    self._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                                     "choices": choices, "usage": {"prompt_tokens": 1, "completion_tokens": 1,
-                                                                   "total_tokens": 2}})
+                        if step[0] == "slow":
+                            time.sleep(step[1])
+                            texts = step[2]
+                        else:
+                            texts = step[1]
+                        n = 1 if step[0] == "one" else body.get("n", 1)
+                        time.sleep(0.02)
+                        choices = [{"index": i, "finish_reason": "stop",
+                                    "message": {"role": "assistant", "content": texts[i % len(texts)]}}
+                                   for i in range(n)]
+                        code, data = 200, {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+                                           "choices": choices, "usage": {"prompt_tokens": 1, "completion_tokens": 1,
+                                                                         "total_tokens": 2}}
                 finally:
+                    # counted out before the answer goes: once it arrives the client may send its
+                    # next request, which must not find this one still counted
                     with server.lock:
                         server.in_flight -= 1
+                self._send(code, data)
 
             def _send(self, code, data):
                 payload = json.dumps(data).encode()

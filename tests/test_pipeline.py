@@ -261,11 +261,13 @@ def test_ray_on_a_two_node_cluster_writes_the_same_bytes(small_run, tmp_path):
 
 
 RAY_RUN = ["--n", "48", "--episodes-per-shard", "4", "--set", "k=4", "--no-progress"]
+#: long enough that Ray's workers start (seconds) before this process has run every block itself
+LONG_RAY_RUN = ["--n", "200", *RAY_RUN[2:]]
 
 
-def _ray_command(out):
+def _ray_command(out, args=RAY_RUN):
     """A small `vicogym generate` on 2 Ray workers, as a command line."""
-    return [sys.executable, "-m", "vicogym.cli", "generate", *RAY_RUN, "--workers", "2", "--backend", "ray",
+    return [sys.executable, "-m", "vicogym.cli", "generate", *args, "--workers", "2", "--backend", "ray",
             "--out", str(out)]
 
 
@@ -355,7 +357,7 @@ def test_a_url_out_without_its_filesystem_says_what_to_install(tmp_path):
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to find Ray's processes")
 def test_a_ray_worker_killed_mid_run_is_replaced_and_its_shard_retried(tmp_path):
     pytest.importorskip("ray", reason="the ray extra is not installed")
-    args, cmd = RAY_RUN, _ray_command(tmp_path / "chaos")
+    args, cmd = LONG_RAY_RUN, _ray_command(tmp_path / "chaos", LONG_RAY_RUN)
     parent = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline, workers = time.time() + 90, []
@@ -586,12 +588,14 @@ def test_a_small_n_runs_only_the_episodes_it_needs(tmp_path):
     assert len(run_block(config, 0, needed=1)) == first + 1
 
 
-def test_a_shard_is_the_same_whether_its_block_stopped_early_or_ran_whole(tmp_path):
+@pytest.mark.parametrize("in_flight", [1, 3])
+def test_a_shard_is_the_same_whether_its_block_stopped_early_or_ran_whole(tmp_path, in_flight):
     """The last shard keeps the episodes up to the n-th sample: one worker stops its block
-    there, workers running blocks ahead run them whole; both write the same shard."""
+    there (episodes run one by one or side by side), workers running blocks ahead run them
+    whole; both write the same shard."""
     from vicogym.pipeline import run_block, shard_contents
 
-    config = _config(tmp_path / "x", n=5, episodes_per_shard=8)
+    config = _config(tmp_path / "x", n=5, episodes_per_shard=8, episodes_in_flight=in_flight)
     whole = run_block(config, 0)
     made = sum(len(rows) for rows, _, _ in whole)
     assert made >= 3

@@ -219,11 +219,13 @@ def run_block(config: GenerateConfig, block: int, needed: int | None = None) -> 
             free.put(env)
 
     with cf.ThreadPoolExecutor(max_workers=len(envs)) as pool:
-        for start in range(episodes.start, episodes.stop, len(envs)):  # a wave of episodes side by side
-            wave = list(pool.map(one, range(start, min(start + len(envs), episodes.stop))))
-            results.extend(wave)
-            rows += sum(len(r) for r, _, _ in wave)
+        futures = [pool.submit(one, e) for e in episodes]  # a thread takes the next episode as soon as it is free
+        for future in futures:
+            results.append(future.result())
+            rows += len(results[-1][0])
             if needed is not None and rows >= needed:
+                for later in futures:
+                    later.cancel()  # those not started; those running finish, unread
                 break
     return results
 
