@@ -846,13 +846,19 @@ def prop_key(prop: Any) -> tuple:
 
 
 def _make_canvas_class() -> type:
+    import threading
+
     # the caches call the FreeType steps Agg takes, through matplotlib 3.11's private font
     # API (the version pyproject.toml pins; the tests compare the pixels with plain Agg's)
     from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg, get_hinting_flag
     from matplotlib.ft2font import RenderMode
 
     sizes: dict[tuple, tuple[float, float, float]] = {}
-    layouts: dict[tuple, list] = {}
+    # a layout holds the FreeType font objects that draw its glyphs, which matplotlib keeps
+    # one per thread and which must not be used from two threads at once (renderers run
+    # side by side in threads, one per environment): layouts are kept per thread; sizes,
+    # heights and glyph bitmaps are plain values, shared
+    per_thread = threading.local()
     glyphs: dict[tuple, tuple[np.ndarray, int, int]] = {}
     heights: dict[tuple, tuple] = {}
 
@@ -902,6 +908,7 @@ def _make_canvas_class() -> type:
             features = mtext.get_fontfeatures() if mtext is not None else None
             language = mtext.get_language() if mtext is not None else None
             key = (s, prop_key(prop), self.dpi, flags, features, language)
+            layouts = per_thread.__dict__.setdefault("layouts", {})
             items = layouts.get(key)
             if items is None:
                 font = self._prepare_font(prop)

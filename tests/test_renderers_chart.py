@@ -233,3 +233,31 @@ def test_tick_pools_draw_what_matplotlib_ticks_draw(monkeypatch):
         assert a.labels == b.labels and a.marks == b.marks
     turned = [lab for r in got for lab in r.labels if lab.get("rotation")]
     assert turned  # the sequence has turned category labels
+
+
+def test_renderers_in_threads_at_once_draw_what_plain_agg_draws(monkeypatch):
+    """Environments side by side (``episodes_in_flight``) render in threads at once, each
+    with its own renderer, sharing the text caches from cold: FreeType font objects are
+    never used from two threads (they once were, through shared glyph layouts: wrong
+    glyphs, FreeType errors, aborts), and every image is plain Agg's."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    import vicogym.renderers.chart as chart_renderer
+
+    structures = _fresh_charts_and_edits(seed=17, count=24)
+    monkeypatch.setattr(chart_renderer, "_CANVAS", None)  # new, empty text caches
+    monkeypatch.setattr(chart_renderer, "_LAYOUTS", {})
+
+    def render_all(chunk):
+        renderer = ChartRenderer(dpi=80, cache_size=2)
+        return [renderer.render(s).image for s in chunk]
+
+    chunks = [structures[i::4] for i in range(4)]
+    with ThreadPoolExecutor(4) as pool:
+        images = list(pool.map(render_all, chunks))
+    monkeypatch.setattr(chart_renderer, "_CANVAS", FigureCanvasAgg)
+    for chunk, got in zip(chunks, images):
+        for structure, image in zip(chunk, got):
+            assert np.array_equal(image, ChartRenderer(dpi=80).render(structure).image)
