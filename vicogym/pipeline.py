@@ -5,8 +5,9 @@ Episodes run in blocks of ``episodes_per_shard``; block ``b`` becomes shard ``b`
 duplicates or gaps. Episode ``e`` is seeded from ``SeedSequence([seed, e])`` alone, so the
 output bytes do not depend on ``workers``. A run ends with the episode that makes its
 ``n``-th sample: the last shard holds the episodes up to that one, and a run with one
-worker runs no episode past it (``--n 1`` runs one episode when that one keeps a sample). Environment settings reach the environment
-only through ``env_kwargs`` (generation's own default: 3-turn episodes).
+worker runs no episode past it (``--n 1`` runs one episode when that one keeps a
+sample). Environment settings reach the environment only through ``env_kwargs``
+(generation's own default: 3-turn episodes).
 """
 
 from __future__ import annotations
