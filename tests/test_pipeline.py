@@ -206,6 +206,9 @@ def test_out_naming_a_file_is_refused(tmp_path):
     result = runner.invoke(app, ["generate", "--out", str(path), "--n", "1", "--no-progress"])
     assert result.exit_code == 2
     assert f"--out {path} is an existing file; name a folder" in result.output
+    result = runner.invoke(app, ["generate", "--out", str(path / "sub"), "--n", "1", "--no-progress"])
+    assert result.exit_code == 2
+    assert f"cannot create or write the --out folder {path / 'sub'} (Not a directory); name a folder" in result.output
 
 
 @pytest.mark.slow

@@ -169,8 +169,12 @@ class RunFolder:
 
     def lock(self) -> None:
         """Hold the folder for this process (a second ``generate`` on it is refused)."""
-        self.out.mkdir(parents=True, exist_ok=True)
-        handle = (self.out / LOCK_FILE).open("a")
+        try:
+            self.out.mkdir(parents=True, exist_ok=True)
+            handle = (self.out / LOCK_FILE).open("a")
+        except OSError as exc:  # a parent that is a file, a read-only or virtual file system
+            raise RunError(f"cannot create or write the --out folder {self.out} ({exc.strerror or exc}); name a "
+                           f"folder you can write to") from None
         try:
             import fcntl
 
