@@ -321,10 +321,8 @@ class ChartRenderer:
             # what the last key set up that this one may not: back to a new axes' state
             ax.title.set_text("")
             was = spare.key
-            if was.rotation and not key.rotation:
-                ax.tick_params(axis="x", labelrotation=0.0, labelrotation_mode="default")
-                for tick in ax.xaxis.majorTicks:
-                    tick.label1.set_horizontalalignment("center")
+            if was.rotation and not key.rotation:  # the tick style the pooled labels copy
+                ax.tick_params(axis="x", labelrotation=0.0)
             bars, data_labels = spare.bars, spare.texts  # pooled bars and data labels stay in the axes, unseen
             self.frames_reshaped += 1
         else:

@@ -90,7 +90,7 @@ def encode_png(image: np.ndarray, compression: int = 3) -> bytes:
     array = np.ascontiguousarray(image)
     if array.dtype != np.uint8 or array.ndim != 3 or array.shape[2] != 3:
         raise ValueError(f"expected an RGB uint8 image of shape (height, width, 3), got {array.dtype} {array.shape}")
-    return bytes(imagecodecs.png_encode(array, level=compression, filter=imagecodecs.PNG.FILTER.UP))
+    return imagecodecs.png_encode(array, level=compression, filter=imagecodecs.PNG.FILTER.UP)
 
 
 def decode_png(data: bytes) -> np.ndarray:

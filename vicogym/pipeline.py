@@ -30,7 +30,7 @@ import numpy as np
 import vicogym
 from vicogym.core import canonical_json
 from vicogym.exporters import verl_fields, verl_schema
-from vicogym.processes import die_with_parent, limit_threads
+from vicogym.processes import check_backend, die_with_parent, limit_threads
 from vicogym.rewards import sweet_share
 from vicogym.registry import check_id, env_class, make_config
 from vicogym.rollout import KEEP_POLICIES, EpisodeStats, row_schema, run_episode, sample_row
@@ -39,8 +39,6 @@ from vicogym.shards import Mirror, RunFolder, is_url, read_shard_stats, shard_pa
 
 #: what generation sets unless ``env_kwargs`` says otherwise
 GENERATION_DEFAULTS: Mapping[str, Any] = {"max_turns": 3}
-#: where episodes run: worker processes on this machine, or Ray tasks on a local instance or a cluster
-BACKENDS = ("local", "ray")
 #: settings of how a run runs, not of what it writes
 RUNTIME = ("backend", "ray_address", "ray_cpus", "ray_gpus", "threads", "episodes_in_flight")
 
@@ -72,15 +70,7 @@ class GenerateConfig:
         if getattr(env_class(self.env_id), "kind", "edit") != "edit":
             raise ValueError(f"{self.env_id} has no rewriter edits to generate from; its samples come from "
                              f"`vicogym synthesize` (see `vicogym synthesize --help`)")
-        if self.backend not in BACKENDS:
-            raise ValueError(f"expected backend in {list(BACKENDS)}, got {self.backend!r}")
-        if self.ray_address is not None and not isinstance(self.ray_address, str):
-            raise TypeError(f"expected ray_address as a string such as 'auto' or 'ray://HOST:10001', got "
-                            f"{self.ray_address!r}")
-        for name in ("ray_cpus", "ray_gpus"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-                raise ValueError(f"expected {name} to be a non-negative number (resources per Ray worker), got {v!r}")
+        check_backend(self.backend, self.ray_address, ray_cpus=self.ray_cpus, ray_gpus=self.ray_gpus)
         from vicogym.policies import parse_rewriter
 
         parse_rewriter(self.rewriter)  # a bad spec fails here, before anything runs
@@ -201,13 +191,26 @@ def run_block(config: GenerateConfig, block: int, needed: int | None = None) -> 
     envs = _envs_for(config, min(config.episodes_in_flight, len(episodes)) or 1)
     results: list[EpisodeResult] = []
     rows = 0
-    if len(envs) == 1:
-        for e in episodes:
-            results.append(_episode_result(config, envs[0], e))
-            rows += len(results[-1][0])
+    in_order = _in_flight(config, envs, episodes)
+    try:
+        for result in in_order:
+            results.append(result)
+            rows += len(result[0])
             if needed is not None and rows >= needed:
                 break
-        return results
+    finally:
+        in_order.close()  # episodes side by side not started yet are cancelled
+    return results
+
+
+def _in_flight(config: GenerateConfig, envs: list[Any], episodes: range) -> Iterator[EpisodeResult]:
+    """The results of ``episodes`` in order: one by one on one environment, or side by side
+    on several (a thread takes the next episode as soon as it is free; closing the
+    generator cancels those not started, and those running finish, unread)."""
+    if len(envs) == 1:
+        for e in episodes:
+            yield _episode_result(config, envs[0], e)
+        return
     free: queue.Queue = queue.Queue()
     for env in envs:
         free.put(env)
@@ -220,15 +223,13 @@ def run_block(config: GenerateConfig, block: int, needed: int | None = None) -> 
             free.put(env)
 
     with cf.ThreadPoolExecutor(max_workers=len(envs)) as pool:
-        futures = [pool.submit(one, e) for e in episodes]  # a thread takes the next episode as soon as it is free
-        for future in futures:
-            results.append(future.result())
-            rows += len(results[-1][0])
-            if needed is not None and rows >= needed:
-                for later in futures:
-                    later.cancel()  # those not started; those running finish, unread
-                break
-    return results
+        futures = [pool.submit(one, e) for e in episodes]
+        try:
+            for future in futures:
+                yield future.result()
+        finally:
+            for future in futures:
+                future.cancel()
 
 
 def _episode_result(config: GenerateConfig, env: Any, e: int) -> EpisodeResult:

@@ -35,6 +35,24 @@ def die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, daemon=True, name="vicogym-parent-watch").start()
 
 
+#: where a run's work runs: this machine's processes, or Ray actors (a local instance or a cluster)
+BACKENDS = ("local", "ray")
+
+
+def check_backend(backend: Any, ray_address: Any, **resources: Any) -> None:
+    """Refuse a backend, a Ray address or Ray resources per worker (``ray_cpus=...``,
+    ``ray_gpus=...``) that a run could not start with, naming what to change."""
+    import math
+
+    if backend not in BACKENDS:
+        raise ValueError(f"expected backend in {list(BACKENDS)}, got {backend!r}")
+    if ray_address is not None and not isinstance(ray_address, str):
+        raise TypeError(f"expected ray_address as a string such as 'auto' or 'ray://HOST:10001', got {ray_address!r}")
+    for name, v in resources.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            raise ValueError(f"expected {name} to be a non-negative number (resources per Ray worker), got {v!r}")
+
+
 #: the variables native libraries read for the size of their thread pools
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
                     "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")

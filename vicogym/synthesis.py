@@ -99,18 +99,12 @@ class SynthesizeConfig:
     ray_cpus: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.backend not in ("local", "ray"):
-            raise ValueError(f"expected backend 'local' or 'ray', got {self.backend!r}")
-        if self.ray_address is not None and not isinstance(self.ray_address, str):
-            raise ValueError(f"expected ray_address as a string such as 'auto' or 'ray://HOST:10001', got "
-                             f"{self.ray_address!r}")
-        if isinstance(self.ray_cpus, bool) or not isinstance(self.ray_cpus, (int, float)) or not self.ray_cpus >= 0:
-            raise ValueError(f"expected ray_cpus as a number >= 0, got {self.ray_cpus!r}")
+        from vicogym.processes import check_backend
+
+        check_backend(self.backend, self.ray_address, ray_cpus=self.ray_cpus)
         for name, low in (("n", 1), ("per_round", 1), ("max_rounds", 1), ("max_tries", 1), ("candidates", 1),
-                          ("workers", 1),
-                          ("min_constraints", 1),
-                          ("grounded", 0),
-                          ("max_constraints", 1), ("max_attempts", 0), ("probes", 1), ("concurrency", 1)):
+                          ("workers", 1), ("min_constraints", 1), ("grounded", 0), ("max_constraints", 1),
+                          ("max_attempts", 0), ("probes", 1), ("concurrency", 1)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"expected {name} to be an integer >= {low}, got {value!r}")
