@@ -12,6 +12,7 @@ import vicogym  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 REQUIRE_DATA = os.environ.get("VICOGYM_REQUIRE_DATA") == "1"
+REQUIRE_SANDBOX = os.environ.get("VICOGYM_REQUIRE_SANDBOX") == "1"
 
 # the toy arm joins the registry the way any arm does: one registration, no core change
 vicogym.register("vicogym/Toy-v0", "toy_arm:ToyEnv", description="test-only arm: count the squares")
@@ -31,6 +32,22 @@ def chartqa() -> Path:
             pytest.fail(message)
         pytest.skip(message)
     return path
+
+
+@pytest.fixture(scope="session")
+def walls() -> None:
+    """The operating-system sandbox model-written code runs in (``vicogym.sandbox``): where
+    it cannot start, the code does not run, so a test of such code is skipped (failed on
+    CI, which installs bubblewrap)."""
+    from vicogym.sandbox import SandboxUnavailable, check_sandbox
+
+    try:
+        check_sandbox()
+    except SandboxUnavailable as exc:
+        message = f"model-written code runs only behind the OS sandbox, which cannot start here: {exc}"
+        if REQUIRE_SANDBOX:
+            pytest.fail(message)
+        pytest.skip(message)
 
 
 @pytest.fixture

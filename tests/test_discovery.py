@@ -4,7 +4,6 @@ rejected with its reason; admitted types verify through the sandbox and survive 
 trip through their JSON record."""
 
 import json
-import sys
 
 import numpy as np
 import pytest
@@ -16,7 +15,7 @@ from vicogym.discovery import (ADVERSARIAL, BANK, GOOD, DiscoveredType, OpenAIPr
 from vicogym.judge import SimulatedJudge, verify_sample
 from vicogym.programs.instruct import REGISTRY
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the sandbox needs POSIX resource limits")
+pytestmark = pytest.mark.usefixtures("walls")
 
 
 @pytest.fixture(autouse=True)
