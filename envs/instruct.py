@@ -25,6 +25,10 @@ class InstructConfig:
     #: a ``vicogym synthesize`` run folder whose samples episodes replay; ``None`` plans
     #: fresh samples from ``images`` at every reset
     data: str | None = None
+    #: the synthesis run (its folder or ``types.json``) whose discovered types to load, so
+    #: that ``data`` rows naming them can be verified (their code runs in the OS sandbox);
+    #: code is never taken from a row
+    types: str | None = None
     images: tuple[str, ...] = ("vicogym/Chart-v0",)
     image_settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     min_constraints: int = 2
@@ -41,8 +45,10 @@ class InstructConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"expected {name} to be a positive integer, got {v!r}")
-        if self.data is not None and not isinstance(self.data, str):
-            raise ValueError(f"expected data as a synthesis run folder (a string) or None, got {self.data!r}")
+        for name in ("data", "types"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
+                raise ValueError(f"expected {name} as a synthesis run folder (a string) or None, got "
+                                 f"{getattr(self, name)!r}")
         object.__setattr__(self, "images", (self.images,) if isinstance(self.images, str) else tuple(self.images))
 
     def to_dict(self) -> dict[str, Any]:
@@ -79,11 +85,15 @@ class InstructEnv(gym.Env):
     Terminates after the one response.
 
     ## Arguments
-    See :class:`InstructConfig` (``data``, ``images``, ``min_constraints``,
+    See :class:`InstructConfig` (``data``, ``types``, ``images``, ``min_constraints``,
     ``max_constraints``, ``judge``, ``height``, ``width``, ...).
 
     ## Version History
     - v0: first version.
+
+    ``types`` loads a run's discovered types (their code checked against the SHA-256 the
+    run stored, run only in the OS sandbox); a ``data`` row naming a discovered type that
+    was not loaded raises :class:`~vicogym.errors.UnknownConstraintType` at construction.
 
     ``info`` at reset: ``constraints`` (``[{id, params, category, track}]``) and ``source``;
     after the step: ``verdicts`` (each constraint's pass, expected, actual and diagnostic),
@@ -115,8 +125,16 @@ class InstructEnv(gym.Env):
         self._rows: list[dict[str, Any]] | None = None
         self._synth: Any = None
         self._source: Any = None
+        if self.config.types is not None:
+            from vicogym.instruct_runs import load_types
+
+            load_types(self.config.types, judge=self.judge)
         if self.config.data is not None:
             self._rows = load_samples(self.config.data)
+            from vicogym.instruct_runs import check_row_types
+
+            for row in self._rows:  # every row verifiable with what was loaded, before any episode
+                check_row_types(json.loads(row["constraints"]), json.loads(row["discovered"]))
         else:
             from vicogym.synthesis import ImageSource, SynthesizeConfig, Synthesizer
 

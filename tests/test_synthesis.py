@@ -218,9 +218,10 @@ def test_the_kept_candidate_is_the_one_farthest_from_the_pool(tmp_path):
     source.close()
 
 
-def test_discovery_grows_the_registry_and_rows_carry_the_proposals(tmp_path):
+@pytest.mark.usefixtures("walls")
+def test_discovery_grows_the_registry_and_the_run_stores_its_types_once(tmp_path):
     config = small(tmp_path, discover=1.0, n=4)
-    synthesize(config)
+    manifest = synthesize(config)
     memory = Memory(Path(config.out) / synthesis.MEMORY_FILE)
     try:
         records, rounds = memory.discovered(), memory.rounds()
@@ -228,9 +229,9 @@ def test_discovery_grows_the_registry_and_rows_carry_the_proposals(tmp_path):
         memory.close()
     assert records and all(REGISTRY[r["id"]].origin == "discovered" for r in records)
     assert rounds[0]["stats"]["discovery"]
-    used = [row for row in iter_samples(config.out) if json.loads(row["discovered"])]
-    for row in used:
-        assert compute_score(row["data_source"], row["response"], row["reward_model"]["ground_truth"]) == 1.0
+    stored = json.loads((Path(config.out) / "types.json").read_text())["types"]
+    assert [t["id"] for t in stored] == [r["id"] for r in records] == [t["id"] for t in manifest["types"]["types"]]
+    assert all(t["proposal"]["code"] == r["code"] for t, r in zip(stored, records))  # (rows: tests/test_run_types.py)
 
 
 # -- command line --------------------------------------------------------------------------------

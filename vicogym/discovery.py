@@ -36,6 +36,7 @@ ids; a reply that is no proposal raises :class:`Rejected` ``malformed``).
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field, replace
@@ -170,6 +171,27 @@ class Proposal:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True)
+
+    @property
+    def sha256(self) -> str:
+        """SHA-256 of what decides its verdicts: the code (a judge-track type: its rubric and
+        cues, as canonical JSON). Rows name a discovered type by its id and this hash."""
+        return _sha256(self.track, self.code, self.rubric, self.cues)
+
+
+def _sha256(track: str, code: str, rubric: str, cues: Sequence[str]) -> str:
+    text = code if track == "code" else json.dumps([rubric, list(cues)], ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def contract_sha256(contract: Any) -> str | None:
+    """The :attr:`Proposal.sha256` of a discovered type's contract (``None`` for a seed type)."""
+    if contract.origin != "discovered":
+        return None
+    verify = contract.verify
+    if isinstance(verify, DiscoveredType):
+        return verify.proposal.sha256
+    return _sha256(contract.track, "", contract.rubric, contract.cues)
 
 
 # -- the verifier of an admitted type -------------------------------------------------------

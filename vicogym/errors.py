@@ -115,5 +115,11 @@ class RunError(VicogymError, ValueError):
     """A generation or verification run that cannot start or go on (its folder, settings)."""
 
 
+class UnknownConstraintType(VicogymError, ValueError):
+    """A row names a constraint type (or a version of its code, by SHA-256) that no registry
+    this process loaded holds. Model-written code is never taken from a row: load the
+    run's types explicitly (``vicogym.instruct_runs.load_types``)."""
+
+
 class ModelError(VicogymError, RuntimeError):
     """A model server or model folder that did not answer (after its retries)."""

@@ -14,11 +14,11 @@ import json
 from collections import Counter
 from itertools import combinations
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from vicogym.errors import RunError
+from vicogym.errors import RunError, UnknownConstraintType
 from vicogym.programs.instruct import CATEGORIES
 
 SFT_FILE = "instruct_sft.json"
@@ -57,6 +57,119 @@ def iter_samples(folder: str | Path, columns: list[str] | None = None) -> Iterat
                 raise RunError(f"{path} is missing but the memory committed it; run the same synthesize command on a "
                                f"new --out, or restore the file")
             yield from pq.read_table(path, columns=columns).to_pylist()
+
+
+# -- the run's discovered types: stored once, loaded only on request ---------------------------
+#: the file of a run's admitted discovered types (their proposals: code, parameters, cases)
+TYPES_FILE = "types.json"
+TYPES_FORMAT = 1
+
+
+def write_types(folder: str | Path, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Store a run's admitted types (memory's records) in ``types.json``, each with the
+    SHA-256 its rows name it by; the manifest's entry for the file."""
+    from vicogym.discovery import Proposal
+    from vicogym.shards import file_sha256, write_json_atomic
+
+    folder = Path(folder)
+    entries = []
+    for record in records:
+        proposal = Proposal.from_json({k: v for k, v in record.items() if k != "round"})
+        entries.append({"id": proposal.id, "round": record.get("round"), "sha256": proposal.sha256,
+                        "proposal": proposal.to_dict()})
+    write_json_atomic(folder / TYPES_FILE, {"format": TYPES_FORMAT, "types": entries})
+    return {"file": TYPES_FILE, "sha256": file_sha256(folder / TYPES_FILE),
+            "types": [{"id": e["id"], "sha256": e["sha256"]} for e in entries]}
+
+
+def _types_file(path: Path) -> Path:
+    if path.is_dir():
+        path = path / TYPES_FILE
+        if not path.is_file():
+            raise RunError(f"{path.parent} holds no {TYPES_FILE}: it is no synthesis run that discovered types, or one "
+                           f"written before the file existed (run the same `vicogym synthesize` on it once to write it)")
+    elif not path.is_file():
+        raise RunError(f"{path} is neither a synthesis run folder nor its {TYPES_FILE}")
+    return path
+
+
+def load_types(path: str | Path, judge: Any = "simulated") -> dict[str, str]:
+    """Admit, in this process, the discovered types a run stored (``path``: the run folder
+    or its ``types.json``): every record's code must have the SHA-256 stored beside it
+    (and the file the one the run's manifest lists, where it lists one); each verifier
+    then passes admission again in the sandbox. Returns the types' hashes by id. This is
+    the only way model-written code from a run reaches a verifier: never from a row."""
+    from vicogym.discovery import Proposal, Rejected, admit, contract_sha256
+    from vicogym.judge import make_judge
+    from vicogym.programs.instruct import REGISTRY
+    from vicogym.shards import file_sha256
+
+    file = _types_file(Path(path))
+    manifest = file.parent / "manifest.json"
+    if manifest.is_file():
+        listed = (json.loads(manifest.read_text(encoding="utf-8")).get("types") or {}).get("sha256")
+        if listed is not None and listed != file_sha256(file):
+            raise RunError(f"{file} is not the file the run's manifest lists (its SHA-256 differs); restore it or "
+                           f"run the same `vicogym synthesize` again")
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise RunError(f"{file} is not JSON ({exc}); restore it from the run") from None
+    if not isinstance(data, dict) or data.get("format") != TYPES_FORMAT or not isinstance(data.get("types"), list):
+        raise RunError(f"{file} is not a vicogym types file of format {TYPES_FORMAT}")
+    hashes: dict[str, str] = {}
+    judge = make_judge(judge)
+    for i, entry in enumerate(data["types"]):
+        try:
+            proposal = Proposal.from_json(entry["proposal"])
+        except (KeyError, TypeError, Rejected) as exc:
+            raise RunError(f"{file}: type {i} is no stored proposal ({exc})") from None
+        if entry.get("id") != proposal.id or entry.get("sha256") != proposal.sha256:
+            raise RunError(f"{file}: type {i} ({proposal.id!r}) does not have the SHA-256 stored beside it; the file "
+                           f"was changed after the run wrote it")
+        known = contract_sha256(REGISTRY[proposal.id]) if proposal.id in REGISTRY else None
+        if known != proposal.sha256:
+            try:
+                admit(proposal, judge=judge)
+            except Rejected as exc:
+                raise RunError(f"{file}: the stored type {proposal.id!r} does not pass admission here: {exc}") from None
+        hashes[proposal.id] = proposal.sha256
+    return hashes
+
+
+def row_types_problem(constraints: Sequence[Mapping[str, Any]], listed: Any) -> str | None:
+    """Why a row's constraints cannot be verified with the registry this process holds:
+    a type that is no seed type must be listed by the row with its SHA-256, and the
+    registry must hold a discovered type of that id with that hash. ``None`` when they can."""
+    from vicogym.discovery import contract_sha256
+    from vicogym.programs.instruct import REGISTRY
+
+    hashes = {}
+    for item in listed if isinstance(listed, list) else []:
+        if isinstance(item, Mapping) and isinstance(item.get("id"), str) and isinstance(item.get("sha256"), str):
+            hashes[item["id"]] = item["sha256"]
+    for spec in constraints:
+        type_id = spec.get("id") if isinstance(spec, Mapping) else None
+        contract = REGISTRY.get(type_id)
+        if contract is not None and contract.origin == "seed":
+            continue
+        if type_id not in hashes:
+            return (f"the row names constraint type {type_id!r}, which is no seed type, without its code's SHA-256 "
+                    f"(rows name discovered types by id and hash; synthesize the run again with this vicogym)")
+        loaded = None if contract is None else contract_sha256(contract)
+        if loaded != hashes[type_id]:
+            return (f"the row names discovered type {type_id!r} with SHA-256 {hashes[type_id][:12]}..., which no "
+                    f"loaded registry holds{'' if loaded is None else f' (the loaded one is {loaded[:12]}...)'}; load "
+                    f"the run's types explicitly (reward_kwargs types=RUN_FOLDER, Instruct-v0 types=RUN_FOLDER, or "
+                    f"vicogym.instruct_runs.load_types(RUN_FOLDER))")
+    return None
+
+
+def check_row_types(constraints: Sequence[Mapping[str, Any]], listed: Any) -> None:
+    """:func:`row_types_problem` as :class:`~vicogym.errors.UnknownConstraintType`."""
+    problem = row_types_problem(constraints, listed)
+    if problem:
+        raise UnknownConstraintType(problem)
 
 
 def statistics(folder: str | Path) -> dict[str, Any]:
@@ -259,15 +372,16 @@ def verify_instruct(folder: str | Path, images: bool = True) -> tuple[int, list[
     folder = Path(folder)
     memory = _memory(folder)
     try:
-        rounds = memory.rounds()
+        rounds, stored = memory.rounds(), memory.discovered()
         settings = (memory.meta("identity") or {}).get("image_settings") or {}
-        from vicogym.judge import SimulatedJudge
-        from vicogym.synthesis import load_discovered
-
-        load_discovered(memory.discovered(), SimulatedJudge())
     finally:
         memory.close()
     problems: list[tuple[str, str]] = []
+    if (folder / TYPES_FILE).is_file() or stored:  # the run's own types, from its file (never from its rows)
+        try:
+            load_types(folder)
+        except RunError as exc:
+            problems.append((TYPES_FILE, str(exc)))
     for entry in rounds:
         if entry["shard"] and (folder / entry["shard"]).is_file() and file_sha256(folder / entry["shard"]) != entry["sha256"]:
             problems.append((entry["shard"], "its SHA-256 differs from the one the memory committed"))
@@ -279,9 +393,9 @@ def verify_instruct(folder: str | Path, images: bool = True) -> tuple[int, list[
             where = row["id"]
             constraints = json.loads(row["constraints"])
             facts = json.loads(row["facts"])
-            unknown = [c["id"] for c in constraints if c["id"] not in REGISTRY]
-            if unknown:
-                problems.append((where, f"constraint types {unknown} are not in the registry"))
+            problem = row_types_problem(constraints, json.loads(row["discovered"]))
+            if problem:
+                problems.append((where, problem))
                 continue
             code = [c for c in constraints if REGISTRY[c["id"]].track == "code"]
             for verdict in verify_sample(row["response"], code):
@@ -294,8 +408,9 @@ def verify_instruct(folder: str | Path, images: bool = True) -> tuple[int, list[
                     why = contract.check_ground(facts, c["params"])
                     if why:
                         problems.append((where, f"{c['id']} does not follow from the image's facts: {why}"))
-            if json.loads(row["reward_model"]["ground_truth"]).get("constraints") != constraints:
-                problems.append((where, "reward_model.ground_truth differs from the constraints"))
+            truth = json.loads(row["reward_model"]["ground_truth"])
+            if truth.get("constraints") != constraints or truth.get("types") != json.loads(row["discovered"]):
+                problems.append((where, "reward_model.ground_truth differs from the constraints and their types"))
             if row["extra_info"]["answer"] != row["response"] or row["extra_info"]["question"] != row["instruction"]:
                 problems.append((where, "extra_info differs from the row's instruction and response"))
             problems.extend((where, why) for why in _check_source(row, facts, arms, images, settings))

@@ -398,6 +398,9 @@ class Synthesizer:
         self.records: dict[str, dict[str, Any]] = {}
         if config.discover > 0:
             from vicogym.discovery import make_proposer
+            from vicogym.sandbox import check_sandbox
+
+            check_sandbox()  # proposed code runs only behind the OS sandbox: none here, no discovery
 
             self.proposer = make_proposer(config.proposer)
 
@@ -515,12 +518,15 @@ def row_schema():
 def sample_row(config: SynthesizeConfig, round: int, position: int, picture: Picture, result: Mapping[str, Any],
                index: int, records: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """The stored row of one accepted sample (with verl's columns: the ground truth is the
-    constraint list with the proposals of any discovered types among them, so the reward
-    function needs nothing else)."""
+    constraint list and, for the discovered types among them, each one's id and SHA-256:
+    their code lives once in the run's ``types.json``, never in a row)."""
+    from vicogym.discovery import Proposal
+
     row_id = f"instruct-s{config.seed}-r{round:05d}-{position:03d}"
     constraints = result["constraints"]
-    discovered = [records[c["id"]] for c in constraints if REGISTRY[c["id"]].origin == "discovered"]
-    truth = json.dumps({"constraints": constraints, "discovered": discovered}, sort_keys=True, ensure_ascii=False)
+    named = dict.fromkeys(c["id"] for c in constraints if REGISTRY[c["id"]].origin == "discovered")
+    discovered = [{"id": t, "sha256": Proposal.from_json(records[t]).sha256} for t in named]
+    truth = json.dumps({"constraints": constraints, "types": discovered}, sort_keys=True, ensure_ascii=False)
     from vicogym.arm import payload_list
     from vicogym.exporters import IMAGE_TOKEN
 
@@ -654,6 +660,7 @@ def run_round(config: SynthesizeConfig, synth: Synthesizer, source: ImageSource,
 def synthesize(config: SynthesizeConfig, log: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run (or resume) synthesis until the memory holds at least ``config.n`` samples;
     returns the manifest written to ``manifest.json``."""
+    from vicogym.instruct_runs import write_types
     from vicogym.memory import Memory
     from vicogym.shards import LOCK_FILE, RunFolder, shard_path, write_json_atomic, write_shard
 
@@ -674,6 +681,7 @@ def synthesize(config: SynthesizeConfig, log: Callable[[str], None] | None = Non
                                  cpus=config.ray_cpus)
         memory.check_identity(config.identity())
         synth.records.update(load_discovered(memory.discovered(), synth.judge))
+        types = write_types(out, memory.discovered())  # (again: a kill may have come between a commit and the file)
         for stale in out.glob("part-*.parquet"):  # shards of rounds that were written but never committed
             if int(stale.stem.split("-")[1]) >= memory.next_round():
                 stale.unlink()
@@ -688,13 +696,15 @@ def synthesize(config: SynthesizeConfig, log: Callable[[str], None] | None = Non
             entry = write_shard(out, round, rows, stats, row_schema()) if rows else None
             memory.commit_round(round, entry and entry["name"], entry and entry["sha256"], stats, records, probes,
                                 discovered)
+            if discovered:
+                types = write_types(out, memory.discovered())
             done += len(rows)
             if log:
                 log(f"round {round}: {len(rows)} accepted of {config.per_round} images, {done}/{config.n} samples, "
                     f"registry {synth.registry_size()} types")
             round += 1
         manifest = {"env_id": ENV_ID, "identity": config.identity(), "samples": done,
-                    "rounds": memory.rounds(), "registry": synth.registry_size(),
+                    "rounds": memory.rounds(), "registry": synth.registry_size(), "types": types,
                     "shards": [shard_path(out, r["round"]).name for r in memory.rounds() if r["shard"]],
                     "seconds_this_call": int(time.perf_counter() - started + 0.5)}
         write_json_atomic(out / "manifest.json", manifest)

@@ -12,11 +12,15 @@ scorer of the row's own environment (``data_source``), the same one that compute
 pass rates at generation.
 
 For ``vicogym/Instruct-v0`` rows (``vicogym synthesize``) the whole response is the
-answer and the reward is the constraint pass rate, computed from the stored contracts:
-the ground truth holds the constraint list and the proposals of any discovered types
-(admitted again here, their code run in the sandbox). Judge-track constraints need a
-judge: ``reward_kwargs`` ``judge="openai:MODEL@URL"`` (or ``"simulated"``); without one
-they are left out and the rate is over the code-verified constraints.
+answer and the reward is the constraint pass rate, computed from the stored contracts.
+A row names the discovered types among its constraints by id and code SHA-256 only;
+their code runs only when the run's types are loaded explicitly, once per process:
+``reward_kwargs`` ``types=RUN_FOLDER`` (the run folder or its ``types.json``, checked
+against its hashes; the code runs in the OS sandbox). A row naming a type or hash no
+loaded registry holds raises :class:`vicogym.errors.UnknownConstraintType`: code is
+never taken from a row. Judge-track constraints need a judge: ``reward_kwargs``
+``judge="openai:MODEL@URL"`` (or ``"simulated"``); without one they are left out and
+the rate is over the code-verified constraints.
 """
 
 from __future__ import annotations
@@ -54,30 +58,49 @@ def _judge(spec: Any) -> Any:
     return _JUDGES[key]
 
 
-def instruct_score(response: str, ground_truth: str, judge: Any = None) -> float:
+_LOADED: dict[str, dict[str, str]] = {}
+
+
+def load_types(path: Any, judge: Any = None) -> dict[str, str]:
+    """The discovered types of a synthesis run, admitted once per process (by path; again
+    if the registry no longer holds them)."""
+    import os
+
+    from vicogym.discovery import contract_sha256
+    from vicogym.instruct_runs import load_types as load
+    from vicogym.programs.instruct import REGISTRY
+
+    key = os.path.realpath(str(path))
+    held = _LOADED.get(key)
+    if held is None or any(t not in REGISTRY or contract_sha256(REGISTRY[t]) != h for t, h in held.items()):
+        _LOADED[key] = load(key, judge=_judge(judge or "simulated"))
+    return _LOADED[key]
+
+
+def instruct_score(response: str, ground_truth: str, judge: Any = None, types: Any = None) -> float:
     """The constraint pass rate of ``response`` under a stored ground truth."""
     import json
 
+    from vicogym.instruct_runs import check_row_types
     from vicogym.judge import verify_sample
     from vicogym.programs.instruct import REGISTRY, pass_rate
 
     truth = json.loads(ground_truth)
-    missing = [r for r in truth.get("discovered", []) if r["id"] not in REGISTRY]
-    if missing:
-        from vicogym.discovery import admit_all
-
-        admit_all(missing, judge=_judge(judge or "simulated"))
+    if types is not None:
+        load_types(types, judge)
+    check_row_types(truth["constraints"], truth.get("types"))
     constraints = [c for c in truth["constraints"] if judge is not None or REGISTRY[c["id"]].track != "judge"]
     return pass_rate(verify_sample(response, constraints, None if judge is None else _judge(judge)))
 
 
 def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_info: Any = None,
-                  extractor: str = "auto", judge: Any = None, **kwargs: Any) -> float:
+                  extractor: str = "auto", judge: Any = None, types: Any = None, **kwargs: Any) -> float:
     """verl's reward signature: 1.0 for a right answer, 0.0 for a wrong one (partial
-    credit where the environment's scorer gives it; the pass rate for instruction rows)."""
+    credit where the environment's scorer gives it; the pass rate for instruction rows,
+    with ``types`` the synthesis run whose discovered types to load)."""
     from vicogym.clients import extract_answer
 
     if data_source == INSTRUCT:
-        return float(instruct_score(solution_str, ground_truth, judge))
+        return float(instruct_score(solution_str, ground_truth, judge, types))
 
     return float(scorer(data_source)(extract_answer(solution_str, extractor), str(ground_truth)))
