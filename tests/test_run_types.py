@@ -110,6 +110,10 @@ def test_a_poisoned_row_runs_no_code_through_the_verl_reward(run, tmp_path):
     other["types"][0]["sha256"] = "0" * 64
     with pytest.raises(UnknownConstraintType, match="SHA-256 000000000000"):
         compute_score(row["data_source"], row["response"], json.dumps(other))
+    # a malformed constraint is a typed error too, never another exception
+    for constraints in ([{"id": ["x"]}], [None], "always_fine"):
+        with pytest.raises(UnknownConstraintType, match="no {'id'|no {"):
+            compute_score(row["data_source"], "x", json.dumps({"constraints": constraints, "types": []}))
     # a row of an older vicogym (the proposal in its ground truth, no hash) is refused too
     old = {"constraints": other["constraints"], "discovered": [{"id": other["types"][0]["id"], "code": "..."}]}
     with pytest.raises(UnknownConstraintType, match="without its code's SHA-256"):

@@ -322,6 +322,46 @@ def attack(ctx):
     while True:
         os.write(2, b"e" * 65536)
 ''',
+    "System V shared memory past the memory limit": r'''
+def attack(ctx):
+    ctypes = unlock().__import__("ctypes")
+    libc = ctypes.CDLL(None, use_errno=True)
+    segment = libc.shmget(0, 128 * 1024 * 1024, 0o1000 | 0o600)  # IPC_PRIVATE, IPC_CREAT
+    return {"shmget": {"ok": segment >= 0, "value": segment, "errno": ctypes.get_errno()}}
+''',
+    "calls newer than any deny list, by number": r'''
+def attack(ctx):
+    b = unlock()
+    ctypes, os = b.__import__("ctypes"), b.__import__("os")
+    libc = ctypes.CDLL(None, use_errno=True)
+    report = {}
+    for name, number, args in (("fchmodat2", 452, (-100, b"/tmp", 0o4777, 0)),
+                               ("setxattrat", 463, (-100, b"/tmp", 0, b"user.x", 0, 0)),
+                               ("open_tree_attr", 467, (-100, b"/", 0, 0, 0)),
+                               ("landlock_create_ruleset", 444, (0, 0, 1)),
+                               ("listmount", 458, (0, 0, 0, 0)), ("memfd_secret", 447, (0,))):
+        result = libc.syscall(number, *args)
+        report[name] = {"ok": result >= 0, "value": result, "errno": ctypes.get_errno()}
+    return report
+''',
+    "leases, locks and watches on the view's files": r'''
+def attack(ctx):
+    b = unlock()
+    os, fcntl_ = b.__import__("os"), b.__import__("ctypes").CDLL(None, use_errno=True)
+    path = b.__import__("json").__file__
+    fd = os.open(path, os.O_RDONLY)
+    report = {}
+    for name, call in (("lease", lambda: fcntl_.fcntl(fd, 1024, 0)), ("notify", lambda: fcntl_.fcntl(fd, 1026, 0)),
+                       ("flock", lambda: fcntl_.flock(fd, 2)), ("inotify", lambda: fcntl_.inotify_init1(0))):
+        result = call()
+        report[name] = {"ok": result >= 0, "value": result}
+    attempt(report, "append to a view file", lambda: os.open(path, os.O_WRONLY | os.O_APPEND))
+    return report
+''',
+    "the host's name": r'''
+def attack(ctx):
+    return {"read hostname": {"ok": True, "value": unlock().__import__("os").uname().nodename + "\\n"}}
+''',
     "the network namespace: loopback and interfaces": r'''
 def attack(ctx):
     b = unlock()
@@ -379,6 +419,22 @@ def attack(ctx):
     os.write(1, b"\xff\xfe\n")
     os._exit(0)
 ''', "not UTF-8"),
+    "a line that makes a naive depth check quadratic": (r'''
+def attack(ctx):
+    os = unlock().__import__("os")
+    os.write(1, b'"\\' * 100000 + b"\n")
+    os._exit(0)
+''', "malformed answer", 200_000),
+    "a full line without its newline, then the newline with more": (r'''
+def attack(ctx):
+    os = unlock().__import__("os")
+    os.write(1, b"x" * 5096)
+    b = 0
+    for i in range(10 ** 6):
+        b += i
+    os.write(1, b"y" * 65536 + b"\n")
+    os._exit(0)
+''', "ran past"),
     "an oversized value forged past the driver's check": (r'''
 def attack(ctx):
     os = unlock().__import__("os")
@@ -389,16 +445,37 @@ def attack(ctx):
 }
 
 
+def _parent(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _marked(pid: int) -> bool:
+    try:
+        return b"vicogym-sandbox-driver" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
 def _driver_processes() -> list[int]:
-    marker = b"vicogym-sandbox-driver"
+    """Sandbox processes left over: this process' descendants (after the call returned),
+    or orphans whose owner died; other programs' sandboxes, alive under their owners, do
+    not count."""
     found = []
     for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if marker in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                continue
+        if not entry.name.isdigit() or not _marked(int(entry.name)):
+            continue
+        owner = int(entry.name)
+        while owner > 1 and _marked(owner):
+            owner = _parent(owner)
+        ancestors, pid = set(), owner
+        while pid > 1 and len(ancestors) < 64:
+            ancestors.add(pid)
+            pid = _parent(pid)
+        if owner <= 1 or os.getpid() in ancestors:
+            found.append(int(entry.name))
     return found
 
 
@@ -592,6 +669,16 @@ def verify(response):
                                                       {"response": "No.", "params": {}, "pass": False}]}
     discovery.admit(proposal)  # it verifies what it says: admitted, and harmless
     assert arena.breaches(None) == []
+
+
+@walled
+@pytest.mark.parametrize("value, problem", [("float('nan')", "ValueError"), ("chr(0xd800)", "UnicodeEncodeError"),
+                                            ("{'x': float('inf')}", "ValueError")])
+def test_an_answer_that_is_no_strict_json_text_is_the_calls_failure(value, problem):
+    result = run_untrusted_batch(f"def f(kind):\n    return {value} if kind else 'fine'\n", "f",
+                                 [([1], {}), ([0], {})])
+    assert result.ok and not result.value[0].ok and problem in result.value[0].error, result
+    assert result.value[1].ok and result.value[1].value == "fine"
 
 
 @walled

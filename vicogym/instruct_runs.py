@@ -148,8 +148,10 @@ def row_types_problem(constraints: Sequence[Mapping[str, Any]], listed: Any) -> 
     for item in listed if isinstance(listed, list) else []:
         if isinstance(item, Mapping) and isinstance(item.get("id"), str) and isinstance(item.get("sha256"), str):
             hashes[item["id"]] = item["sha256"]
-    for spec in constraints:
+    for i, spec in enumerate(constraints if isinstance(constraints, list) else [None]):
         type_id = spec.get("id") if isinstance(spec, Mapping) else None
+        if not isinstance(type_id, str):
+            return f"constraint {i} of the row is no {{'id': str, 'params': {{...}}}} object: {json.dumps(spec)[:80]}"
         contract = REGISTRY.get(type_id)
         if contract is not None and contract.origin == "seed":
             continue

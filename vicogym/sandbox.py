@@ -15,8 +15,8 @@ firejail, a setuid program with a much larger attack surface), and that child ha
 - a root file system of nothing but a read-only view of the interpreter, the shared
   libraries it loads, and the files of the modules it may import (the allow-listed ones,
   what they import, and the ``encodings`` package), found once per process by a probe
-  and staged once per content as hard links (or copies) in the user's cache
-  (``~/.cache/vicogym/sandbox``), so that a child costs a few mounts;
+  and staged once per content as copies in the user's cache
+  (``~/.cache/vicogym/sandbox``), so that a child costs a few mounts; a new hostname;
   a private, empty, 1 MiB ``/tmp``; no ``/proc``, no ``/dev``, no network device but its own
   loopback; an empty environment;
 - a seccomp filter (compiled by libseccomp, through its Python bindings or ``pyseccomp``)
@@ -25,8 +25,10 @@ firejail, a setuid program with a much larger attack surface), and that child ha
   ``ptrace`` and reading or writing another process' memory, sockets, files opened for
   writing, every call that changes the file system (links, renames, removals, modes,
   owners, times, extended attributes, ``truncate``, ``mknod``), mounts and namespaces,
-  ``io_uring``, ``bpf``, ``perf_event_open``, ``userfaultfd``, keyrings and module loading;
-  and a second filter the driver loads before it reads the code that refuses ``execve``,
+  ``io_uring``, ``bpf``, ``perf_event_open``, ``userfaultfd``, keyrings and module loading,
+  System V and POSIX IPC (memory outside the address-space limit), locks, leases and
+  watches, and answers ENOSYS to every call added since Linux 5.1 that it does not name
+  (so a new kernel's calls are refused until named); and a second filter the driver loads before it reads the code that refuses ``execve``,
   ``execveat``, ``prctl`` and ``seccomp`` (bwrap must still ``exec`` the interpreter once);
 - resource limits on CPU time, address space, file size (0) and open files, set by the
   driver before it reads the code.
@@ -34,9 +36,10 @@ firejail, a setuid program with a much larger attack surface), and that child ha
 The parent kills the whole sandbox (bwrap, and with it the PID namespace) at the
 wall-clock time-out, and measures each call's time itself: the code cannot switch the
 clock off. Everything the child prints is the code's claim, never trusted: the parent
-reads at most a fixed number of bytes per line, parses them with a depth limit, checks
-each line's shape and the size of each value, and reports anything else as the code's
-failure (``ok=False``), never as an exception of its own.
+reads at most a fixed number of bytes per line, checks its depth in one linear pass,
+parses it as strict JSON (no NaN, no lone surrogates), checks each line's shape, nonce
+and value size, and reports anything else as the code's failure (``ok=False``), never
+as an exception of its own.
 
 Inside the walls the old in-process restrictions stay as a second layer that names
 problems early (an audit hook refusing sockets, subprocesses, writes and imports outside
@@ -82,6 +85,8 @@ MAX_DEPTH = 32
 LINE_OVERHEAD = 4096
 #: the sandboxed user (nobody)
 UID = 65534
+#: staged views kept in the cache (one per interpreter and allow-list in use)
+KEPT_VIEWS = 8
 INSTALL_HINT = ("install bubblewrap and libseccomp (Debian/Ubuntu: apt-get install bubblewrap libseccomp2; "
                 "Fedora: dnf install bubblewrap libseccomp) and allow unprivileged user namespaces")
 
@@ -114,7 +119,7 @@ def send(message):
 
 
 def error(exc):
-    return f"{type(exc).__name__}: {exc}"[:500]
+    return f"{type(exc).__name__}: {exc}"[:500].encode("utf-8", "replace").decode("utf-8")
 
 
 cpu, memory = request["cpu_seconds"], request["memory_mb"] * 1024 * 1024
@@ -200,7 +205,9 @@ send({"loaded": True, "n": request["nonce"]})
 for line in inp:  # one call at a time: the next comes once this one is answered
     call = json.loads(line)
     try:
-        text = json.dumps(fn(*call["args"], **call["kwargs"]))
+        value = fn(*call["args"], **call["kwargs"])
+        json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")  # strict JSON, real text
+        text = json.dumps(value)
         if len(text) > limit:
             raise ValueError(f"the value is {len(text)} characters of JSON, more than the {limit} allowed")
         out.write(b'{"n": "' + call["n"].encode() + b'", "ok": true, "value": ' + text.encode() + b"}\n")
@@ -234,7 +241,18 @@ _REFUSED_CALLS = (
     "add_key", "request_key", "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load", "reboot",
     "swapon", "swapoff", "acct", "quotactl", "syslog", "vhangup", "personality", "modify_ldt", "iopl", "ioperm",
     "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "sethostname", "setdomainname", "fanotify_init",
+    "fanotify_mark", "lookup_dcookie", "uselib", "ustat", "sysfs", "sysinfo",
+    # memory outside the address-space limit (System V, POSIX queues)
+    "shmget", "shmat", "shmctl", "msgget", "msgsnd", "semget", "semop", "semtimedop", "mq_open", "mq_unlink",
+    # locks and watches (the view's files are the child's own copies, but no use either way)
+    "flock", "inotify_init", "inotify_init1", "inotify_add_watch",
 )
+#: ``fcntl`` commands refused: leases and directory notifications (F_SETLEASE, F_NOTIFY)
+_REFUSED_FCNTL = (1024, 1026)
+#: every call numbered from here on (the numbers all architectures share since Linux 5.1:
+#: pidfds, io_uring, the new mount API, clone3, openat2, landlock, fchmodat2, listmount,
+#: and whatever comes next) is answered ENOSYS unless named above
+_NEW_CALLS = range(424, 1024)
 #: answered ENOSYS (glibc then falls back to the refused calls above)
 _ABSENT_CALLS = ("clone3", "openat2")
 #: refused by the second filter, loaded by the driver once the interpreter runs
@@ -253,36 +271,42 @@ def _seccomp_module() -> Any:
     return seccomp
 
 
-def _compile(refused: Sequence[str], absent: Sequence[str] = (), writes: bool = False) -> bytes:
+def _compile(refused: Sequence[str], absent: Sequence[str] = (), first: bool = False) -> bytes:
     """A seccomp program (classic BPF, as bwrap and ``PR_SET_SECCOMP`` take it) that allows
-    every call but ``refused`` (EPERM), ``absent`` (ENOSYS) and, with ``writes``, ``open``
-    and ``openat`` for writing."""
+    every call but ``refused`` (EPERM) and ``absent`` (ENOSYS); the ``first`` one also
+    refuses ``open`` and ``openat`` for writing (EACCES), ``fcntl`` leases and
+    notifications, and answers ENOSYS to every call numbered in :data:`_NEW_CALLS` it does
+    not name."""
     seccomp = _seccomp_module()
     program = seccomp.SyscallFilter(seccomp.ALLOW)
-    known = []
-    for name in refused:
+    program.set_attr(seccomp.Attr.CTL_OPTIMIZE, 2)  # a binary tree: hundreds of rules, a few tests per call
+    named: set[int] = set()
+
+    def rule(action: int, name: str, *args: Any) -> bool:
         try:
-            program.add_rule(seccomp.ERRNO(errno.EPERM), name)
-            known.append(name)
+            program.add_rule(action, name, *args)
+            named.add(seccomp.resolve_syscall(seccomp.Arch.NATIVE, name))
+            return True
         except (OSError, ValueError, RuntimeError):  # not a call of this architecture
-            pass
+            return False
+
+    known = {name for name in refused if rule(seccomp.ERRNO(errno.EPERM), name)}
     for name in absent:
-        try:
-            program.add_rule(seccomp.ERRNO(errno.ENOSYS), name)
-        except (OSError, ValueError, RuntimeError):
-            pass
-    if writes:
+        rule(seccomp.ERRNO(errno.ENOSYS), name)
+    if first:
         for name, flags in (("open", 1), ("openat", 2)):
             for bit in (os.O_WRONLY, os.O_RDWR, os.O_CREAT, os.O_TRUNC, os.O_APPEND):
-                try:
-                    program.add_rule(seccomp.ERRNO(errno.EACCES), name, seccomp.Arg(flags, seccomp.MASKED_EQ, bit, bit))
-                except (OSError, ValueError, RuntimeError):
-                    pass
-    essential = {"clone", "kill", "ptrace", "socket", "execve", "unlinkat"} & set(refused)
-    if not essential <= set(known):
-        raise SandboxUnavailable(f"libseccomp does not know {sorted(essential - set(known))} on this machine; "
+                rule(seccomp.ERRNO(errno.EACCES), name, seccomp.Arg(flags, seccomp.MASKED_EQ, bit, bit))
+        for command in _REFUSED_FCNTL:
+            rule(seccomp.ERRNO(errno.EPERM), "fcntl", seccomp.Arg(1, seccomp.EQ, command))
+        for number in _NEW_CALLS:
+            if number not in named:
+                program.add_rule(seccomp.ERRNO(errno.ENOSYS), number)
+    essential = {"clone", "kill", "ptrace", "socket", "execve", "unlinkat", "shmget"} & set(refused)
+    if not essential <= known:
+        raise SandboxUnavailable(f"libseccomp does not know {sorted(essential - known)} on this machine; "
                                  f"{INSTALL_HINT}")
-    read, write = os.pipe()  # (libseccomp writes to a file descriptor; a program is a few hundred bytes)
+    read, write = os.pipe()  # (libseccomp writes to a file descriptor; a program is a few kilobytes)
     with os.fdopen(read, "rb") as source:
         with os.fdopen(write, "wb") as sink:
             program.export_bpf(sink)
@@ -393,9 +417,9 @@ def _cache_folder() -> Path:
 
 
 def _stage(files: Sequence[str], links: dict[str, str]) -> str:
-    """A folder holding ``files`` (hard links, or copies where links are refused) and
-    ``links`` at their absolute paths beneath it, built once per content and kept in the
-    user's cache (its name is a digest of every file's path, size and time)."""
+    """A folder holding copies of ``files`` and ``links`` at their absolute paths beneath
+    it, built once per content and kept in the user's cache (its name is a digest of every
+    file's path, size and time; the :data:`KEPT_VIEWS` used last are kept)."""
     import hashlib
     import tempfile
 
@@ -411,16 +435,14 @@ def _stage(files: Sequence[str], links: dict[str, str]) -> str:
         base = Path(tempfile.gettempdir())
     root = base / f"view-{digest.hexdigest()[:32]}"
     if (root / ".complete").is_file():
+        os.utime(root)  # in use: the pruning below keeps the views used last
         return str(root / "root")
     build = Path(tempfile.mkdtemp(prefix=".build-", dir=base))
     try:
-        for path in files:
+        for path in files:  # copies, not links: a lock, lease or watch on them touches nothing of the host's
             target = build / "root" / path.lstrip("/")
             target.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                os.link(path, target)
-            except OSError:  # another file system, or a file this user may not link
-                shutil.copy2(path, target)
+            shutil.copy2(path, target)
         for where, text in links.items():
             target = build / "root" / where.lstrip("/")
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -431,6 +453,9 @@ def _stage(files: Sequence[str], links: dict[str, str]) -> str:
             os.rename(build, root)
         except OSError:  # another process staged the same view first
             shutil.rmtree(build, ignore_errors=True)
+        views = sorted(base.glob("view-*"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for stale in views[KEPT_VIEWS:]:  # (an interpreter or its modules changed since)
+            shutil.rmtree(stale, ignore_errors=True)
     except OSError as exc:
         shutil.rmtree(build, ignore_errors=True)
         raise SandboxUnavailable(f"the sandbox's view could not be staged in {base} ({exc}); free some space or set "
@@ -441,7 +466,7 @@ def _stage(files: Sequence[str], links: dict[str, str]) -> str:
 @lru_cache(maxsize=None)
 def _filters() -> tuple[bytes, bytes]:
     """The two seccomp programs: bwrap's (everything but exec) and the driver's (exec)."""
-    return (_compile(_REFUSED_CALLS, _ABSENT_CALLS, writes=True), _compile(_REFUSED_LATER))
+    return (_compile(_REFUSED_CALLS, _ABSENT_CALLS, first=True), _compile(_REFUSED_LATER))
 
 
 def _walled(allowed: tuple[str, ...]) -> tuple[list[str], bytes, bytes]:
@@ -452,7 +477,7 @@ def _walled(allowed: tuple[str, ...]) -> tuple[list[str], bytes, bytes]:
         raise SandboxUnavailable(f"bwrap (bubblewrap) is not on PATH, so model-written code cannot run; {INSTALL_HINT}")
     first, second = _filters()
     command = [bwrap, "--unshare-all", "--unshare-user", "--uid", str(UID), "--gid", str(UID), "--cap-drop", "ALL",
-               "--die-with-parent", "--new-session", "--clearenv", *_view(allowed),
+               "--die-with-parent", "--new-session", "--clearenv", "--hostname", "sandbox", *_view(allowed),
                "--size", str(1 << 20), "--tmpfs", "/tmp", "--chdir", "/tmp", "--seccomp", "{fd}",
                _interpreter(), "-I", "-S", "-c", _DRIVER]
     return command, first, second
@@ -505,16 +530,24 @@ def _probe_walls() -> str:
 
 
 # -- the parent's side: bounded, untrusted output ----------------------------------------------
-_STRING = re.compile(r'"(?:[^"\\]++|\\.)*+"')
-_BRACKET = re.compile(r"[\[\]{}]")
+#: what matters to nesting: an escape pair (skipped whole), a quote, a bracket
+_TOKEN = re.compile(r'\\.|["\[\]{}]', re.DOTALL)
 
 
 def _too_deep(text: str, limit: int = MAX_DEPTH) -> bool:
-    depth = 0
-    for match in _BRACKET.finditer(_STRING.sub("", text)):
-        depth += 1 if match.group() in "[{" else -1
-        if depth > limit:
-            return True
+    """Whether JSON ``text`` nests arrays and objects deeper than ``limit`` (one linear
+    pass; brackets inside strings do not count)."""
+    depth, quoted = 0, False
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        if token == '"':
+            quoted = not quoted
+        elif not quoted and token in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif not quoted and token in "]}":
+            depth -= 1
     return False
 
 
@@ -527,9 +560,15 @@ def _parse(line: bytes) -> tuple[Any, str]:
     if _too_deep(text):
         return None, f"its answer nests deeper than {MAX_DEPTH} levels"
     try:
-        return json.loads(text), ""
-    except (ValueError, RecursionError) as exc:
-        return None, f"its answer is not JSON ({type(exc).__name__})"
+        value = json.loads(text, parse_constant=_no_constant)
+        json.dumps(value, ensure_ascii=False).encode("utf-8")  # lone surrogates are no text
+    except (ValueError, RecursionError) as exc:  # (UnicodeEncodeError is a ValueError)
+        return None, f"its answer is not strict JSON ({type(exc).__name__}: {str(exc)[:80]})"
+    return value, ""
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is no JSON value")
 
 
 def _error_text(value: Any) -> str:
@@ -603,7 +642,7 @@ class _Child:
     def line(self, deadline: float) -> tuple[bytes | None, str]:
         """The next line, or ``(None, why there is none)``: 'timeout', 'overflow' or 'ended'."""
         while True:
-            end = self.buffer.find(b"\n")
+            end = self.buffer.find(b"\n", 0, self.cap + 1)
             if end != -1:
                 line = bytes(self.buffer[:end])
                 del self.buffer[:end + 1]
