@@ -16,9 +16,9 @@ import pytest
 
 from vicogym import discovery
 from vicogym.errors import RunError, UnknownConstraintType
-from vicogym.instruct_runs import TYPES_FILE, iter_samples, load_types, verify_instruct
+from vicogym.instruct_runs import iter_samples, load_types, verify_instruct
 from vicogym.programs.instruct import REGISTRY
-from vicogym.synthesis import SynthesizeConfig, synthesize
+from vicogym.synthesis import TYPES_FILE, SynthesizeConfig, synthesize
 from vicogym.verl_reward import compute_score
 
 pytestmark = pytest.mark.usefixtures("walls")

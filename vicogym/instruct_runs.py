@@ -59,30 +59,10 @@ def iter_samples(folder: str | Path, columns: list[str] | None = None) -> Iterat
             yield from pq.read_table(path, columns=columns).to_pylist()
 
 
-# -- the run's discovered types: stored once, loaded only on request ---------------------------
-#: the file of a run's admitted discovered types (their proposals: code, parameters, cases)
-TYPES_FILE = "types.json"
-TYPES_FORMAT = 1
-
-
-def write_types(folder: str | Path, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Store a run's admitted types (memory's records) in ``types.json``, each with the
-    SHA-256 its rows name it by; the manifest's entry for the file."""
-    from vicogym.discovery import Proposal
-    from vicogym.shards import file_sha256, write_json_atomic
-
-    folder = Path(folder)
-    entries = []
-    for record in records:
-        proposal = Proposal.from_json({k: v for k, v in record.items() if k != "round"})
-        entries.append({"id": proposal.id, "round": record.get("round"), "sha256": proposal.sha256,
-                        "proposal": proposal.to_dict()})
-    write_json_atomic(folder / TYPES_FILE, {"format": TYPES_FORMAT, "types": entries})
-    return {"file": TYPES_FILE, "sha256": file_sha256(folder / TYPES_FILE),
-            "types": [{"id": e["id"], "sha256": e["sha256"]} for e in entries]}
-
-
+# -- the run's discovered types (written by synthesis), loaded only on request ---------------
 def _types_file(path: Path) -> Path:
+    from vicogym.synthesis import TYPES_FILE
+
     if path.is_dir():
         path = path / TYPES_FILE
         if not path.is_file():
@@ -103,6 +83,7 @@ def load_types(path: str | Path, judge: Any = "simulated") -> dict[str, str]:
     from vicogym.judge import make_judge
     from vicogym.programs.instruct import REGISTRY
     from vicogym.shards import file_sha256
+    from vicogym.synthesis import TYPES_FORMAT
 
     file = _types_file(Path(path))
     manifest = file.parent / "manifest.json"
@@ -379,6 +360,8 @@ def verify_instruct(folder: str | Path, images: bool = True) -> tuple[int, list[
     finally:
         memory.close()
     problems: list[tuple[str, str]] = []
+    from vicogym.synthesis import TYPES_FILE
+
     if (folder / TYPES_FILE).is_file() or stored:  # the run's own types, from its file (never from its rows)
         try:
             load_types(folder)

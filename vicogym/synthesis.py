@@ -558,6 +558,29 @@ def sample_row(config: SynthesizeConfig, round: int, position: int, picture: Pic
 
 
 # -- the run ---------------------------------------------------------------------------------------
+#: the file of a run's admitted discovered types (their proposals: code, parameters, cases);
+#: read back only by :func:`vicogym.instruct_runs.load_types`
+TYPES_FILE = "types.json"
+TYPES_FORMAT = 1
+
+
+def write_types(folder: str | Path, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Store a run's admitted types (memory's records) in ``types.json``, each with the
+    SHA-256 its rows name it by; the manifest's entry for the file."""
+    from vicogym.discovery import Proposal
+    from vicogym.shards import file_sha256, write_json_atomic
+
+    folder = Path(folder)
+    entries = []
+    for record in records:
+        proposal = Proposal.from_json({k: v for k, v in record.items() if k != "round"})
+        entries.append({"id": proposal.id, "round": record.get("round"), "sha256": proposal.sha256,
+                        "proposal": proposal.to_dict()})
+    write_json_atomic(folder / TYPES_FILE, {"format": TYPES_FORMAT, "types": entries})
+    return {"file": TYPES_FILE, "sha256": file_sha256(folder / TYPES_FILE),
+            "types": [{"id": e["id"], "sha256": e["sha256"]} for e in entries]}
+
+
 def load_discovered(records: Sequence[Mapping[str, Any]], judge: Any = None) -> dict[str, dict[str, Any]]:
     """Admit again, in this process, the types earlier rounds discovered (their code runs
     in the sandbox); the records by id. ``RunError`` when one no longer passes admission."""
@@ -660,7 +683,6 @@ def run_round(config: SynthesizeConfig, synth: Synthesizer, source: ImageSource,
 def synthesize(config: SynthesizeConfig, log: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run (or resume) synthesis until the memory holds at least ``config.n`` samples;
     returns the manifest written to ``manifest.json``."""
-    from vicogym.instruct_runs import write_types
     from vicogym.memory import Memory
     from vicogym.shards import LOCK_FILE, RunFolder, shard_path, write_json_atomic, write_shard
 
