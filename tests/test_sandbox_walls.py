@@ -120,6 +120,9 @@ def attack(ctx):
             os.setsid()
             os.execv(ctx["python"], [ctx["python"], "-c", "import time\nopen(%r, 'w').close()\ntime.sleep(30)"
                                      % ctx["marker"], ctx["token"]])
+        for _ in range(1000):  # answer once the child is out of reach
+            if os.getsid(pid) == pid:
+                break
         return pid
     return attempt({}, "fork", fork)
 ''',
@@ -135,9 +138,12 @@ def attack(ctx):
         module, os = smuggle("_posixsubprocess"), print.__self__.__import__("sys").modules["os"]
         read, write = os.pipe()
         code = "import time\nopen(%r, 'w').close()\ntime.sleep(30)" % ctx["marker"]
-        return module.fork_exec([ctx["python"].encode(), b"-c", code.encode(), ctx["token"].encode()],
-                                [ctx["python"].encode()], True, (), None, None, -1, -1, -1, -1, -1, -1, read, write,
-                                True, True, -1, None, None, None, -1, None, True)
+        pid = module.fork_exec([ctx["python"].encode(), b"-c", code.encode(), ctx["token"].encode()],
+                               [ctx["python"].encode()], True, (), None, None, -1, -1, -1, -1, -1, -1, read, write,
+                               True, True, -1, None, None, None, -1, None, True)
+        os.close(write)
+        os.read(read, 100)  # closed by the exec: the child is in its own session by now
+        return pid
     return attempt({}, "fork_exec", spawn)
 ''',
     "files renamed and removed": r'''
