@@ -46,7 +46,7 @@ def main() -> None:
     import vicogym  # noqa: F401
     from vicogym.errors import MissingExtra
     from vicogym.policies import SearchRewriter
-    from vicogym.rollout import run_episode
+    from vicogym.runs.rollout import run_episode
 
     hits_all, kept_all, final_all, episodes_all = 0, 0, 0, 0
     for arm in args.arms.split(","):

@@ -28,7 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from vicogym import discovery, sandbox
+from vicogym import sandbox
+from vicogym.instruct import discovery
 from vicogym.programs.instruct import REGISTRY
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -29,7 +29,7 @@ def timed_run(config) -> tuple[float, float, int]:
     """Wall time of the run, the time its first shard appeared and that shard's rows."""
     import pyarrow.parquet as pq
 
-    from vicogym.pipeline import generate
+    from vicogym.runs.generate import generate
 
     first: list[float] = []
     done = threading.Event()
@@ -81,7 +81,7 @@ def slow_server(latency: float) -> str:
 def actor_batching(n: int, latency: float) -> None:
     """Samples per second of one worker against a server that takes ``latency`` seconds a
     request, with 1 and 8 episodes in flight."""
-    from vicogym.pipeline import GenerateConfig
+    from vicogym.runs.generate import GenerateConfig
 
     actor = {"name": "openai", "model": "stand-in", "base_url": slow_server(latency), "max_in_flight": 8}
     rates = {}
@@ -107,7 +107,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from vicogym.errors import MissingExtra
-    from vicogym.pipeline import GenerateConfig
+    from vicogym.runs.generate import GenerateConfig
 
     cores = os.cpu_count() or 1
     runs = {"1 worker": {"workers": 1}, "2 workers": {"workers": 2},

@@ -27,8 +27,8 @@ from pathlib import Path
 import numpy as np
 
 from vicogym.errors import GenerationError
-from vicogym.instruct_runs import iter_samples, statistics
-from vicogym.synthesis import SynthesizeConfig, synthesize
+from vicogym.instruct.run_folder import iter_samples, statistics
+from vicogym.instruct.synthesis import SynthesizeConfig, synthesize
 
 VARIANTS = {
     "full": {},

@@ -119,24 +119,24 @@ class InstructEnv(gym.Env):
             "instruction": TextSpace(self.config.max_instruction_chars),
         })
         self.action_space = TextSpace(self.config.max_response_chars)
-        from vicogym.judge import make_judge
+        from vicogym.instruct.judge import make_judge
 
         self.judge = make_judge(self.config.judge)
         self._rows: list[dict[str, Any]] | None = None
         self._synth: Any = None
         self._source: Any = None
         if self.config.types is not None:
-            from vicogym.instruct_runs import load_types
+            from vicogym.instruct.run_folder import load_types
 
             load_types(self.config.types, judge=self.judge)
         if self.config.data is not None:
             self._rows = load_samples(self.config.data)
-            from vicogym.instruct_runs import check_row_types
+            from vicogym.instruct.run_folder import check_row_types
 
             for row in self._rows:  # every row verifiable with what was loaded, before any episode
                 check_row_types(json.loads(row["constraints"]), json.loads(row["discovered"]))
         else:
-            from vicogym.synthesis import ImageSource, SynthesizeConfig, Synthesizer
+            from vicogym.instruct.synthesis import ImageSource, SynthesizeConfig, Synthesizer
 
             settings = SynthesizeConfig(images=self.config.images, image_settings=self.config.image_settings,
                                         min_constraints=self.config.min_constraints, candidates=1,
@@ -184,7 +184,7 @@ class InstructEnv(gym.Env):
             info = {"error": f"expected the response as a string, got {type(action).__name__}", "verdicts": [],
                     "pass_rate": 0.0, "constraints": constraints}
             return self._observation(), 0.0, True, False, info
-        from vicogym.judge import verify_sample
+        from vicogym.instruct.judge import verify_sample
         from vicogym.programs.instruct import pass_rate
 
         verdicts = verify_sample(action, constraints, self.judge)
@@ -203,7 +203,7 @@ class InstructEnv(gym.Env):
 def load_samples(folder: str | Path) -> list[dict[str, Any]]:
     """The samples of a synthesis run (the shards its memory has committed), in order."""
     from vicogym.errors import RunError
-    from vicogym.instruct_runs import iter_samples
+    from vicogym.instruct.run_folder import iter_samples
 
     rows = list(iter_samples(folder))
     if not rows:

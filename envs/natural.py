@@ -28,9 +28,8 @@ from vicogym.arm import Arm, draw_edit, payload_dict, require_module
 from vicogym.core import SHORT_ANSWER, Edit, ExportHints, Render, Sample, Seed
 from vicogym.editors import natural as natural_editor
 from vicogym.envs.base import EnvConfig, VicoEnv
-from vicogym.exporters import row_png
 from vicogym.errors import InvalidEdit, SourceError
-from vicogym.images import ImagePolicy, decode_png, encode_png
+from vicogym.images import ImagePolicy, decode_png, encode_png, row_png
 from vicogym.renderers.natural import (SAM_MODELS, BoxSegmenter, GrabCutSegmenter, OpenCVInpainter, RePaintInpainter,
                                        SamEncoder, SamSegmenter, StableDiffusionInpainter, frame_mask, protected_region,
                                        protected_changes, replay)

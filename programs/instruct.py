@@ -69,7 +69,7 @@ class Contract:
     ``verify`` (``None``) but a ``rubric`` (a statement with ``{param}`` placeholders that
     a structured LLM judge checks) and ``cues`` (phrases whose presence the simulated
     judge takes as compliance); its cases are run by the judge that is configured
-    (:mod:`vicogym.judge`), not at registration.
+    (:mod:`vicogym.instruct.judge`), not at registration.
 
     Visually grounded contracts read the image's *facts* (see :data:`FACT_KINDS`):
     ``needs`` names the fact kinds they require (perception prunes a type whose needs an
@@ -123,7 +123,7 @@ class Contract:
             raise TypeError(f"expected the response as a string, got {type(response).__name__}")
         if self.verify is None:
             raise ValueError(f"constraint {self.id} is judged by an LLM judge (track {self.track!r}); "
-                             "verify it through vicogym.judge")
+                             "verify it through vicogym.instruct.judge")
         return self.verify(response, **self.check_params(params))
 
     def bounds(self, params: Mapping[str, Any]) -> tuple[float, float] | None:

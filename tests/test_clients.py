@@ -228,7 +228,7 @@ def test_episodes_in_flight_batch_requests_under_one_bound_and_keep_the_bytes(se
     them to the server from the worker; the dataset is the one of episodes run one by one."""
     import pyarrow.parquet as pq
 
-    from vicogym.pipeline import GenerateConfig, generate
+    from vicogym.runs.generate import GenerateConfig, generate
 
     server = serve(("slow", 0.15, ["Answer: 3", "Answer: 4"]))
     actor = {"name": "openai", "model": "vlm", "base_url": server.url, "max_in_flight": 3}

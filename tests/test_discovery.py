@@ -8,11 +8,11 @@ import json
 import numpy as np
 import pytest
 
-import vicogym.discovery as discovery
+import vicogym.instruct.discovery as discovery
 from test_clients import ChatServer
-from vicogym.discovery import (ADVERSARIAL, BANK, GOOD, DiscoveredType, OpenAIProposer, Proposal, Rejected,
+from vicogym.instruct.discovery import (ADVERSARIAL, BANK, GOOD, DiscoveredType, OpenAIProposer, Proposal, Rejected,
                                SimulatedProposer, admit, admit_all, adversarial_calls, discovered, make_proposer)
-from vicogym.judge import SimulatedJudge, verify_sample
+from vicogym.instruct.judge import SimulatedJudge, verify_sample
 from vicogym.programs.instruct import REGISTRY
 
 pytestmark = pytest.mark.usefixtures("walls")

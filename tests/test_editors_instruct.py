@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vicogym.editors.instruct import WRITERS, phrase, satisfy, violate
-from vicogym.judge import SimulatedJudge, check_judge_cases
+from vicogym.instruct.judge import SimulatedJudge, check_judge_cases
 from vicogym.programs.instruct import REGISTRY
 
 MINE = ("format", "lexical", "structural", "style")

@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 
 import vicogym
 from vicogym.editors import instruct as writers
-from vicogym.instruct_runs import iter_samples
+from vicogym.instruct.run_folder import iter_samples
 from vicogym.programs.instruct import REGISTRY
 from vicogym.registry import env_class
-from vicogym.synthesis import SynthesizeConfig, synthesize
+from vicogym.instruct.synthesis import SynthesizeConfig, synthesize
 
 ENV_ID = "vicogym/Instruct-v0"
 SMOKE = dict(env_class(ENV_ID).smoke_settings)
@@ -73,7 +73,7 @@ def test_one_response_ends_the_episode_and_the_reward_is_the_pass_rate():
 def _passes(response, spec):
     contract = REGISTRY[spec["id"]]
     if contract.track == "judge":
-        from vicogym.judge import SimulatedJudge
+        from vicogym.instruct.judge import SimulatedJudge
 
         return SimulatedJudge().judge(response, [(contract, spec["params"])])[0].passed
     return contract(response, **spec["params"]).passed

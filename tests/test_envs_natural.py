@@ -272,9 +272,9 @@ def test_verify_rechecks_protected_pixels_against_the_stored_source(tmp_path):
     import shutil
 
     from vicogym.images import decode_png, encode_png
-    from vicogym.pipeline import GenerateConfig, generate
+    from vicogym.runs.generate import GenerateConfig, generate
     from vicogym.registry import make_arm
-    from vicogym.verify import iter_rows, verify
+    from vicogym.runs.verify import iter_rows, verify
 
     out = tmp_path / "run"
     generate(GenerateConfig("vicogym/Natural-v0", n=4, out=str(out), episodes_per_shard=4,
@@ -303,8 +303,8 @@ def test_verify_rechecks_protected_pixels_against_the_stored_source(tmp_path):
 
 
 def test_a_resumed_run_keeps_its_shared_files_and_verifies(tmp_path):
-    from vicogym.pipeline import GenerateConfig, generate
-    from vicogym.verify import verify
+    from vicogym.runs.generate import GenerateConfig, generate
+    from vicogym.runs.verify import verify
 
     out = tmp_path / "run"
     config = GenerateConfig("vicogym/Natural-v0", n=4, out=str(out), episodes_per_shard=2,
@@ -317,7 +317,7 @@ def test_a_resumed_run_keeps_its_shared_files_and_verifies(tmp_path):
 
 
 def test_same_seed_same_bytes_whatever_the_workers(tmp_path):
-    from vicogym.pipeline import GenerateConfig, generate
+    from vicogym.runs.generate import GenerateConfig, generate
 
     source = str(_small_source(tmp_path))
     manifests = [generate(GenerateConfig("vicogym/Natural-v0", n=4, out=str(tmp_path / f"run{workers}"),

@@ -8,8 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from vicogym.cli import app
-from vicogym.evolve import EvolveConfig, evolve
-from vicogym.shards import file_sha256
+from vicogym.runs.evolve import EvolveConfig, evolve
+from vicogym.runs.shards import file_sha256
 
 PY = sys.executable
 

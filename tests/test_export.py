@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from vicogym.cli import app
 from vicogym.core import Edit
-from vicogym.pipeline import GenerateConfig, generate
+from vicogym.runs.generate import GenerateConfig, generate
 from vicogym.registry import make_arm
 from vicogym.rewards import weight
 
@@ -39,7 +39,7 @@ def test_records_follow_sharegpt_and_repeat_by_the_weight_of_the_edit(run, tmp_p
         assert (tmp_path / "lf" / record["images"][0]).is_file()
         Edit.parse(assistant["content"])  # the edit parses
     # copies: floor(5 w(p)) for every transition of the run, each transition once
-    from vicogym.verify import iter_rows
+    from vicogym.runs.verify import iter_rows
 
     expected, seen = 0, set()
     for row in iter_rows(run):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from vicogym.errors import ModelError
-from vicogym.judge import OpenAIJudge, SimulatedJudge, check_judge_cases, fill, make_judge, parse_verdicts, verify_sample
+from vicogym.instruct.judge import OpenAIJudge, SimulatedJudge, check_judge_cases, fill, make_judge, parse_verdicts, verify_sample
 from vicogym.programs.instruct import REGISTRY, Case, Contract, register
 
 TEXT = {"type": "string", "minLength": 1}

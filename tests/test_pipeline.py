@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 from vicogym.cli import app
 from vicogym.errors import RunError, SourceError
 from vicogym.images import decode_png
-from vicogym.pipeline import GenerateConfig, generate
-from vicogym.verify import verify
+from vicogym.runs.generate import GenerateConfig, generate
+from vicogym.runs.verify import verify
 
 runner = CliRunner()
 SMALL = {"k": 4, "max_turns": 2}
@@ -552,7 +552,7 @@ def test_generate_leaves_folders_that_are_not_runs_alone(tmp_path, files, messag
 
 
 def test_a_second_writer_is_refused(tmp_path):
-    from vicogym.shards import RunFolder
+    from vicogym.runs.shards import RunFolder
 
     holder = RunFolder(tmp_path / "busy")
     holder.lock()
@@ -579,7 +579,7 @@ def test_an_interrupted_run_is_reported_by_verify_and_finished_by_the_same_comma
 def test_a_small_n_runs_only_the_episodes_it_needs(tmp_path):
     """A run stops with the episode that makes its n-th sample, inside a shard's block:
     ``--n 1`` runs episodes until one keeps a sample, not a whole 16-episode block."""
-    from vicogym.pipeline import run_block
+    from vicogym.runs.generate import run_block
 
     config = _config(tmp_path / "one", n=1, episodes_per_shard=16)
     whole = run_block(config, 0)  # all 16 episodes of the first block
@@ -596,7 +596,7 @@ def test_a_shard_is_the_same_whether_its_block_stopped_early_or_ran_whole(tmp_pa
     """The last shard keeps the episodes up to the n-th sample: one worker stops its block
     there (episodes run one by one or side by side), workers running blocks ahead run them
     whole; both write the same shard."""
-    from vicogym.pipeline import run_block, shard_contents
+    from vicogym.runs.generate import run_block, shard_contents
 
     config = _config(tmp_path / "x", n=5, episodes_per_shard=8, episodes_in_flight=in_flight)
     whole = run_block(config, 0)

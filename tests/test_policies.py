@@ -108,7 +108,7 @@ def test_the_effect_model_learns_which_edits_raise_and_lower_the_pass_rate():
     """On the toy arm, adding a square makes counting harder and removing one easier;
     recolouring changes nothing. The search's own probes teach the model so."""
     from vicogym.policies import SearchRewriter
-    from vicogym.rollout import run_episode
+    from vicogym.runs.rollout import run_episode
 
     env = _toy_env({"name": "simulated", "skill": 1.6, "sharpness": 3.0}, max_squares=8)
     rewriter = SearchRewriter.for_env(env, n=8, pool=4, stay=False)

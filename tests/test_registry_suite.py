@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 import vicogym
 from vicogym.errors import EDIT_ERROR_CODES
-from vicogym.pipeline import GenerateConfig, generate
+from vicogym.runs.generate import GenerateConfig, generate
 from vicogym.registry import env_class
-from vicogym.verify import verify
+from vicogym.runs.verify import verify
 
 #: environments a rewriter edits (the instruction-following environment, whose action is a
 #: response, has its own suite in test_envs_instruct.py)
@@ -296,7 +296,7 @@ def test_the_search_rewriter_lands_closer_to_the_sweet_zone_than_random_edits(en
     """Against a strong and a weak stand-in, best-of-n edits end nearer the zone's middle
     than the random rewriter's, on the same seeds."""
     from vicogym.policies import RandomRewriter, SearchRewriter
-    from vicogym.rollout import run_episode
+    from vicogym.runs.rollout import run_episode
 
     distance = {"search": [], "random": []}
     for skill in (2.2, 1.0):

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from vicogym.cli import app
-from vicogym.pipeline import GenerateConfig, generate
+from vicogym.runs.generate import GenerateConfig, generate
 
 
 def _chromium():

@@ -14,11 +14,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from vicogym import discovery
+from vicogym.instruct import discovery
 from vicogym.errors import RunError, UnknownConstraintType
-from vicogym.instruct_runs import iter_samples, load_types, verify_instruct
+from vicogym.instruct.run_folder import iter_samples, load_types, verify_instruct
 from vicogym.programs.instruct import REGISTRY
-from vicogym.synthesis import TYPES_FILE, SynthesizeConfig, synthesize
+from vicogym.instruct.synthesis import TYPES_FILE, SynthesizeConfig, synthesize
 from vicogym.verl_reward import compute_score
 
 pytestmark = pytest.mark.usefixtures("walls")

@@ -11,13 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from vicogym import synthesis
+from vicogym.instruct import synthesis
 from vicogym.cli import app
 from vicogym.errors import RunError
-from vicogym.instruct_runs import export_instruct, iter_samples, report_instruct, statistics, verify_instruct
-from vicogym.memory import Memory
+from vicogym.instruct.run_folder import export_instruct, iter_samples, report_instruct, statistics, verify_instruct
+from vicogym.instruct.memory import Memory
 from vicogym.programs.instruct import REGISTRY
-from vicogym.synthesis import (SynthesizeConfig, Synthesizer, choose_recovery, conflicts, synthesize, type_weights,
+from vicogym.instruct.synthesis import (SynthesizeConfig, Synthesizer, choose_recovery, conflicts, synthesize, type_weights,
                                witness)
 from vicogym.verl_reward import compute_score
 
@@ -302,7 +302,7 @@ def test_same_bytes_in_processes_with_other_hash_seeds(tmp_path):
     hashes = []
     for seed in ("1", "2"):
         out = tmp_path / f"hash{seed}"
-        code = ("from vicogym.synthesis import SynthesizeConfig, synthesize; "
+        code = ("from vicogym.instruct.synthesis import SynthesizeConfig, synthesize; "
                 f"synthesize(SynthesizeConfig(out={str(out)!r}, n=4, per_round=4, probes=2, candidates=2, "
                 "images=('vicogym/Chart-v0', 'vicogym/Natural-v0'), progress=False))")
         subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONHASHSEED": seed},
@@ -327,7 +327,7 @@ def test_clevr_scenes_ground_constraints_and_the_run_verifies(tmp_path):
 
 
 def test_a_second_writer_is_refused_and_loses_nothing(tmp_path):
-    from vicogym.shards import RunFolder
+    from vicogym.runs.shards import RunFolder
 
     config = small(tmp_path, "busy", n=4)
     holder = RunFolder(config.out)

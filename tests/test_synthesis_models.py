@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from vicogym.errors import ModelError
-from vicogym.instruct_runs import iter_samples
+from vicogym.instruct.run_folder import iter_samples
 from vicogym.programs.instruct import REGISTRY
-from vicogym.synthesis import SynthesizeConfig, synthesize
-from vicogym.synthesis_models import (HashingEmbedder, OpenAIComposer, OpenAIPerceiver, OpenAITarget, OpenAIWriter,
+from vicogym.instruct.synthesis import SynthesizeConfig, synthesize
+from vicogym.instruct.models import (HashingEmbedder, OpenAIComposer, OpenAIPerceiver, OpenAITarget, OpenAIWriter,
                                       TemplateComposer, TransformersEmbedder, make_model, missing_values)
 
 IMAGE = np.full((32, 48, 3), 200, np.uint8)

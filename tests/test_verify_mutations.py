@@ -10,10 +10,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from vicogym.exporters import verl_prompt
-from vicogym.pipeline import GenerateConfig, generate
-from vicogym.shards import file_sha256, row_hash
-from vicogym.verify import verify
+from vicogym.runs.trainer_columns import verl_prompt
+from vicogym.runs.generate import GenerateConfig, generate
+from vicogym.runs.shards import file_sha256, row_hash
+from vicogym.runs.verify import verify
 
 
 @pytest.fixture(scope="module")

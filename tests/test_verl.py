@@ -8,7 +8,7 @@ only use of them before training)."""
 import numpy as np
 import pytest
 
-from vicogym.pipeline import GenerateConfig, generate
+from vicogym.runs.generate import GenerateConfig, generate
 
 datasets = pytest.importorskip("datasets", reason="the verl checks need the [test] extra (datasets)")
 OmegaConf = pytest.importorskip("omegaconf", reason="the verl checks need the [test] extra (omegaconf)").OmegaConf

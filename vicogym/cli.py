@@ -89,7 +89,7 @@ IN_FLIGHT = typer.Option(None, "--episodes-in-flight", help="episodes each worke
 
 def _runtime(values: dict[str, Any]) -> dict[str, Any]:
     """The runtime settings (``pipeline.RUNTIME``) among a command's arguments that were given."""
-    from vicogym.pipeline import RUNTIME
+    from vicogym.runs.generate import RUNTIME
 
     return {key: values[key] for key in RUNTIME if values.get(key) is not None}
 
@@ -126,8 +126,8 @@ def generate(
     """Run rewriter episodes and stream accepted samples to Parquet shards."""
     arguments = dict(locals())
     from vicogym.errors import VicogymError
-    from vicogym.pipeline import GenerateConfig
-    from vicogym.pipeline import generate as run
+    from vicogym.runs.generate import GenerateConfig
+    from vicogym.runs.generate import generate as run
 
     try:
         data = load_config_file(config_file) if config_file is not None else {}
@@ -182,8 +182,8 @@ def verify(
 ) -> None:
     """Check a run against its manifest, replay every episode and re-derive every label."""
     from vicogym.errors import VicogymError
-    from vicogym.instruct_runs import is_instruct_run, verify_instruct
-    from vicogym.verify import verify as run
+    from vicogym.instruct.run_folder import is_instruct_run, verify_instruct
+    from vicogym.runs.verify import verify as run
 
     try:
         if is_instruct_run(out):
@@ -217,8 +217,8 @@ def export(
 ) -> None:
     """Export a run's edit transitions as training data for the rewriter."""
     from vicogym.errors import VicogymError
-    from vicogym.export import FORMATS, export_llamafactory
-    from vicogym.instruct_runs import export_instruct, is_instruct_run
+    from vicogym.runs.llamafactory import FORMATS, export_llamafactory
+    from vicogym.instruct.run_folder import export_instruct, is_instruct_run
 
     if format not in FORMATS:
         raise _fail(f"expected --format in {list(FORMATS)}, got {format!r}")
@@ -269,8 +269,8 @@ def evolve(
     from rich.table import Table
 
     from vicogym.errors import VicogymError
-    from vicogym.evolve import EvolveConfig
-    from vicogym.evolve import evolve as run
+    from vicogym.runs.evolve import EvolveConfig
+    from vicogym.runs.evolve import evolve as run
 
     def show(r: int, stats: dict) -> None:
         table = Table(title=f"round {r}", show_header=False)
@@ -332,8 +332,8 @@ def synthesize(
 ) -> None:
     """Synthesize instruction-following samples with verifiable constraints (VISA loop)."""
     from vicogym.errors import VicogymError
-    from vicogym.synthesis import SynthesizeConfig
-    from vicogym.synthesis import synthesize as run
+    from vicogym.instruct.synthesis import SynthesizeConfig
+    from vicogym.instruct.synthesis import synthesize as run
 
     try:
         data = load_config_file(config_file) if config_file is not None else {}
@@ -360,8 +360,8 @@ def report_command(
 ) -> None:
     """Write a static HTML page and plots to look at a run's samples."""
     from vicogym.errors import VicogymError
-    from vicogym.instruct_runs import is_instruct_run, report_instruct
-    from vicogym.report import report
+    from vicogym.instruct.run_folder import is_instruct_run, report_instruct
+    from vicogym.runs.report_page import report
 
     try:
         page = report_instruct(folder, out, limit) if is_instruct_run(folder) else report(folder, out, limit)

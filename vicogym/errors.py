@@ -118,7 +118,7 @@ class RunError(VicogymError, ValueError):
 class UnknownConstraintType(VicogymError, ValueError):
     """A row names a constraint type (or a version of its code, by SHA-256) that no registry
     this process loaded holds. Model-written code is never taken from a row: load the
-    run's types explicitly (``vicogym.instruct_runs.load_types``)."""
+    run's types explicitly (``vicogym.instruct.run_folder.load_types``)."""
 
 
 class ModelError(VicogymError, RuntimeError):

@@ -9,6 +9,7 @@ exported as PNG). A Gymnasium observation needs one fixed shape, so each arm dec
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -123,3 +124,13 @@ def same_image(a: np.ndarray, b: np.ndarray, tolerance: int = 0) -> bool:
         return False
     differing = int(diff.reshape(-1, diff.shape[-1]).any(axis=1).sum()) if diff.ndim == 3 else int((diff > 0).sum())
     return differing <= DIFFERING_PIXELS * a.shape[0] * a.shape[1]
+
+
+def row_png(row: Mapping[str, Any]) -> bytes:
+    """The PNG bytes of a stored row's image (``images[0].bytes``); ``ValueError`` when the
+    row holds none."""
+    images = row.get("images") or []
+    data = images[0].get("bytes") if images and isinstance(images[0], Mapping) else None
+    if not data:
+        raise ValueError("the row holds no image (images[0].bytes is empty)")
+    return bytes(data)

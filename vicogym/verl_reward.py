@@ -50,7 +50,7 @@ def _judge(spec: Any) -> Any:
     """The judge a spec names, built once per process (verl calls the reward per response)."""
     import json
 
-    from vicogym.judge import make_judge
+    from vicogym.instruct.judge import make_judge
 
     key = json.dumps(spec, sort_keys=True, default=str)
     if key not in _JUDGES:
@@ -66,8 +66,8 @@ def load_types(path: Any, judge: Any = None) -> dict[str, str]:
     if the registry no longer holds them)."""
     import os
 
-    from vicogym.discovery import contract_sha256
-    from vicogym.instruct_runs import load_types as load
+    from vicogym.instruct.discovery import contract_sha256
+    from vicogym.instruct.run_folder import load_types as load
     from vicogym.programs.instruct import REGISTRY
 
     key = os.path.realpath(str(path))
@@ -81,8 +81,8 @@ def instruct_score(response: str, ground_truth: str, judge: Any = None, types: A
     """The constraint pass rate of ``response`` under a stored ground truth."""
     import json
 
-    from vicogym.instruct_runs import check_row_types
-    from vicogym.judge import verify_sample
+    from vicogym.instruct.run_folder import check_row_types
+    from vicogym.instruct.judge import verify_sample
     from vicogym.programs.instruct import REGISTRY, pass_rate
 
     truth = json.loads(ground_truth)

@@ -37,7 +37,7 @@ def verl_prompt(question: str, hints: ExportHints) -> str:
 
 
 def verl_fields(row: Mapping[str, Any], hints: ExportHints, index: int, split: str = "train") -> dict[str, Any]:
-    """verl's columns for a stored row (see :func:`vicogym.rollout.sample_row`)."""
+    """verl's columns for a stored row (see :func:`vicogym.runs.rollout.sample_row`)."""
     return {
         "data_source": row["env_id"],
         "prompt": [{"role": "user", "content": verl_prompt(row["question"], hints)}],
@@ -67,16 +67,6 @@ def verl_mismatch(row: Mapping[str, Any], hints: ExportHints | None) -> str | No
         if stored != expected:
             return f"{name} differs from {expected!r}"
     return None
-
-
-def row_png(row: Mapping[str, Any]) -> bytes:
-    """The PNG bytes of a stored row's image (``images[0].bytes``); ``ValueError`` when the
-    row holds none."""
-    images = row.get("images") or []
-    data = images[0].get("bytes") if images and isinstance(images[0], Mapping) else None
-    if not data:
-        raise ValueError("the row holds no image (images[0].bytes is empty)")
-    return bytes(data)
 
 
 def hf_features(schema: Any) -> dict[str, Any]:

@@ -138,7 +138,7 @@ def report(folder: str | Path, out: str | Path | None = None, limit: int = 200) 
     """Write the report of the run(s) in ``folder`` (or at a filesystem URL, read from a
     local copy; ``out`` is then required); the page's path."""
     from vicogym.errors import RunError
-    from vicogym.shards import is_url, local_run
+    from vicogym.runs.shards import is_url, local_run
 
     if is_url(folder) and out is None:
         raise RunError(f"{folder} is a URL: give --out, a local folder for the report")
@@ -148,9 +148,9 @@ def report(folder: str | Path, out: str | Path | None = None, limit: int = 200) 
 
 def _report(folder: Path, out: str | Path | None, limit: int) -> Path:
     from vicogym.arm import payload_dict
-    from vicogym.exporters import row_png
+    from vicogym.images import row_png
     from vicogym.images import encode_png
-    from vicogym.verify import iter_rows, read_manifest, run_arm
+    from vicogym.runs.verify import iter_rows, read_manifest, run_arm
 
     runs = rounds_of(folder)  # a wrong folder fails before anything is written
     out = Path(out) if out is not None else folder / "report"

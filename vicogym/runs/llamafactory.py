@@ -33,7 +33,7 @@ def export_llamafactory(run: str | Path, out: str | Path, name: str = "vicogym_r
     """Write ``rewriter.json``, ``images/`` and ``dataset_info.json`` into ``out``; counts.
     With ``pairs``, also ``rewriter_pairs.json`` (see :func:`preference_pairs`). ``run``
     may be a filesystem URL (read from a local copy)."""
-    from vicogym.shards import local_run
+    from vicogym.runs.shards import local_run
 
     with local_run(run) as local:
         return _export(local, Path(out), name, pairs, candidates)
@@ -43,10 +43,10 @@ def _export(run: Path, out: Path, name: str, pairs: bool, candidates: int) -> di
     from vicogym.arm import payload_dict
     from vicogym.clients import edit_prompt
     from vicogym.core import Edit
-    from vicogym.exporters import IMAGE_TOKEN
+    from vicogym.runs.trainer_columns import IMAGE_TOKEN
     from vicogym.images import encode_png
     from vicogym.rewards import weight
-    from vicogym.verify import iter_rows, read_manifest, run_arm
+    from vicogym.runs.verify import iter_rows, read_manifest, run_arm
 
     manifest = read_manifest(run)
     arm = run_arm(run, manifest)
@@ -124,7 +124,7 @@ def preference_pairs(run: Path, records: list[dict[str, Any]], candidates: int) 
     the arm's edit space are probed there without committing."""
     import gymnasium as gym
 
-    from vicogym.verify import iter_rows, read_manifest
+    from vicogym.runs.verify import iter_rows, read_manifest
 
     manifest = read_manifest(run)
     by_image = {}

@@ -25,14 +25,14 @@ SFT_FILE = "instruct_sft.json"
 
 
 def is_instruct_run(folder: str | Path) -> bool:
-    from vicogym.synthesis import MEMORY_FILE
+    from vicogym.instruct.synthesis import MEMORY_FILE
 
     return (Path(folder) / MEMORY_FILE).is_file()
 
 
 def _memory(folder: Path) -> Any:
-    from vicogym.memory import Memory
-    from vicogym.synthesis import MEMORY_FILE
+    from vicogym.instruct.memory import Memory
+    from vicogym.instruct.synthesis import MEMORY_FILE
 
     if not (folder / MEMORY_FILE).is_file():
         raise RunError(f"{folder} is not a vicogym synthesize run (no {MEMORY_FILE}); run `vicogym synthesize --out {folder}` "
@@ -61,7 +61,7 @@ def iter_samples(folder: str | Path, columns: list[str] | None = None) -> Iterat
 
 # -- the run's discovered types (written by synthesis), loaded only on request ---------------
 def _types_file(path: Path) -> Path:
-    from vicogym.synthesis import TYPES_FILE
+    from vicogym.instruct.synthesis import TYPES_FILE
 
     if path.is_dir():
         path = path / TYPES_FILE
@@ -79,11 +79,11 @@ def load_types(path: str | Path, judge: Any = "simulated") -> dict[str, str]:
     (and the file the one the run's manifest lists, where it lists one); each verifier
     then passes admission again in the sandbox. Returns the types' hashes by id. This is
     the only way model-written code from a run reaches a verifier: never from a row."""
-    from vicogym.discovery import Proposal, Rejected, admit, contract_sha256
-    from vicogym.judge import make_judge
+    from vicogym.instruct.discovery import Proposal, Rejected, admit, contract_sha256
+    from vicogym.instruct.judge import make_judge
     from vicogym.programs.instruct import REGISTRY
-    from vicogym.shards import file_sha256
-    from vicogym.synthesis import TYPES_FORMAT
+    from vicogym.runs.shards import file_sha256
+    from vicogym.instruct.synthesis import TYPES_FORMAT
 
     file = _types_file(Path(path))
     manifest = file.parent / "manifest.json"
@@ -122,7 +122,7 @@ def row_types_problem(constraints: Sequence[Mapping[str, Any]], listed: Any) -> 
     """Why a row's constraints cannot be verified with the registry this process holds:
     a type that is no seed type must be listed by the row with its SHA-256, and the
     registry must hold a discovered type of that id with that hash. ``None`` when they can."""
-    from vicogym.discovery import contract_sha256
+    from vicogym.instruct.discovery import contract_sha256
     from vicogym.programs.instruct import REGISTRY
 
     hashes = {}
@@ -144,7 +144,7 @@ def row_types_problem(constraints: Sequence[Mapping[str, Any]], listed: Any) -> 
             return (f"the row names discovered type {type_id!r} with SHA-256 {hashes[type_id][:12]}..., which no "
                     f"loaded registry holds{'' if loaded is None else f' (the loaded one is {loaded[:12]}...)'}; load "
                     f"the run's types explicitly (reward_kwargs types=RUN_FOLDER, Instruct-v0 types=RUN_FOLDER, or "
-                    f"vicogym.instruct_runs.load_types(RUN_FOLDER))")
+                    f"vicogym.instruct.run_folder.load_types(RUN_FOLDER))")
     return None
 
 
@@ -320,8 +320,8 @@ def report_instruct(folder: str | Path, out: str | Path | None = None, limit: in
 def export_instruct(run: str | Path, out: str | Path, name: str = "vicogym_instruct") -> dict[str, Any]:
     """SFT data for LlamaFactory (multimodal ShareGPT): the instruction with its image and
     the verified reference response, plus the ``dataset_info.json`` entry."""
-    from vicogym.export import write_dataset_info
-    from vicogym.exporters import IMAGE_TOKEN
+    from vicogym.runs.llamafactory import write_dataset_info
+    from vicogym.runs.trainer_columns import IMAGE_TOKEN
 
     out = Path(out)
     if out.exists() and not out.is_dir():
@@ -348,9 +348,9 @@ def verify_instruct(folder: str | Path, images: bool = True) -> tuple[int, list[
     parameters follow from the stored facts, the facts (and, with ``images``, the pixels)
     follow from the stored structure, and the verl columns agree with the row. Returns
     the rows read and the problems found (where, why)."""
-    from vicogym.judge import verify_sample
+    from vicogym.instruct.judge import verify_sample
     from vicogym.programs.instruct import REGISTRY
-    from vicogym.shards import file_sha256
+    from vicogym.runs.shards import file_sha256
 
     folder = Path(folder)
     memory = _memory(folder)
@@ -360,7 +360,7 @@ def verify_instruct(folder: str | Path, images: bool = True) -> tuple[int, list[
     finally:
         memory.close()
     problems: list[tuple[str, str]] = []
-    from vicogym.synthesis import TYPES_FILE
+    from vicogym.instruct.synthesis import TYPES_FILE
 
     if (folder / TYPES_FILE).is_file() or stored:  # the run's own types, from its file (never from its rows)
         try:
@@ -412,7 +412,7 @@ def _check_source(row: dict[str, Any], facts: dict[str, Any], arms: dict[str, An
     from vicogym.arm import payload_dict
     from vicogym.images import decode_png, same_image
     from vicogym.registry import make_arm
-    from vicogym.synthesis import picture_facts
+    from vicogym.instruct.synthesis import picture_facts
 
     source = json.loads(row["image_source"])
     env_id = source.get("env_id")

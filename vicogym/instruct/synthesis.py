@@ -23,7 +23,7 @@ Each round, for each image it draws:
    share of constraints it fails, graded easy / medium / hard, with the failure profile
    per constraint.
 6. **Memory update**: the round's samples go to a Parquet shard, then everything the
-   round learnt is committed to SQLite in one transaction (:mod:`vicogym.memory`).
+   round learnt is committed to SQLite in one transaction (:mod:`vicogym.instruct.memory`).
 
 A round depends only on the run's seed, its number and the memory before it, so a killed
 run resumes at the first uncommitted round and produces the same data.
@@ -58,7 +58,7 @@ RECOVERIES = ("response_edit", "instruction_rewrite", "simplify")
 @dataclass(frozen=True)
 class SynthesizeConfig:
     """Settings of a synthesis run. Models: ``simulated`` stand-ins by default, or
-    ``openai:MODEL@URL`` (see :func:`vicogym.synthesis_models.make_model`)."""
+    ``openai:MODEL@URL`` (see :func:`vicogym.instruct.models.make_model`)."""
 
     out: str = "runs/instruct"
     n: int = 64
@@ -383,8 +383,8 @@ class Synthesizer:
     """The loop's models, built from a config (one per process)."""
 
     def __init__(self, config: SynthesizeConfig):
-        from vicogym.judge import make_judge
-        from vicogym.synthesis_models import make_model
+        from vicogym.instruct.judge import make_judge
+        from vicogym.instruct.models import make_model
 
         self.config = config
         self.writer = make_model("writer", config.writer)
@@ -397,7 +397,7 @@ class Synthesizer:
         #: the proposals behind the discovered types this process knows (id -> record)
         self.records: dict[str, dict[str, Any]] = {}
         if config.discover > 0:
-            from vicogym.discovery import make_proposer
+            from vicogym.instruct.discovery import make_proposer
             from vicogym.sandbox import check_sandbox
 
             check_sandbox()  # proposed code runs only behind the OS sandbox: none here, no discovery
@@ -410,7 +410,7 @@ class Synthesizer:
         return sum(c.origin == "seed" for c in REGISTRY.values()) + len(self.records)
 
     def verify(self, response: str, constraints: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        from vicogym.judge import verify_sample
+        from vicogym.instruct.judge import verify_sample
 
         verdicts = verify_sample(response, constraints, self.judge)
         return [{**v, "params": c["params"]} for v, c in zip(verdicts, constraints)]
@@ -418,7 +418,7 @@ class Synthesizer:
     # -- planning ----------------------------------------------------------------------------
     def plan(self, picture: Picture, coverage: Mapping[str, int], failures: Mapping[str, tuple[int, int]],
              pool: np.ndarray, rng: np.random.Generator) -> dict[str, Any]:
-        from vicogym.synthesis_models import describe
+        from vicogym.instruct.models import describe
 
         types = supported_types(picture.facts, list(self.records))
         weights = type_weights(types, coverage, failures, self.config.coverage_weight, self.config.failure_weight)
@@ -480,7 +480,7 @@ class Synthesizer:
     # -- discovery -----------------------------------------------------------------------------
     def discover(self, picture: Picture, rng: np.random.Generator) -> tuple[dict[str, Any] | None, str | None]:
         """A proposed type for this image: its record once admitted, else the reason it was not."""
-        from vicogym.discovery import Rejected, admit
+        from vicogym.instruct.discovery import Rejected, admit
 
         try:  # a reply that is no proposal is rejected like a flawed proposal; a dead server stops the run
             proposal = self.proposer.propose(picture.facts, sorted(REGISTRY), rng, image=picture.image)
@@ -500,7 +500,7 @@ def episode_rng(seed: int, round: int, position: int) -> np.random.Generator:
 def row_schema():
     import pyarrow as pa
 
-    from vicogym.exporters import verl_schema
+    from vicogym.runs.trainer_columns import verl_schema
 
     return pa.schema([
         ("id", pa.string()), ("env_id", pa.string()), ("round", pa.int64()), ("position", pa.int64()),
@@ -520,7 +520,7 @@ def sample_row(config: SynthesizeConfig, round: int, position: int, picture: Pic
     """The stored row of one accepted sample (with verl's columns: the ground truth is the
     constraint list and, for the discovered types among them, each one's id and SHA-256:
     their code lives once in the run's ``types.json``, never in a row)."""
-    from vicogym.discovery import Proposal
+    from vicogym.instruct.discovery import Proposal
 
     row_id = f"instruct-s{config.seed}-r{round:05d}-{position:03d}"
     constraints = result["constraints"]
@@ -528,7 +528,7 @@ def sample_row(config: SynthesizeConfig, round: int, position: int, picture: Pic
     discovered = [{"id": t, "sha256": Proposal.from_json(records[t]).sha256} for t in named]
     truth = json.dumps({"constraints": constraints, "types": discovered}, sort_keys=True, ensure_ascii=False)
     from vicogym.arm import payload_list
-    from vicogym.exporters import IMAGE_TOKEN
+    from vicogym.runs.trainer_columns import IMAGE_TOKEN
 
     return {
         "id": row_id, "env_id": ENV_ID, "round": round, "position": position,
@@ -559,7 +559,7 @@ def sample_row(config: SynthesizeConfig, round: int, position: int, picture: Pic
 
 # -- the run ---------------------------------------------------------------------------------------
 #: the file of a run's admitted discovered types (their proposals: code, parameters, cases);
-#: read back only by :func:`vicogym.instruct_runs.load_types`
+#: read back only by :func:`vicogym.instruct.run_folder.load_types`
 TYPES_FILE = "types.json"
 TYPES_FORMAT = 1
 
@@ -567,8 +567,8 @@ TYPES_FORMAT = 1
 def write_types(folder: str | Path, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Store a run's admitted types (memory's records) in ``types.json``, each with the
     SHA-256 its rows name it by; the manifest's entry for the file."""
-    from vicogym.discovery import Proposal
-    from vicogym.shards import file_sha256, write_json_atomic
+    from vicogym.instruct.discovery import Proposal
+    from vicogym.runs.shards import file_sha256, write_json_atomic
 
     folder = Path(folder)
     entries = []
@@ -584,7 +584,7 @@ def write_types(folder: str | Path, records: Sequence[Mapping[str, Any]]) -> dic
 def load_discovered(records: Sequence[Mapping[str, Any]], judge: Any = None) -> dict[str, dict[str, Any]]:
     """Admit again, in this process, the types earlier rounds discovered (their code runs
     in the sandbox); the records by id. ``RunError`` when one no longer passes admission."""
-    from vicogym.discovery import admit_all
+    from vicogym.instruct.discovery import admit_all
 
     records = [{k: v for k, v in r.items() if k != "round"} for r in records]
     _, rejected = admit_all(records, judge=judge)
@@ -683,8 +683,8 @@ def run_round(config: SynthesizeConfig, synth: Synthesizer, source: ImageSource,
 def synthesize(config: SynthesizeConfig, log: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run (or resume) synthesis until the memory holds at least ``config.n`` samples;
     returns the manifest written to ``manifest.json``."""
-    from vicogym.memory import Memory
-    from vicogym.shards import LOCK_FILE, RunFolder, shard_path, write_json_atomic, write_shard
+    from vicogym.instruct.memory import Memory
+    from vicogym.runs.shards import LOCK_FILE, RunFolder, shard_path, write_json_atomic, write_shard
 
     synth = Synthesizer(config)  # models and image sources are checked before the folder is touched
     source = ImageSource(config, synth.perceiver)

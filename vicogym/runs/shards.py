@@ -72,7 +72,7 @@ def write_shard(out: Path, block: int, rows: list[dict[str, Any]], stats: dict[s
     import pyarrow.parquet as pq
 
     table = pa.Table.from_pylist(rows, schema=schema)
-    from vicogym.exporters import hf_features
+    from vicogym.runs.trainer_columns import hf_features
 
     table = table.replace_schema_metadata({
         STATS_KEY: json.dumps(stats, sort_keys=True).encode(),

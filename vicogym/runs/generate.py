@@ -1,7 +1,7 @@
 """Offline generation of label-valid training data (``vicogym generate``).
 
 Episodes run in blocks of ``episodes_per_shard``; block ``b`` becomes shard ``b`` (see
-:mod:`vicogym.shards`), so a crashed run resumes from the first missing shard without
+:mod:`vicogym.runs.shards`), so a crashed run resumes from the first missing shard without
 duplicates or gaps. Episode ``e`` is seeded from ``SeedSequence([seed, e])`` alone, so the
 output bytes do not depend on ``workers``. A run ends with the episode that makes its
 ``n``-th sample: the last shard holds the episodes up to that one, and a run with one
@@ -29,13 +29,13 @@ import numpy as np
 
 import vicogym
 from vicogym.core import canonical_json
-from vicogym.exporters import verl_fields, verl_schema
+from vicogym.runs.trainer_columns import verl_fields, verl_schema
 from vicogym.processes import check_backend, die_with_parent, limit_threads
 from vicogym.rewards import sweet_share
 from vicogym.registry import check_id, env_class, make_config
-from vicogym.rollout import KEEP_POLICIES, EpisodeStats, row_schema, run_episode, sample_row
+from vicogym.runs.rollout import KEEP_POLICIES, EpisodeStats, row_schema, run_episode, sample_row
 from vicogym.errors import RunError
-from vicogym.shards import Mirror, RunFolder, is_url, read_shard_stats, shard_path, write_shard
+from vicogym.runs.shards import Mirror, RunFolder, is_url, read_shard_stats, shard_path, write_shard
 
 #: what generation sets unless ``env_kwargs`` says otherwise
 GENERATION_DEFAULTS: Mapping[str, Any] = {"max_turns": 3}

@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from vicogym.errors import MissingExtra, RunError, UnknownEnvironment
-from vicogym.exporters import row_png, verl_mismatch
+from vicogym.runs.trainer_columns import verl_mismatch
 from vicogym.arm import payload_dict
 from vicogym.errors import InvalidEdit
-from vicogym.images import decode_png, same_image
-from vicogym.shards import FILES_DIR, MANIFEST_FILE, SHARD_GLOB, RunFolder, file_sha256, local_run, row_hash
+from vicogym.images import decode_png, row_png, same_image
+from vicogym.runs.shards import FILES_DIR, MANIFEST_FILE, SHARD_GLOB, RunFolder, file_sha256, local_run, row_hash
 
 
 @dataclass

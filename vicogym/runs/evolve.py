@@ -51,9 +51,9 @@ class EvolveConfig:
     runtime: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        from vicogym.pipeline import RUNTIME
+        from vicogym.runs.generate import RUNTIME
 
-        from vicogym.shards import is_url
+        from vicogym.runs.shards import is_url
 
         if is_url(self.out):
             raise ValueError(f"evolve --out must be a local folder (its training commands read the files), got "
@@ -81,7 +81,7 @@ class EvolveConfig:
         self.generate_config(0, self.actor, self.rewriter)  # checks env id, n, settings, rewriter
 
     def generate_config(self, r: int, actor: Any, rewriter: str) -> Any:
-        from vicogym.pipeline import GenerateConfig
+        from vicogym.runs.generate import GenerateConfig
 
         return GenerateConfig(env_id=self.env_id, n=self.n, out=str(Path(self.out) / f"round-{r:03d}"),
                               seed=self.seed + r, workers=self.workers, keep="all",
@@ -102,7 +102,7 @@ def round_stats(run: Path, zone: tuple[float, float]) -> dict[str, Any]:
     """A round's statistics: sweet-zone hit rate of the kept samples, mean pass rate before
     and after editing, editing intensity |p_before - p|, rejections by code, and the
     rewriter's mean response length (characters of its edit)."""
-    from vicogym.verify import iter_rows, read_manifest
+    from vicogym.runs.verify import iter_rows, read_manifest
 
     rows = list(iter_rows(run, columns=["pass_rate", "pass_rate_before", "edit_trace", "provenance"]))
     after = np.array([r["pass_rate"] for r in rows])
@@ -145,10 +145,10 @@ def _next_spec(path: Path) -> Any:
 def evolve(config: EvolveConfig, progress: bool = True, report: Any = print,
            report_note: Any = lambda r, note: print(f"round {r}: {note}")) -> dict[str, Any]:
     """Run (or resume) the rounds of ``config``; the state with every round's statistics."""
-    from vicogym.export import export_llamafactory
-    from vicogym.pipeline import generate
+    from vicogym.runs.llamafactory import export_llamafactory
+    from vicogym.runs.generate import generate
     from vicogym.registry import make_config
-    from vicogym.shards import write_json_atomic
+    from vicogym.runs.shards import write_json_atomic
 
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)

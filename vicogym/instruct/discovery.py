@@ -24,7 +24,7 @@ An admitted type's verifier is a :class:`DiscoveredType`: it runs the code in th
 (never in this process), batches the calls it is given together, and carries the proposal
 (:meth:`DiscoveredType.to_json`) so that memory can persist it and a later process admit it
 again (``admit(text)``). A judge-track proposal (a ``rubric`` and ``cues``, no code) is
-admitted when a judge agrees with all its cases (:func:`vicogym.judge.check_judge_cases`).
+admitted when a judge agrees with all its cases (:func:`vicogym.instruct.judge.check_judge_cases`).
 
 Proposers (``propose(facts, known_ids, rng, image=None) -> Proposal | None``; built by
 :func:`make_proposer`): :class:`SimulatedProposer` (a deterministic stand-in drawing from
@@ -46,7 +46,7 @@ import numpy as np
 
 from vicogym.clients import _ChatClient, image_data_url, parse_spec
 from vicogym.errors import VicogymError
-from vicogym.judge import check_judge_cases
+from vicogym.instruct.judge import check_judge_cases
 import vicogym.programs.instruct as instruct
 from vicogym.sandbox import ALLOWED_MODULES, run_untrusted_batch
 
