@@ -1,5 +1,6 @@
 """Answerability checks of the chart arm: can a careful reader answer the question from
-the rendered image alone?
+the rendered image alone? And, read from the same facts, the visual difficulty features a
+stand-in actor's accuracy follows (:func:`difficulty_features`, :func:`difficulty`).
 
 Pure functions of the structure, the label rule and the renderer's facts (text boxes,
 mark boxes, drawn colours, the value axis); each problem is an ``InvalidEdit`` with a
@@ -54,7 +55,7 @@ EDGE_SLACK_PX = 0.5
 WHITE = (255, 255, 255)
 
 #: ops whose answer is a value read off the chart (and how many readings add into it)
-VALUE_OPS = {"lookup": 1, "max": 1, "min": 1, "median": 1, "mean": 1, "pair_mean": 1, "range": 2, "absdiff": 2,
+READING_OPS = {"lookup": 1, "max": 1, "min": 1, "median": 1, "mean": 1, "pair_mean": 1, "range": 2, "absdiff": 2,
              "pair_sum": 2}
 #: ops whose answer depends on which of two or more values is larger
 ORDER_OPS = {"argmax", "argmin", "greater", "less", "series_greater", "row_argmax"}
@@ -63,8 +64,9 @@ ORDER_OPS = {"argmax", "argmin", "greater", "less", "series_greater", "row_argma
 def check(structure: ChartStructure, rule: Mapping[str, Any], facts: Any, tolerance: float = 0.05) -> None:
     """Raise ``InvalidEdit`` for the first reason a reader could not answer from the image.
 
-    ``facts`` is the renderer's :class:`~vicogym.renderers.chart.ChartRender`;
+    ``facts`` is the renderer's :class:`~vicogym.renderers.chart.ChartFacts`;
     ``tolerance`` the relative tolerance of the answer scorer (0 for exact match)."""
+    check_legend_cover(structure, facts)
     check_text(facts)
     check_room(facts)
     check_marks_under_labels(structure, facts)
@@ -287,7 +289,7 @@ def check_values(structure: ChartStructure, rule: Mapping[str, Any], facts: Any,
         _check_order(op, cells, values, t, spec, facts, labelled, pie)
     elif op == "count_above":
         _check_threshold(float(rule["program"]["threshold"]), cells, values, t, spec, facts, labelled, pie)
-    elif op in VALUE_OPS or op in ("sum", "row_sum", "ratio"):
+    elif op in READING_OPS or op in ("sum", "row_sum", "ratio"):
         if labelled:
             return
         if pie:
@@ -306,7 +308,7 @@ def _check_reading(op: str, values: list[float], delta: float, tolerance: float,
                               f"uncertain by {relative:.0%}, more than the {tolerance:.0%} the scorer allows; set "
                               f"data_labels true", field="data_labels")
         return
-    readings = len(values) if op in ("sum", "row_sum") else VALUE_OPS[op]
+    readings = len(values) if op in ("sum", "row_sum") else READING_OPS[op]
     answer = _answer(op, values)
     error = readings * delta
     if answer == 0 and op in ("lookup", "max", "min"):
@@ -385,3 +387,133 @@ def _check_threshold(threshold: float, cells: list[tuple[str, str]], values: lis
             raise InvalidEdit("near_tie", f"{row!r} ({format_number(v)}) is drawn {gap_px:.1f} px from the threshold "
                               f"{shown_threshold}, less than {MIN_GAP_PX:g} px; set data_labels true or move the value",
                               field="data_labels")
+
+
+# -- the legend over the marks ------------------------------------------------------------------
+def _value_end(box: list[float], value: float, chart_type: str) -> tuple[float, float]:
+    """Where a mark shows its value: a bar's far end, a point's centre, a wedge's centre."""
+    x0, y0, x1, y1 = box
+    if chart_type == "hbar":
+        return (x1 if value >= 0 else x0, (y0 + y1) / 2.0)
+    if chart_type in ("bar", "grouped_bar", "stacked_bar"):
+        return ((x0 + x1) / 2.0, y0 if value >= 0 else y1)
+    return ((x0 + x1) / 2.0, (y0 + y1) / 2.0)
+
+
+def occluded_marks(render: Any, chart_type: str, max_share: float = 0.25) -> list[tuple[str, str]]:
+    """Marks the legend hides: it covers the mark's value end, or over ``max_share`` of its area."""
+    legend = render.facts.get("legend_box")
+    if legend is None:
+        return []
+    lx0, ly0, lx1, ly1 = legend
+    hidden = []
+    for m in render.marks:
+        if m["box"] is None:
+            continue
+        x0, y0, x1, y1 = m["box"]
+        ex, ey = _value_end(m["box"], m["value"], chart_type)
+        overlap = max(0.0, min(x1, lx1) - max(x0, lx0)) * max(0.0, min(y1, ly1) - max(y0, ly0))
+        if lx0 <= ex <= lx1 and ly0 <= ey <= ly1 or overlap > max_share * max((x1 - x0) * (y1 - y0), 1.0):
+            hidden.append((m["row"], m["series"]))
+    return hidden
+
+
+def check_legend_cover(structure: ChartStructure, facts: Any) -> None:
+    """``occluded`` when the legend hides a mark (see :func:`occluded_marks`)."""
+    hidden = occluded_marks(facts, structure.spec.chart_type)
+    if hidden:
+        row, series = hidden[0]
+        raise InvalidEdit("occluded", f"the legend covers the mark of {row!r} in {series!r} ({len(hidden)} marks in "
+                          f"all); use set_style legend 'outside', 'top' or 'none'", field="legend")
+
+
+# -- what the stand-in actor reads: visual difficulty --------------------------------------------
+#: difficulty added by the kind of reasoning a question needs
+OP_COST = {
+    "cell": 0.0, "lookup": 0.0, "invariant": 0.6, "max": 0.3, "min": 0.3, "argmax": 0.2, "argmin": 0.2,
+    "greater": 0.2, "less": 0.2, "series_greater": 0.3, "row_argmax": 0.3, "count_rows": 0.1,
+    "count_above": 0.6, "range": 0.8, "absdiff": 0.8, "ratio": 1.0, "sum": 1.0, "mean": 1.2,
+    "median": 1.0, "row_sum": 0.9, "pair_sum": 0.8, "pair_mean": 1.0, "row_with_value": 0.5,
+}
+COMPARISON_OPS = {"max", "min", "argmax", "argmin", "greater", "less", "series_greater", "row_argmax"}
+
+
+def _target_cells(rule: Mapping[str, Any]) -> list[tuple[str | None, str | None]]:
+    if rule["kind"] == "cell":
+        return [(rule["row"], rule["series"])]
+    if rule["kind"] != "program":
+        return []
+    p = rule["program"]
+    if p["op"] == "lookup":
+        return [(p["row"], p["series"])]
+    if p["op"] in ("absdiff", "ratio", "greater", "less", "pair_sum", "pair_mean"):
+        return [(p["a"], p["series"]), (p["b"], p["series"])]
+    if p["op"] == "series_greater":
+        return [(p["row"], p["s1"]), (p["row"], p["s2"])]
+    return []
+
+
+def _compared_values(structure: ChartStructure, rule: Mapping[str, Any]) -> list[float]:
+    t = structure.table
+    if rule["kind"] != "program" or rule["program"]["op"] not in COMPARISON_OPS:
+        return []
+    p = rule["program"]
+    if p["op"] == "row_argmax":
+        return [v for v in t.values[t.rows.index(p["row"])] if v is not None]
+    if p["op"] in ("greater", "less", "series_greater"):
+        return [t.cell(r, s) for r, s in _target_cells(rule) if t.cell(r, s) is not None]
+    return [v for v in t.column(p["series"]) if v is not None]
+
+
+def difficulty_features(structure: ChartStructure, render: Any, rule: Mapping[str, Any]) -> dict[str, Any]:
+    """Visual difficulty features of a rendered chart question.
+
+    - ``n_marks``: drawn bars, points or wedges; ``n_series``: series in the table;
+    - ``gap``: for comparison questions, the relative gap between the two closest
+      competing values (small gaps are hard to see), else ``None``;
+    - ``target_px``: for questions about named cells, the smallest pixel extent (bar
+      length, wedge size) of those marks, else ``None``;
+    - ``label_density``: share of the image covered by text boxes;
+    - ``data_labels``: whether values are printed on the marks;
+    - ``op``: the question's operation (its reasoning cost is :data:`OP_COST`).
+    """
+    visible = [m for m in render.marks if m["box"] is not None]
+    values = sorted(_compared_values(structure, rule), reverse=True)
+    gap = None
+    if len(values) >= 2:
+        op = rule["program"]["op"]
+        a, b = (values[-1], values[-2]) if op in ("min", "argmin") else (values[0], values[1])
+        scale = max(abs(a), abs(b), 1e-12)
+        gap = abs(a - b) / scale
+    targets = set(_target_cells(rule))
+    extents = []
+    for m in visible:
+        if (m["row"], m["series"]) in targets:
+            x0, y0, x1, y1 = m["box"]
+            extents.append(x1 - x0 if structure.spec.chart_type == "hbar" else y1 - y0)
+    h, w = render.image.shape[:2]
+    text_area = sum((b["box"][2] - b["box"][0]) * (b["box"][3] - b["box"][1]) for b in render.labels)
+    op = rule["program"]["op"] if rule["kind"] == "program" else rule["kind"]
+    return {
+        "n_marks": len(visible),
+        "n_series": len(structure.table.series),
+        "gap": gap,
+        "target_px": min(extents) if extents else None,
+        "label_density": text_area / float(h * w),
+        "data_labels": bool(structure.spec.data_labels),
+        "op": op,
+    }
+
+
+def difficulty(features: Mapping[str, Any]) -> float:
+    """One number from :func:`difficulty_features` (0 is trivial; the default simulated
+    actor is right half of the time at 2.0)."""
+    d = 0.06 * features["n_marks"] + 0.35 * (features["n_series"] - 1) + OP_COST.get(features["op"], 0.5)
+    if features["gap"] is not None:
+        d += 1.4 * (1.0 - min(features["gap"] / 0.25, 1.0))
+    if features["target_px"] is not None:
+        d += 0.8 * (1.0 - min(features["target_px"] / 60.0, 1.0))
+    d += 3.0 * features["label_density"]
+    if features["data_labels"]:
+        d -= 0.8
+    return max(d, 0.0)

@@ -84,6 +84,21 @@ OP_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 #: ops that change a value, a label or the drawing order (forbidden under Tier 2)
 VALUE_OPS = frozenset(OP_FIELDS) - {"set_style", "stop"}
+#: JSON Schemas of the ops' fields (with :data:`OP_FIELDS`, the edit schema an LLM rewriter gets)
+FIELD_SCHEMAS = {
+    "row": {"type": "string", "description": "a row label of the table"},
+    "series": {"type": "string", "description": "a series (column) label of the table"},
+    "value": {"type": ["number", "null"], "description": "with no more decimals than the table's values"},
+    "factor": {"type": "number", "exclusiveMinimum": 0},
+    "values": {"type": "array", "items": {"type": ["number", "null"]}},
+    "position": {"type": "integer", "minimum": 0}, "to": {"type": "string"},
+    "order": {"type": "array", "items": {"type": "string"}},
+    "chart_type": {"enum": list(CHART_TYPES)}, "palette": {"enum": list(PALETTES)},
+    "legend": {"enum": list(LEGEND_POSITIONS)}, "title": {"type": "string"}, "x_label": {"type": "string"},
+    "y_label": {"type": "string"}, "data_labels": {"type": "boolean"}, "gridlines": {"type": "boolean"},
+    "font_size": {"type": "number"},
+    "figure_size": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2},
+}
 
 
 # -- field checks -------------------------------------------------------------------

@@ -69,6 +69,15 @@ OP_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "jitter_lights": ((), ("key", "fill", "back", "intensity")),
     "stop": ((), ()),
 }
+#: JSON Schemas of the ops' fields (with :data:`OP_FIELDS`, the edit schema an LLM rewriter gets)
+FIELD_SCHEMAS = {
+    "object": {"type": "integer", "minimum": 0, "description": "an object's index in the scene"},
+    "a": {"type": "integer", "minimum": 0}, "b": {"type": "integer", "minimum": 0},
+    "shape": {"enum": list(ATTRIBUTES["shape"])}, "color": {"enum": list(ATTRIBUTES["color"])},
+    "material": {"enum": list(ATTRIBUTES["material"])}, "size": {"enum": list(ATTRIBUTES["size"])},
+    **{f: {"type": "number"} for f in ("x", "y", "rotation", "dx", "dy", "dz", "intensity")},
+    **{f: {"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3} for f in ("key", "fill", "back")},
+}
 
 
 def _number(value: Any, field: str, low: float, high: float) -> float:

@@ -59,6 +59,23 @@ OP_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "crop": (("box",), ()),
     "stop": ((), ()),
 }
+#: JSON Schemas of the ops' fields (with :data:`OP_FIELDS`, the edit schema an LLM rewriter gets)
+FIELD_SCHEMAS = {
+    "box": {"type": "array", "items": {"type": "integer"}, "minItems": 4, "maxItems": 4,
+            "description": "[x0, y0, x1, y1] in the current image's pixels, clear of the targets"},
+    "source": {"type": "array", "items": {"type": "integer"}, "minItems": 4, "maxItems": 4},
+    "to": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2},
+    "fill": {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 255}, "minItems": 3,
+             "maxItems": 3},
+    "hue": {"type": "number", "minimum": -180, "maximum": 180},
+    "amount": {"type": "number", "minimum": 0, "maximum": 1},
+    "sigma": {"type": "number", "minimum": 0.5, "maximum": 40},
+    "factor": {"type": "number", "minimum": 0.5, "maximum": 1.5},
+    "delta": {"type": "number", "minimum": -60, "maximum": 60},
+    "quality": {"type": "integer", "minimum": 10, "maximum": 95},
+    **{side: {"type": "integer", "minimum": 0, "maximum": 256} for side in ("top", "bottom", "left", "right")},
+}
+
 #: field -> (low, high, value that changes nothing or None)
 RANGES = {"hue": (-180, 180, 0), "amount": (0, 1, 0), "sigma_blur": (0.5, 8, None), "sigma_noise": (1, 40, None),
           "factor": (0.5, 1.5, 1), "delta": (-60, 60, 0), "quality": (10, 95, None), "pad": (0, 256, None)}

@@ -87,6 +87,8 @@ class VicoEnv(gym.Env):
     metadata = {"render_modes": ["rgb_array"], "render_fps": 1}
     env_id: ClassVar[str] = "vicogym/Base-v0"
     version: ClassVar[int] = 0
+    #: see :data:`vicogym.registry.ENV_KINDS`: an edit environment
+    kind: ClassVar[str] = "edit"
     config_class: ClassVar[type[EnvConfig]] = EnvConfig
     arm_class: ClassVar[type[Arm]]
 

@@ -20,19 +20,10 @@ from vicogym.envs.base import EnvConfig, VicoEnv
 from vicogym.errors import InvalidEdit
 from vicogym.images import ImagePolicy
 from vicogym.programs import chart as chart_programs
-from vicogym.renderers.chart import ChartRender, ChartRenderer
+from vicogym.renderers.chart import ChartRenderer
 from vicogym.checks import chart as chart_checks
 from vicogym.sources.chart import TIER2_POLICIES, make_source, spec_variants
-from vicogym.structures.chart import CHART_TYPES, LEGEND_POSITIONS, PALETTES, ChartStructure, Table
-
-#: difficulty added by the kind of reasoning a question needs
-OP_COST = {
-    "cell": 0.0, "lookup": 0.0, "invariant": 0.6, "max": 0.3, "min": 0.3, "argmax": 0.2, "argmin": 0.2,
-    "greater": 0.2, "less": 0.2, "series_greater": 0.3, "row_argmax": 0.3, "count_rows": 0.1,
-    "count_above": 0.6, "range": 0.8, "absdiff": 0.8, "ratio": 1.0, "sum": 1.0, "mean": 1.2,
-    "median": 1.0, "row_sum": 0.9, "pair_sum": 0.8, "pair_mean": 1.0, "row_with_value": 0.5,
-}
-COMPARISON_OPS = {"max", "min", "argmax", "argmin", "greater", "less", "series_greater", "row_argmax"}
+from vicogym.structures.chart import ChartStructure, Table
 
 
 @dataclass(frozen=True)
@@ -75,115 +66,6 @@ class ChartEnvConfig(EnvConfig):
         return d
 
 
-def _target_cells(rule: Mapping[str, Any]) -> list[tuple[str | None, str | None]]:
-    if rule["kind"] == "cell":
-        return [(rule["row"], rule["series"])]
-    if rule["kind"] != "program":
-        return []
-    p = rule["program"]
-    if p["op"] == "lookup":
-        return [(p["row"], p["series"])]
-    if p["op"] in ("absdiff", "ratio", "greater", "less", "pair_sum", "pair_mean"):
-        return [(p["a"], p["series"]), (p["b"], p["series"])]
-    if p["op"] == "series_greater":
-        return [(p["row"], p["s1"]), (p["row"], p["s2"])]
-    return []
-
-
-def _compared_values(structure: ChartStructure, rule: Mapping[str, Any]) -> list[float]:
-    t = structure.table
-    if rule["kind"] != "program" or rule["program"]["op"] not in COMPARISON_OPS:
-        return []
-    p = rule["program"]
-    if p["op"] == "row_argmax":
-        return [v for v in t.values[t.rows.index(p["row"])] if v is not None]
-    if p["op"] in ("greater", "less", "series_greater"):
-        return [t.cell(r, s) for r, s in _target_cells(rule) if t.cell(r, s) is not None]
-    return [v for v in t.column(p["series"]) if v is not None]
-
-
-def difficulty_features(structure: ChartStructure, render: ChartRender, rule: Mapping[str, Any]) -> dict[str, Any]:
-    """Visual difficulty features of a rendered chart question.
-
-    - ``n_marks``: drawn bars, points or wedges; ``n_series``: series in the table;
-    - ``gap``: for comparison questions, the relative gap between the two closest
-      competing values (small gaps are hard to see), else ``None``;
-    - ``target_px``: for questions about named cells, the smallest pixel extent (bar
-      length, wedge size) of those marks, else ``None``;
-    - ``label_density``: share of the image covered by text boxes;
-    - ``data_labels``: whether values are printed on the marks;
-    - ``op``: the question's operation (its reasoning cost is :data:`OP_COST`).
-    """
-    visible = [m for m in render.marks if m["box"] is not None]
-    values = sorted(_compared_values(structure, rule), reverse=True)
-    gap = None
-    if len(values) >= 2:
-        op = rule["program"]["op"]
-        a, b = (values[-1], values[-2]) if op in ("min", "argmin") else (values[0], values[1])
-        scale = max(abs(a), abs(b), 1e-12)
-        gap = abs(a - b) / scale
-    targets = set(_target_cells(rule))
-    extents = []
-    for m in visible:
-        if (m["row"], m["series"]) in targets:
-            x0, y0, x1, y1 = m["box"]
-            extents.append(x1 - x0 if structure.spec.chart_type == "hbar" else y1 - y0)
-    h, w = render.image.shape[:2]
-    text_area = sum((b["box"][2] - b["box"][0]) * (b["box"][3] - b["box"][1]) for b in render.labels)
-    op = rule["program"]["op"] if rule["kind"] == "program" else rule["kind"]
-    return {
-        "n_marks": len(visible),
-        "n_series": len(structure.table.series),
-        "gap": gap,
-        "target_px": min(extents) if extents else None,
-        "label_density": text_area / float(h * w),
-        "data_labels": bool(structure.spec.data_labels),
-        "op": op,
-    }
-
-
-def _value_end(box: list[float], value: float, chart_type: str) -> tuple[float, float]:
-    """Where a mark shows its value: a bar's far end, a point's centre, a wedge's centre."""
-    x0, y0, x1, y1 = box
-    if chart_type == "hbar":
-        return (x1 if value >= 0 else x0, (y0 + y1) / 2.0)
-    if chart_type in ("bar", "grouped_bar", "stacked_bar"):
-        return ((x0 + x1) / 2.0, y0 if value >= 0 else y1)
-    return ((x0 + x1) / 2.0, (y0 + y1) / 2.0)
-
-
-def occluded_marks(render: ChartRender, chart_type: str, max_share: float = 0.25) -> list[tuple[str, str]]:
-    """Marks the legend hides: it covers the mark's value end, or over ``max_share`` of its area."""
-    legend = render.facts.get("legend_box")
-    if legend is None:
-        return []
-    lx0, ly0, lx1, ly1 = legend
-    hidden = []
-    for m in render.marks:
-        if m["box"] is None:
-            continue
-        x0, y0, x1, y1 = m["box"]
-        ex, ey = _value_end(m["box"], m["value"], chart_type)
-        overlap = max(0.0, min(x1, lx1) - max(x0, lx0)) * max(0.0, min(y1, ly1) - max(y0, ly0))
-        if lx0 <= ex <= lx1 and ly0 <= ey <= ly1 or overlap > max_share * max((x1 - x0) * (y1 - y0), 1.0):
-            hidden.append((m["row"], m["series"]))
-    return hidden
-
-
-def difficulty(features: Mapping[str, Any]) -> float:
-    """One number from :func:`difficulty_features` (0 is trivial; the default simulated
-    actor is right half of the time at 2.0)."""
-    d = 0.06 * features["n_marks"] + 0.35 * (features["n_series"] - 1) + OP_COST.get(features["op"], 0.5)
-    if features["gap"] is not None:
-        d += 1.4 * (1.0 - min(features["gap"] / 0.25, 1.0))
-    if features["target_px"] is not None:
-        d += 0.8 * (1.0 - min(features["target_px"] / 60.0, 1.0))
-    d += 3.0 * features["label_density"]
-    if features["data_labels"]:
-        d -= 0.8
-    return max(d, 0.0)
-
-
 class ChartArm(Arm):
     """The chart arm behind the arm interface (see :class:`vicogym.arm.Arm`)."""
 
@@ -191,20 +73,7 @@ class ChartArm(Arm):
     export = ExportHints(ability="chart_reasoning", prompt_suffix=SHORT_ANSWER)
     error_codes = chart_programs.ERROR_CODES
     op_fields = chart_editor.OP_FIELDS
-    field_schemas = {
-        "row": {"type": "string", "description": "a row label of the table"},
-        "series": {"type": "string", "description": "a series (column) label of the table"},
-        "value": {"type": ["number", "null"], "description": "with no more decimals than the table's values"},
-        "factor": {"type": "number", "exclusiveMinimum": 0},
-        "values": {"type": "array", "items": {"type": ["number", "null"]}},
-        "position": {"type": "integer", "minimum": 0}, "to": {"type": "string"},
-        "order": {"type": "array", "items": {"type": "string"}},
-        "chart_type": {"enum": list(CHART_TYPES)}, "palette": {"enum": list(PALETTES)},
-        "legend": {"enum": list(LEGEND_POSITIONS)}, "title": {"type": "string"}, "x_label": {"type": "string"},
-        "y_label": {"type": "string"}, "data_labels": {"type": "boolean"}, "gridlines": {"type": "boolean"},
-        "font_size": {"type": "number"}, "figure_size": {"type": "array", "items": {"type": "number"}, "minItems": 2,
-                                                          "maxItems": 2},
-    }
+    field_schemas = chart_editor.FIELD_SCHEMAS
 
     def __init__(self, config: ChartEnvConfig):
         super().__init__(config)
@@ -219,9 +88,9 @@ class ChartArm(Arm):
             self.source = make_source(self.config.source, self.config.templates, self.config.max_tries,
                                       self.config.tier2)
 
-    def report(self) -> dict[str, Any]:
+    def source_summary(self) -> dict[str, Any]:
         self.open()
-        return self.source.report()
+        return self.source.summary()
 
     @property
     def image_policy(self) -> ImagePolicy:
@@ -262,19 +131,14 @@ class ChartArm(Arm):
         return Render(out.image, out)
 
     def validate(self, structure: ChartStructure, render: Render, rule: Mapping[str, Any]) -> None:
-        hidden = occluded_marks(render.facts, structure.spec.chart_type)
-        if hidden:
-            row, series = hidden[0]
-            raise InvalidEdit("occluded", f"the legend covers the mark of {row!r} in {series!r} ({len(hidden)} marks in "
-                              f"all); use set_style legend 'outside', 'top' or 'none'", field="legend")
         chart_checks.check(structure, rule, render.facts, self.tolerance)
 
     def actor_context(self, sample: Sample, render: Render) -> dict[str, Any]:
         structure, rule = sample.structure, sample.label_rule
-        features = difficulty_features(structure, render.facts, rule)
+        features = chart_checks.difficulty_features(structure, render.facts, rule)
         t = structure.table
         distractors = list(t.rows) + list(t.series) + [format_number(v) for v in t.all_values() if v is not None]
-        return {"answer": sample.answer, "features": features, "difficulty": difficulty(features),
+        return {"answer": sample.answer, "features": features, "difficulty": chart_checks.difficulty(features),
                 "distractors": distractors}
 
     def score(self, prediction: str, target: str) -> float:

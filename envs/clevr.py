@@ -24,19 +24,10 @@ from vicogym.envs.base import EnvConfig, VicoEnv
 from vicogym.errors import GenerationError, InvalidEdit
 from vicogym.images import ImagePolicy
 from vicogym.programs import clevr as clevr_programs
-from vicogym.renderers.clevr import ENGINES, ClevrRender, ClevrRenderer, RenderFailed, RenderSettings
+from vicogym.checks import clevr as clevr_checks
+from vicogym.renderers.clevr import ENGINES, UNSHOWN, ClevrRenderer, RenderFailed, RenderSettings
 from vicogym.sources.clevr import make_source
-from vicogym.structures.clevr import ATTRIBUTES, ERROR_CODES, MAX_OBJECTS, Scene
-
-#: CLEVR's visibility rule: 200 visible pixels at 480 x 320, scaled with the image's area
-MIN_PIXELS_AT_480x320 = 200
-#: left/right needs this share of the image width between the objects (6 px at 320)
-RELATION_SHARE = 0.02
-#: what each engine's images cannot show, so that no question reads it
-UNSHOWN = {"cycles": frozenset(), "workbench": frozenset({"material"})}
-#: colour pairs a reader confuses more easily
-SIMILAR_COLORS = {frozenset(p) for p in (("red", "brown"), ("blue", "purple"), ("cyan", "blue"), ("gray", "brown"),
-                                         ("green", "cyan"), ("yellow", "brown"))}
+from vicogym.structures.clevr import ATTRIBUTES, ERROR_CODES, Scene
 
 
 @dataclass(frozen=True)
@@ -115,53 +106,6 @@ class ClevrEnvConfig(EnvConfig):
         return d
 
 
-def relation_px(width: int) -> float:
-    """How far apart across the image two objects must be for a reader to call left/right."""
-    return max(3.0, RELATION_SHARE * width)
-
-
-def min_pixels(width: int, height: int) -> int:
-    return max(1, round(MIN_PIXELS_AT_480x320 * width * height / (480 * 320)))
-
-
-def difficulty_features(scene: Scene, render: ClevrRender, rule: Mapping[str, Any]) -> dict[str, Any]:
-    """Visual difficulty features of a CLEVR question on a rendered scene.
-
-    - ``n_objects``: objects in the scene;
-    - ``occluded``: share of the asked objects (those the program singles out or counts)
-      showing under three times the minimum visible pixels;
-    - ``small``, ``metal``: shares of the asked objects that are small, or metal;
-    - ``similar_colors``: asked objects whose colour is easily confused with another
-      object's in the scene (red/brown, blue/purple ...);
-    - ``program_length``: nodes in the program; ``hops``: its relate steps.
-    """
-    program = rule["program"]
-    try:
-        asked = clevr_programs.asked_objects(scene, program)
-    except InvalidEdit:
-        asked = []
-    floor = min_pixels(scene.width, scene.height)
-    share = (lambda test: sum(test(i) for i in asked) / len(asked)) if asked else (lambda test: 0.0)  # noqa: E731
-    colors = [o.color for o in scene.objects]
-    return {
-        "n_objects": len(scene.objects),
-        "occluded": share(lambda i: render.visible[i] < 3 * floor),
-        "small": share(lambda i: scene.objects[i].size == "small"),
-        "metal": share(lambda i: scene.objects[i].material == "metal"),
-        "similar_colors": share(lambda i: any(frozenset((colors[i], c)) in SIMILAR_COLORS for c in colors)),
-        "program_length": len(program),
-        "hops": sum(node["function"] == "relate" for node in program),
-    }
-
-
-def difficulty(features: Mapping[str, Any]) -> float:
-    """One number from :func:`difficulty_features` (the simulated actor is right half of
-    the time at its skill, 2.0 by default)."""
-    return (0.08 * features["n_objects"] + 1.2 * features["occluded"] + 0.5 * features["small"]
-            + 0.3 * features["metal"] + 0.5 * features["similar_colors"] + 0.06 * features["program_length"]
-            + 0.35 * features["hops"])
-
-
 class ClevrArm(Arm):
     """The CLEVR arm behind the arm interface (see :class:`vicogym.arm.Arm`)."""
 
@@ -169,21 +113,13 @@ class ClevrArm(Arm):
     export = ExportHints(ability="visual_reasoning", prompt_suffix=SHORT_ANSWER)
     error_codes = ERROR_CODES
     op_fields = clevr_editor.OP_FIELDS
-    field_schemas = {
-        "object": {"type": "integer", "minimum": 0, "description": "an object's index in the scene"},
-        "a": {"type": "integer", "minimum": 0}, "b": {"type": "integer", "minimum": 0},
-        "shape": {"enum": list(ATTRIBUTES["shape"])}, "color": {"enum": list(ATTRIBUTES["color"])},
-        "material": {"enum": list(ATTRIBUTES["material"])}, "size": {"enum": list(ATTRIBUTES["size"])},
-        **{f: {"type": "number"} for f in ("x", "y", "rotation", "dx", "dy", "dz", "intensity")},
-        **{f: {"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3} for f in ("key", "fill", "back")},
-    }
+    field_schemas = clevr_editor.FIELD_SCHEMAS
     extras = {"bpy": "clevr"}
 
     def __init__(self, config: ClevrEnvConfig):
         super().__init__(config)
         self.renderer = ClevrRenderer(config.render_settings(), config.render_timeout)
         self.source: Any = None
-        self.min_pixels = min_pixels(config.width, config.height)
 
     def open(self) -> None:
         if self.source is None:
@@ -191,9 +127,9 @@ class ClevrArm(Arm):
             self.source = make_source(c.source, c.width, c.height, c.templates, c.split, c.max_tries, c.min_objects,
                                       c.max_objects, c.unasked_attributes())
 
-    def report(self) -> dict[str, Any]:
+    def source_summary(self) -> dict[str, Any]:
         self.open()
-        return self.source.report()
+        return self.source.summary()
 
     @property
     def image_policy(self) -> ImagePolicy:
@@ -216,7 +152,7 @@ class ClevrArm(Arm):
             if hasattr(self.source, "scene"):
                 scene = self.source.scene(rng)
                 try:
-                    self._check_visible(scene, self.renderer.visibility(scene))
+                    clevr_checks.check_visible(scene, self.renderer.visibility(scene))
                     return self.source.ask(scene, rng)
                 except (InvalidEdit, GenerationError) as exc:
                     kind = "an object did not show" if isinstance(exc, InvalidEdit) else "no question could be asked"
@@ -263,26 +199,12 @@ class ClevrArm(Arm):
         return {"engine": "workbench", "question_engine": self.config.question_engine or self.config.engine}
 
     def validate(self, structure: Scene, render: Render, rule: Mapping[str, Any]) -> None:
-        self._check_visible(structure, render.facts)
-        problem = clevr_programs.relation_problem(structure, rule["program"], relation_px(structure.width))
-        if problem is not None:
-            raise InvalidEdit("relation_unseen", f"{problem}; move one of them")
-
-    def _check_visible(self, scene: Scene, facts: ClevrRender) -> None:
-        for k, (obj, pixel) in enumerate(zip(scene.objects, scene.pixel_coords())):
-            name = f"object {k} (the {obj.size} {obj.color} {obj.material} {obj.shape})"
-            x, y, depth = pixel
-            if facts.at_edge[k] or depth <= 0 or not (0 <= x < scene.width and 0 <= y < scene.height):
-                raise InvalidEdit("out_of_frame", f"{name} is partly or wholly outside the image; move it towards the "
-                                  f"middle of the floor", field="object")
-            if facts.visible[k] < self.min_pixels:
-                raise InvalidEdit("hidden", f"{name} shows {facts.visible[k]} pixels, fewer than the {self.min_pixels} a "
-                                  f"reader needs; move it or the objects in front of it", field="object")
+        clevr_checks.check(structure, render.facts, rule)
 
     def actor_context(self, sample: Sample, render: Render) -> dict[str, Any]:
-        features = difficulty_features(sample.structure, render.facts, sample.label_rule)
-        return {"answer": sample.answer, "features": features, "difficulty": difficulty(features),
-                "distractors": distractors(sample.answer), "closed": True}
+        features = clevr_checks.difficulty_features(sample.structure, render.facts, sample.label_rule)
+        return {"answer": sample.answer, "features": features, "difficulty": clevr_checks.difficulty(features),
+                "distractors": clevr_checks.distractors(sample.answer), "closed": True}
 
     def score(self, prediction: str, target: str) -> float:
         return exact_match(prediction, target)
@@ -295,18 +217,6 @@ class ClevrArm(Arm):
 
         return draw_edit(lambda: {"ops": [clevr_editor.sample_op(structure, rng)]}, accept, self.config.max_tries,
                          "CLEVR")
-
-
-def distractors(answer: str) -> list[str]:
-    """Plausible wrong answers of the answer's kind: the other polarity, a count one or two
-    off, another value of the queried attribute."""
-    if answer in ("yes", "no"):
-        return ["no" if answer == "yes" else "yes"]
-    if answer.isdigit():
-        n = int(answer)
-        return [str(m) for m in (n - 2, n - 1, n + 1, n + 2) if 0 <= m <= MAX_OBJECTS]
-    values = next((v for v in ATTRIBUTES.values() if answer in v), ())
-    return [v for v in values if v != answer]
 
 
 class ClevrEnv(VicoEnv):

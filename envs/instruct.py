@@ -195,6 +195,14 @@ class InstructEnv(gym.Env):
     def render(self):
         return None if self._image is None else self._image.copy()
 
+    @staticmethod
+    def score_response(response: str, ground_truth: str, judge: Any = None, types: Any = None) -> float:
+        """A stored row's reward for ``response`` (what the verl reward calls): the
+        constraint pass rate; see :func:`vicogym.instruct.run_folder.score_row`."""
+        from vicogym.instruct.run_folder import score_row
+
+        return score_row(response, ground_truth, judge, types)
+
     def close(self) -> None:
         if self._source is not None:
             self._source.close()

@@ -4,13 +4,7 @@ targets; the targets' pixels are proven unchanged, so the answer stands.
 :class:`NaturalArm` composes the natural-image layers (records and scenes, editors with
 question-type guards, segmenters, inpainters and the replay renderer, record sources)
 behind the arm interface; :class:`NaturalEnv` is the Gymnasium environment.
-
-What the simulated actor reads: :func:`difficulty_features` measures what makes the
-question harder to answer from the picture: how little of it the targets cover, how
-little they stand out from the edited surroundings, how much the surroundings look like
-them (pasted distractors), and how cluttered the surroundings are. :func:`difficulty`
-folds them into one number in [0, 1]; :func:`distractors` gives wrong answers of the
-answer's type.
+What the simulated actor reads is in :mod:`vicogym.checks.natural`.
 """
 
 from __future__ import annotations
@@ -30,82 +24,12 @@ from vicogym.editors import natural as natural_editor
 from vicogym.envs.base import EnvConfig, VicoEnv
 from vicogym.errors import InvalidEdit, SourceError
 from vicogym.images import ImagePolicy, decode_png, encode_png, row_png
-from vicogym.renderers.natural import (SAM_MODELS, BoxSegmenter, GrabCutSegmenter, OpenCVInpainter, RePaintInpainter,
-                                       SamEncoder, SamSegmenter, StableDiffusionInpainter, frame_mask, protected_region,
-                                       protected_changes, replay)
+from vicogym.checks import natural as natural_checks
+from vicogym.renderers.natural import (SAM_MODELS, BoxSegmenter, GrabCutSegmenter, NaturalFacts, OpenCVInpainter,
+                                       RePaintInpainter, SamEncoder, SamSegmenter, StableDiffusionInpainter, frame_mask,
+                                       protected_region, replay)
 from vicogym.sources.natural import RecordSource
 from vicogym.structures.natural import ERROR_CODES, Record, Scene, pack_mask, pixels_sha256, sha256
-
-#: a ring this many pixels wide around the targets is their "surroundings" for contrast
-RING = 24
-#: CIE76 colour distance at which a target stands out completely
-STANDS_OUT = 40.0
-COLOURS = ("red", "orange", "yellow", "green", "blue", "purple", "pink", "brown", "black", "white", "gray")
-WEIGHTS = {"small": 0.3, "low_contrast": 0.3, "distractor_similarity": 0.25, "clutter": 0.15}
-
-
-def _lab(image: np.ndarray) -> np.ndarray:
-    import cv2
-
-    lab = cv2.cvtColor(image, cv2.COLOR_RGB2LAB).astype(float)
-    lab[:, :, 0] *= 100 / 255  # OpenCV's 8-bit Lab: L in 0-255, a and b offset by 128
-    lab[:, :, 1:] -= 128
-    return lab
-
-
-def _histogram(lab: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    pixels = lab[mask][:, 1:]
-    hist, _, _ = np.histogram2d(pixels[:, 0], pixels[:, 1], bins=8, range=[[-128, 128], [-128, 128]])
-    total = hist.sum()
-    return hist / total if total else hist
-
-
-def difficulty_features(image: np.ndarray, targets: np.ndarray) -> dict[str, float]:
-    """Features of an image whose answer-relevant pixels are ``targets`` (a boolean mask of
-    the image): ``area`` (the targets' share of the image), ``contrast`` (CIE76 distance of
-    the targets' mean colour from a ring around them), ``distractor_similarity`` (how much
-    the rest of the image's colours overlap the targets', Bhattacharyya coefficient) and
-    ``clutter`` (edge density outside the targets)."""
-    import cv2
-
-    if targets.shape != image.shape[:2] or not targets.any():
-        raise ValueError("expected a non-empty target mask of the image's size")
-    lab = _lab(image)
-    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * RING + 1, 2 * RING + 1))
-    ring = cv2.dilate(targets.astype(np.uint8), kernel).astype(bool) & ~targets
-    rest = ~targets
-    contrast = float(np.linalg.norm(lab[targets].mean(axis=0) - lab[ring].mean(axis=0))) if ring.any() else STANDS_OUT
-    similarity = float(np.sqrt(_histogram(lab, targets) * _histogram(lab, rest)).sum()) if rest.any() else 0.0
-    edges = cv2.Canny(cv2.cvtColor(image, cv2.COLOR_RGB2GRAY), 100, 200) > 0
-    clutter = float(edges[rest].mean()) if rest.any() else 0.0
-    return {"area": float(targets.mean()), "contrast": contrast, "distractor_similarity": similarity,
-            "clutter": clutter}
-
-
-def difficulty(features: dict[str, float]) -> float:
-    """0 (easy) to 1 (hard): small targets, low contrast, look-alike surroundings, clutter."""
-    small = 1.0 - min(1.0, np.sqrt(features["area"] / 0.25))  # a quarter of the image is plainly visible
-    low_contrast = 1.0 - min(1.0, features["contrast"] / STANDS_OUT)
-    clutter = min(1.0, features["clutter"] / 0.2)
-    score = (WEIGHTS["small"] * small + WEIGHTS["low_contrast"] * low_contrast
-             + WEIGHTS["distractor_similarity"] * features["distractor_similarity"] + WEIGHTS["clutter"] * clutter)
-    return float(min(1.0, max(0.0, score)))
-
-
-def distractors(answer: str, answer_type: str, known: Any = ()) -> list[str]:
-    """Plausible wrong answers of ``answer``'s type: the other of yes/no; counts one or two
-    away; another colour for a colour; otherwise other answers of the same source."""
-    if answer_type == "yes/no":
-        return ["no" if answer == "yes" else "yes"]
-    if answer_type == "number":
-        n = int(answer)
-        return [str(v) for v in (n + 1, n - 1, n + 2, n - 2) if v >= 0]
-    if answer in COLOURS:
-        return [c for c in COLOURS if c != answer]
-    others = sorted({str(a) for a in known if str(a) != answer and str(a) not in ("yes", "no") and not str(a).isdigit()})
-    return others or ["something else"]
-
-
 
 #: the simulated actor's scale: it is right half of the time at difficulty 0.5 (skill 2.0)
 ACTOR_SCALE = 4.0
@@ -194,20 +118,6 @@ class NaturalEnvConfig(EnvConfig):
         return d
 
 
-@dataclass(frozen=True)
-class NaturalRender:
-    """What a natural-image render knows besides its pixels: the source image, its
-    protected region, where that region lies in the image (``guard``, after pads and
-    crops), where the targets lie (``targets``, un-grown, in image coordinates) and which
-    ops changed no pixel (``idle``)."""
-
-    source: np.ndarray
-    protected: np.ndarray
-    guard: np.ndarray
-    targets: np.ndarray
-    idle: tuple[int, ...] = ()
-
-
 #: target masks by (segmenter, source pixels, targets), shared by every environment of the
 #: process: segmentation runs once per record, whichever environment asks first
 _MASK_CACHE: dict[tuple, np.ndarray] = {}
@@ -221,21 +131,7 @@ class NaturalArm(Arm):
     export = ExportHints(ability="visual_question_answering", prompt_suffix=SHORT_ANSWER)
     error_codes = ERROR_CODES
     op_fields = natural_editor.OP_FIELDS
-    field_schemas = {
-        "box": {"type": "array", "items": {"type": "integer"}, "minItems": 4, "maxItems": 4,
-                "description": "[x0, y0, x1, y1] in the current image's pixels, clear of the targets"},
-        "source": {"type": "array", "items": {"type": "integer"}, "minItems": 4, "maxItems": 4},
-        "to": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2},
-        "fill": {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 255}, "minItems": 3,
-                 "maxItems": 3},
-        "hue": {"type": "number", "minimum": -180, "maximum": 180}, "amount": {"type": "number", "minimum": 0,
-                                                                            "maximum": 1},
-        "sigma": {"type": "number", "minimum": 0.5, "maximum": 40}, "factor": {"type": "number", "minimum": 0.5,
-                                                                             "maximum": 1.5},
-        "delta": {"type": "number", "minimum": -60, "maximum": 60},
-        "quality": {"type": "integer", "minimum": 10, "maximum": 95},
-        **{side: {"type": "integer", "minimum": 0, "maximum": 256} for side in ("top", "bottom", "left", "right")},
-    }
+    field_schemas = natural_editor.FIELD_SCHEMAS
 
     def __init__(self, config: NaturalEnvConfig):
         super().__init__(config)
@@ -295,9 +191,9 @@ class NaturalArm(Arm):
                 self._inpainter = StableDiffusionInpainter(c.inpaint_model, steps=c.inpaint_steps, device=c.device)
         return self._inpainter
 
-    def report(self) -> dict[str, Any]:
+    def source_summary(self) -> dict[str, Any]:
         self.open()
-        return dict(self.source.report(), segmenter=self.config.segmenter, inpainter=self.config.inpainter)
+        return dict(self.source.summary(), segmenter=self.config.segmenter, inpainter=self.config.inpainter)
 
     @property
     def image_policy(self) -> ImagePolicy:
@@ -394,30 +290,18 @@ class NaturalArm(Arm):
             protected = protected_region([targets], structure.margin)
         idle: list[int] = []
         image, guard = replay(source, protected, structure.ops, int(rng.integers(2**63)), self.inpainter, idle)
-        return Render(image, NaturalRender(source, protected, guard, frame_mask(targets, structure.ops), tuple(idle)))
+        return Render(image, NaturalFacts(source, protected, guard, frame_mask(targets, structure.ops), tuple(idle)))
 
     def validate(self, structure: Scene, render: Render, rule: Mapping[str, Any]) -> None:
-        """The proof: every protected pixel of the source is, bit for bit, in the image; and
-        every op changed some pixel (an edit a reader cannot see is no edit)."""
-        facts: NaturalRender = render.facts
-        if facts.idle:
-            k = facts.idle[0]
-            op = structure.ops[k]
-            raise InvalidEdit("no_change", f"{op['op']} changes no pixel of the image (ops[{k}] of the scene: "
-                              f"{json.dumps(dict(op))}); edit a region it would change", field="op")
-        if not np.array_equal(facts.protected, structure.mask("protected")):
-            raise InvalidEdit("protected", "segmenting again gave another protected region than the scene carries; "
-                              "the segmenter is not deterministic on this machine")
-        changed = protected_changes(facts.source, facts.protected, render.image, facts.guard)
-        if changed != 0:
-            where = "the protected region was cut" if changed is None else f"{changed} protected pixels changed"
-            raise InvalidEdit("protected", f"{where}; the edit reached the targets ({', '.join(sorted({t.label for t in structure.record.targets}))})")
+        """The proof (see :func:`vicogym.checks.natural.check`)."""
+        natural_checks.check(structure, render.facts, render.image)
 
     def actor_context(self, sample: Sample, render: Render) -> dict[str, Any]:
         record = sample.structure.record
-        features = difficulty_features(render.image, render.facts.targets)
-        wrong = distractors(sample.answer, record.answer_type, self._known.get(record.answer_type, ()))
-        return {"answer": sample.answer, "features": features, "difficulty": ACTOR_SCALE * difficulty(features),
+        features = natural_checks.difficulty_features(render.image, render.facts.targets)
+        wrong = natural_checks.distractors(sample.answer, record.answer_type, self._known.get(record.answer_type, ()))
+        return {"answer": sample.answer, "features": features,
+                "difficulty": ACTOR_SCALE * natural_checks.difficulty(features),
                 "distractors": wrong, "closed": True}
 
     def score(self, prediction: str, target: str) -> float:
@@ -468,19 +352,7 @@ class NaturalArm(Arm):
             mask = decode_png(stored_mask.read_bytes())[:, :, 0] > 127
         except ValueError as exc:
             return f"the stored image, source or mask does not decode ({exc})"
-        if pixels_sha256(source) != scene.source_sha256:
-            return "the stored source image's pixels are not the ones the structure names"
-        if not np.array_equal(mask, protected):
-            return "the stored mask differs from the row's protected mask"
-        guard = frame_mask(protected, scene.ops)
-        if image.shape[:2] != guard.shape:
-            return f"the image is {image.shape[1]} x {image.shape[0]}, the edits make a {guard.shape[1]} x {guard.shape[0]} canvas"
-        changed = protected_changes(source, protected, image, guard)
-        if changed is None:
-            return "the edits cut the protected region out of the image"
-        if changed:
-            return f"{changed} protected pixels differ from the stored source image"
-        return None
+        return natural_checks.stored_pixels_problem(scene, source, image, mask, frame_mask(protected, scene.ops))
 
     def close(self) -> None:
         self._segmenter = self._inpainter = None
@@ -563,4 +435,4 @@ class NaturalEnv(VicoEnv):
     smoke_settings = {"width": 128, "height": 128}
 
 
-__all__ = ["NaturalArm", "NaturalEnv", "NaturalEnvConfig", "difficulty", "difficulty_features", "distractors"]
+__all__ = ["NaturalArm", "NaturalEnv", "NaturalEnvConfig"]

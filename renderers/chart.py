@@ -95,7 +95,7 @@ def _axis_number(x: float, _pos: Any = None) -> str:
 
 
 @dataclass(frozen=True)
-class ChartRender:
+class ChartFacts:
     """One rendered chart. Boxes are ``[x0, y0, x1, y1]`` in image pixels, origin top-left."""
 
     image: np.ndarray
@@ -205,7 +205,7 @@ class ChartRenderer:
         return (int(round(6.0 * self.dpi)), int(round(8.0 * self.dpi)), 3)
 
     # -- public ----------------------------------------------------------------------
-    def render(self, structure: ChartStructure) -> ChartRender:
+    def render(self, structure: ChartStructure) -> ChartFacts:
         import warnings
 
         table, spec = structure.table, structure.spec
@@ -491,7 +491,7 @@ class ChartRenderer:
             frame.layers.popitem(last=False)
         return facts
 
-    def _draw(self, frame: _Frame, s: ChartStructure, limits: tuple[float, float]) -> ChartRender:
+    def _draw(self, frame: _Frame, s: ChartStructure, limits: tuple[float, float]) -> ChartFacts:
         t, spec = s.table, s.spec
         fig, ax, canvas = frame.fig, frame.ax, frame.canvas
         renderer = canvas.get_renderer()
@@ -609,7 +609,7 @@ class ChartRenderer:
             "image_size": [int(image.shape[1]), int(image.shape[0])],
             "missing_glyphs": {lab["text"]: m for lab in labels if (m := self.missing_glyphs(lab["text"]))},
         }
-        return ChartRender(image=image, marks=marks, labels=labels, value_limits=limits, facts=facts)
+        return ChartFacts(image=image, marks=marks, labels=labels, value_limits=limits, facts=facts)
 
 
 def _path_args(patch: Any) -> tuple:

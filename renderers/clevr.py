@@ -76,8 +76,12 @@ class RenderFailed(RuntimeError):
     """Blender could not draw the scene (it crashed twice, raised, or timed out)."""
 
 
+#: what each engine's images cannot show, so that no question reads it
+UNSHOWN = {"cycles": frozenset(), "workbench": frozenset({"material"})}
+
+
 @dataclass(frozen=True)
-class ClevrRender:
+class ClevrFacts:
     """One rendered scene: the image, and per object its visible pixel count, its box
     ``[x0, y0, x1, y1]`` (``None`` when unseen) and whether it touches the image edge."""
 
@@ -97,7 +101,7 @@ class ClevrRenderer:
         self.renders = 0
         self.restarts = 0
 
-    def render(self, scene: Scene, seed: int, rebuild: bool = False) -> ClevrRender:
+    def render(self, scene: Scene, seed: int, rebuild: bool = False) -> ClevrFacts:
         """Draw ``scene`` (``seed`` seeds Cycles' sampling). ``rebuild`` draws it in a fresh
         Blender scene instead of updating the live one (the benchmark's baseline)."""
         request = {"scene": scene.to_dict(), "size": [scene.width, scene.height], "seed": int(seed) % (2**31),
@@ -109,14 +113,14 @@ class ClevrRenderer:
         image = cv2.imdecode(np.frombuffer(reply["png"], np.uint8), cv2.IMREAD_COLOR)
         if image is None:
             raise RenderFailed("the worker returned an image that does not decode")
-        return ClevrRender(cv2.cvtColor(image, cv2.COLOR_BGR2RGB), reply["visible"], reply["boxes"], reply["at_edge"])
+        return ClevrFacts(cv2.cvtColor(image, cv2.COLOR_BGR2RGB), reply["visible"], reply["boxes"], reply["at_edge"])
 
-    def visibility(self, scene: Scene) -> ClevrRender:
+    def visibility(self, scene: Scene) -> ClevrFacts:
         """Only the mask pass (fast, whatever the engine): the objects' visible pixels, with
         an empty image. For screening scenes before drawing them for real."""
         reply = self._ask({"scene": scene.to_dict(), "size": [scene.width, scene.height], "seed": 0,
                            "rebuild": False, "masks_only": True})
-        return ClevrRender(np.zeros((scene.height, scene.width, 3), np.uint8), reply["visible"], reply["boxes"],
+        return ClevrFacts(np.zeros((scene.height, scene.width, 3), np.uint8), reply["visible"], reply["boxes"],
                            reply["at_edge"])
 
     def _ask(self, request: dict[str, Any]) -> dict[str, Any]:

@@ -250,6 +250,20 @@ class SamSegmenter:
         return _or_box(mask, box_mask((x0, y0, x1, y1), height, width), self.min_share)
 
 
+@dataclass(frozen=True)
+class NaturalFacts:
+    """What a natural-image render knows besides its pixels: the source image, its
+    protected region, where that region lies in the image (``guard``, after pads and
+    crops), where the targets lie (``targets``, un-grown, in image coordinates) and which
+    ops changed no pixel (``idle``)."""
+
+    source: np.ndarray
+    protected: np.ndarray
+    guard: np.ndarray
+    targets: np.ndarray
+    idle: tuple[int, ...] = ()
+
+
 def protected_region(masks: list[np.ndarray], margin: int) -> np.ndarray:
     """The union of ``masks`` grown by ``margin`` pixels (a disc), as a boolean image."""
     if not masks:
@@ -511,20 +525,6 @@ def frame_mask(mask: np.ndarray, ops: tuple) -> np.ndarray:
     return np.ascontiguousarray(mask)
 
 
-def protected_changes(source: np.ndarray, protected: np.ndarray, image: np.ndarray, guard: np.ndarray) -> int | None:
-    """How many protected pixels of ``source`` differ in ``image`` where ``guard`` (their
-    place after pads and crops) says they are; ``None`` when the guard cut the region."""
-    if protected.sum() != guard.sum():
-        return None
-    return int((source[protected] != image[guard]).any(axis=1).sum())
-
-
-def protected_unchanged(source: np.ndarray, protected: np.ndarray, image: np.ndarray, guard: np.ndarray) -> bool:
-    """The proof: the protected pixels of ``source`` are, bit for bit, those of ``image``
-    where ``guard`` says they are."""
-    return protected_changes(source, protected, image, guard) == 0
-
-
 __all__ = ["SAM_MODELS", "BoxSegmenter", "GrabCutSegmenter", "OpenCVInpainter", "RePaintInpainter", "SamEncoder", "SamSegmenter",
-           "StableDiffusionInpainter", "build_sam", "box_mask", "frame_mask", "polygon_mask", "protected_changes", "protected_region",
-           "protected_unchanged", "replay"]
+           "StableDiffusionInpainter", "NaturalFacts", "build_sam", "box_mask", "frame_mask", "polygon_mask",
+           "protected_region", "replay"]

@@ -626,7 +626,7 @@ class ChartQASource:
             self._tables[stem] = load_chartqa_table(path)
         return self._tables[stem]
 
-    def report(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, Any]:
         """How the records were classified: counts per status and per drop reason."""
         statuses = Counter(c.status for c in self.classified)
         return {"records": len(self.records), **{k: statuses.get(k, 0) for k in ("cell", "program", "invariant")},
@@ -646,7 +646,7 @@ class ChartQASource:
 
     def sample(self, rng: np.random.Generator) -> Seed:
         if not self.usable:
-            raise GenerationError(f"no usable record in {self.folder} ({self.report()})")
+            raise GenerationError(f"no usable record in {self.folder} ({self.summary()})")
         return self.seed(self.usable[int(rng.integers(len(self.usable)))])
 
     def find(self, source_id: str) -> int:
@@ -672,7 +672,7 @@ class ProceduralSource:
     def sample(self, rng: np.random.Generator) -> Seed:
         return procedural_seed(rng, self.max_tries, self.templates)
 
-    def report(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, Any]:
         return {"procedural": True}
 
 

@@ -86,7 +86,7 @@ class ProceduralSource:
         question, rule, answer = generate_question(scene, rng, self.templates, self.max_tries * 2, self.unasked)
         return Seed(scene, question, answer, rule, source, source_id or f"procedural-{scene_id(scene, rule)}")
 
-    def report(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, Any]:
         return {"procedural": True}
 
 
@@ -174,7 +174,7 @@ class ReleaseSource:
                               "templates ask questions about these scenes")
         return kept
 
-    def report(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, Any]:
         return {"scenes": len(self.scenes), "questions_used": len(self.questions), "questions_skipped": dict(self.skipped),
                 "split": self.split}
 

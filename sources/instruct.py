@@ -49,7 +49,7 @@ def _plain(text: Any) -> str:
 
 def chart_facts(structure: ChartStructure, render_facts: Any = None) -> dict[str, Any]:
     """The facts of a chart (see the module notes); ``render_facts``: the renderer's
-    :class:`~vicogym.renderers.chart.ChartRender` (or its fields as a dict)."""
+    :class:`~vicogym.renderers.chart.ChartFacts` (or its fields as a dict)."""
     if not isinstance(structure, ChartStructure):
         raise TypeError(f"expected a ChartStructure, got {type(structure).__name__}")
     table, spec = structure.table, structure.spec
@@ -80,7 +80,7 @@ def chart_facts(structure: ChartStructure, render_facts: Any = None) -> dict[str
 
 def clevr_facts(structure: ClevrScene, render_facts: Any = None, unshown: Any = ()) -> dict[str, Any]:
     """The facts of a CLEVR scene (see the module notes); ``render_facts``: the renderer's
-    :class:`~vicogym.renderers.clevr.ClevrRender` (or a dict with ``visible``), optional;
+    :class:`~vicogym.renderers.clevr.ClevrFacts` (or a dict with ``visible``), optional;
     ``unshown``: attributes the render engine cannot show (material under Workbench), left
     out of the facts and the names so no constraint asks for them."""
     if not isinstance(structure, ClevrScene):

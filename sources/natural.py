@@ -212,7 +212,7 @@ class RecordSource:
     def __len__(self) -> int:
         return len(self.records)
 
-    def report(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, Any]:
         return {"records": len(self.records), "images": len(self._images), "source": self.name}
 
 

@@ -9,7 +9,7 @@ import pytest
 
 import vicogym
 from vicogym.answers import format_number
-from vicogym.envs.chart import occluded_marks
+from vicogym.checks.chart import occluded_marks
 from vicogym.errors import GenerationError, SourceError, UnknownEnvironment
 from vicogym.programs.chart import program_rule
 from vicogym.structures.chart import ChartSpec, ChartStructure, Table

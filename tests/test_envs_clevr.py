@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 import reference_clevr
-from vicogym.envs.clevr import difficulty, difficulty_features, distractors
+from vicogym.checks.clevr import difficulty, difficulty_features, distractors
 from vicogym.errors import InvalidEdit
 from vicogym.programs import clevr as clevr_programs
 from vicogym.policies import RandomRewriter, SimulatedActor
-from vicogym.renderers.clevr import ClevrRender
+from vicogym.renderers.clevr import ClevrFacts
 from vicogym.structures.clevr import COLORS, Obj, Scene
 
 pytest.importorskip("bpy", reason="the CLEVR environment needs the [clevr] extra (bpy)")
@@ -86,8 +86,8 @@ def test_difficulty_rises_with_occlusion_small_metal_and_hops():
     hard = Scene((Obj("cube", "red", "metal", "small", 0.0, 0.0), Obj("sphere", "brown", "rubber", "small", 1.3, 2.2),
                   Obj("cylinder", "yellow", "rubber", "large", -1.3, -2.2)))
     rule = {"program": RED_SHAPE}
-    seen = ClevrRender(np.zeros((1, 1, 3), np.uint8), [5000, 5000, 5000], [None] * 3, [False] * 3)
-    covered = ClevrRender(np.zeros((1, 1, 3), np.uint8), [120, 5000, 5000], [None] * 3, [False] * 3)
+    seen = ClevrFacts(np.zeros((1, 1, 3), np.uint8), [5000, 5000, 5000], [None] * 3, [False] * 3)
+    covered = ClevrFacts(np.zeros((1, 1, 3), np.uint8), [120, 5000, 5000], [None] * 3, [False] * 3)
     f_easy, f_hard = difficulty_features(easy, seen, rule), difficulty_features(hard, covered, rule)
     assert f_easy == {"n_objects": 3, "occluded": 0.0, "small": 0.0, "metal": 0.0, "similar_colors": 0.0,
                       "program_length": 4, "hops": 0}

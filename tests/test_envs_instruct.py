@@ -14,7 +14,7 @@ import vicogym
 from vicogym.editors import instruct as writers
 from vicogym.instruct.run_folder import iter_samples
 from vicogym.programs.instruct import REGISTRY
-from vicogym.registry import env_class
+from vicogym.registry import env_class, env_kind
 from vicogym.instruct.synthesis import SynthesizeConfig, synthesize
 
 ENV_ID = "vicogym/Instruct-v0"
@@ -26,7 +26,7 @@ def make(**kwargs):
 
 
 def test_every_registered_environment_is_in_a_suite():
-    kinds = {env_id: getattr(env_class(env_id), "kind", "edit") for env_id, _ in vicogym.list_environments()}
+    kinds = {env_id: env_kind(env_id) for env_id, _ in vicogym.list_environments()}
     assert set(kinds.values()) == {"edit", "response"} and kinds[ENV_ID] == "response"
 
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from vicogym.envs.natural import difficulty, difficulty_features, distractors
+from vicogym.checks.natural import difficulty, difficulty_features, distractors
 from vicogym.renderers.natural import box_mask, replay
 
 

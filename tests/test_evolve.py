@@ -26,10 +26,10 @@ def test_rounds_export_train_switch_actor_and_resume(tmp_path):
     log = tmp_path / "trainer.log"
     base = dict(env_id="vicogym/Chart-v0", n=4, out=str(tmp_path / "evo"), episodes_per_shard=4,
                 env_kwargs={"k": 4}, rewriter="search:4", train_actor=_trainer(log))
-    first = evolve(EvolveConfig(rounds=1, **base), progress=False, report=lambda *a: None)
+    first = evolve(EvolveConfig(rounds=1, **base), progress=False, on_round=lambda *a: None)
     shard = tmp_path / "evo" / "round-000" / "part-00000.parquet"
     digest = file_sha256(shard)
-    state = evolve(EvolveConfig(rounds=2, **base), progress=False, report=lambda *a: None)  # one more round
+    state = evolve(EvolveConfig(rounds=2, **base), progress=False, on_round=lambda *a: None)  # one more round
     assert file_sha256(shard) == digest and len(log.read_text().splitlines()) == 2  # round 0 not redone
     r0, r1 = state["rounds"]
     assert r0["actor"] == "simulated" and r1["actor"] == {"name": "simulated", "skill": 3.5}
@@ -52,12 +52,12 @@ def test_a_failed_training_command_stops_the_run_and_a_fixed_one_resumes_there(t
                 rewriter="random", rounds=1)
     with pytest.raises(Exception, match="exited with 3"):
         evolve(EvolveConfig(train_actor=f"{PY} -c \"import sys; sys.exit(3)\"", **base), progress=False,
-               report=lambda *a: None)
+               on_round=lambda *a: None)
     state = json.loads((tmp_path / "evo" / "evolve.json").read_text())
     assert state["rounds"][0]["stages"] == ["generated", "exported"]
     digest = file_sha256(tmp_path / "evo" / "round-000" / "part-00000.parquet")
     state = evolve(EvolveConfig(train_actor=f"{PY} -c \"print('trained')\"", **base), progress=False,
-                   report=lambda *a: None)  # the command fixed on the command line
+                   on_round=lambda *a: None)  # the command fixed on the command line
     assert state["rounds"][0]["stages"] == ["generated", "exported", "trained_actor"]
     assert file_sha256(tmp_path / "evo" / "round-000" / "part-00000.parquet") == digest
 
@@ -65,11 +65,11 @@ def test_a_failed_training_command_stops_the_run_and_a_fixed_one_resumes_there(t
 def test_a_finished_round_that_lost_a_shard_is_made_whole_again(tmp_path):
     base = dict(env_id="vicogym/Chart-v0", n=4, out=str(tmp_path / "evo"), episodes_per_shard=2, env_kwargs={"k": 2},
                 rewriter="random", rounds=1)
-    evolve(EvolveConfig(**base), progress=False, report=lambda *a: None)
+    evolve(EvolveConfig(**base), progress=False, on_round=lambda *a: None)
     shard = tmp_path / "evo" / "round-000" / "part-00000.parquet"
     digest = file_sha256(shard)
     shard.unlink()
-    evolve(EvolveConfig(**base), progress=False, report=lambda *a: None)
+    evolve(EvolveConfig(**base), progress=False, on_round=lambda *a: None)
     assert file_sha256(shard) == digest
 
 

@@ -17,12 +17,12 @@ from hypothesis import strategies as st
 import vicogym
 from vicogym.errors import EDIT_ERROR_CODES
 from vicogym.runs.generate import GenerateConfig, generate
-from vicogym.registry import env_class
+from vicogym.registry import env_class, env_kind
 from vicogym.runs.verify import verify
 
 #: environments a rewriter edits (the instruction-following environment, whose action is a
 #: response, has its own suite in test_envs_instruct.py)
-ENV_IDS = [env_id for env_id, _ in vicogym.list_environments() if getattr(env_class(env_id), "kind", "edit") == "edit"]
+ENV_IDS = [env_id for env_id, _ in vicogym.list_environments() if env_kind(env_id) == "edit"]
 FAST = {"k": 4, "max_turns": 3}
 
 

@@ -69,7 +69,8 @@ EVERY_OP = [{"op": "remove", "box": [420, 20, 500, 120]}, {"op": "recolor", "hue
 
 @pytest.mark.parametrize("op", EVERY_OP, ids=[op["op"] for op in EVERY_OP])
 def test_every_op_changes_the_complement_and_never_a_protected_pixel(op):
-    from vicogym.renderers.natural import protected_unchanged, replay
+    from vicogym.checks.natural import protected_unchanged
+    from vicogym.renderers.natural import replay
 
     source, protected = _astronaut_flag()
     image, guard = replay(source, protected, (op,), seed=3)
@@ -84,7 +85,8 @@ def test_every_op_changes_the_complement_and_never_a_protected_pixel(op):
 
 
 def test_a_sequence_keeps_the_proof_and_a_tampered_pixel_breaks_it():
-    from vicogym.renderers.natural import protected_unchanged, replay
+    from vicogym.checks.natural import protected_unchanged
+    from vicogym.renderers.natural import replay
 
     source, protected = _astronaut_flag()
     image, guard = replay(source, protected, (*EVERY_OP[:-1], {"op": "crop", "box": [10, 0, 400, 524]}), seed=5)
@@ -145,7 +147,8 @@ def test_sam_checkpoint_problems_are_named(tmp_path, monkeypatch):
 
 
 def test_repaint_inpaints_only_the_hole_from_a_tiny_local_model(tmp_path):
-    from vicogym.renderers.natural import RePaintInpainter, protected_unchanged, replay
+    from vicogym.checks.natural import protected_unchanged
+    from vicogym.renderers.natural import RePaintInpainter, replay
 
     tiny_ddpm(tmp_path)
     inpainter = RePaintInpainter(str(tmp_path / "ddpm"), steps=4, jump_length=2, jump_n_sample=1)
@@ -164,7 +167,8 @@ def test_repaint_inpaints_only_the_hole_from_a_tiny_local_model(tmp_path):
 
 
 def test_stable_diffusion_inpaints_only_the_hole_from_a_tiny_local_pipeline(tmp_path):
-    from vicogym.renderers.natural import StableDiffusionInpainter, protected_unchanged, replay
+    from vicogym.checks.natural import protected_unchanged
+    from vicogym.renderers.natural import StableDiffusionInpainter, replay
 
     model = tiny_stable_diffusion(tmp_path)
     source, protected = _astronaut_flag()

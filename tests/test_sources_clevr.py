@@ -83,7 +83,7 @@ def test_release_questions_load_in_either_spelling_and_must_reproduce(tmp_path):
     (folder / "questions").mkdir()
     (folder / "questions" / "CLEVR_val_questions.json").write_text(json.dumps({"questions": questions}))
     source = ReleaseSource(folder, 480, 320)
-    assert source.report() == {"scenes": 3, "questions_used": 2, "split": "val", "questions_skipped": {
+    assert source.summary() == {"scenes": 3, "questions_used": 2, "split": "val", "questions_skipped": {
         "answer_not_reproduced": 1, "no_scene": 1, "malformed_program": 1}}
     seed = source.seed(1, np.random.default_rng(0))
     assert seed.answer == truth and seed.source_id == "CLEVR_val_questions.json#1"
@@ -152,10 +152,10 @@ def test_questions_reading_an_unasked_attribute_are_skipped(tmp_path):
         {"image_index": 0, "question": f"How many {material} things are there?", "program": program, "answer": truth},
         {"image_index": 0, "question": f"How many {color} things are there?", "program": _count_program(color),
          "answer": str(sum(o["color"] == color for o in objects))}])
-    assert ReleaseSource(folder, 320, 240).report()["questions_used"] == 2
+    assert ReleaseSource(folder, 320, 240).summary()["questions_used"] == 2
     source = ReleaseSource(folder, 320, 240, unasked=frozenset({"material"}))
-    assert source.report()["questions_used"] == 1
-    assert source.report()["questions_skipped"] == {"reads_what_the_engine_does_not_show": 1}
+    assert source.summary()["questions_used"] == 1
+    assert source.summary()["questions_skipped"] == {"reads_what_the_engine_does_not_show": 1}
 
 
 def test_procedural_source_honours_object_counts_and_refuses_a_split():

@@ -25,7 +25,7 @@ def test_the_demo_runs_on_a_fresh_machine_and_covers_every_answer_type():
         record.check_inside(image.shape[1], image.shape[0])
         if record.answer_type == "number":
             assert record.answer.isdigit()
-    assert source.report()["images"] == len({r.image for r in source.records})
+    assert source.summary()["images"] == len({r.image for r in source.records})
 
 
 @pytest.mark.parametrize("ref, shape", [("skimage:coins", (303, 384, 3)), ("skimage:stereo_motorcycle", (500, 741, 3)),

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from vicogym.instruct import synthesis
 from vicogym.cli import app
 from vicogym.errors import RunError
-from vicogym.instruct.run_folder import export_instruct, iter_samples, report_instruct, statistics, verify_instruct
+from vicogym.instruct.run_folder import export_instruct, iter_samples, write_report_page, statistics, verify_instruct
 from vicogym.instruct.memory import Memory
 from vicogym.programs.instruct import REGISTRY
 from vicogym.instruct.synthesis import (SynthesizeConfig, Synthesizer, choose_recovery, conflicts, synthesize, type_weights,
@@ -120,7 +120,7 @@ def test_statistics_report_and_sft_export(run, tmp_path):
     assert sum(stats["difficulty"]["levels"].values()) == stats["samples"]
     assert sum(stats["recovery_attempts"].values()) == stats["samples"]
     assert [g["round"] for g in stats["registry_growth"]] == list(range(len(stats["registry_growth"])))
-    page = report_instruct(config.out, tmp_path / "report")
+    page = write_report_page(config.out, tmp_path / "report")
     for name in ("constraints_per_sample.png", "cooccurrence.png", "failure_by_category.png", "registry_growth.png",
                  "recovery_attempts.png", "difficulty.png", "statistics.json"):
         assert (page.parent / name).is_file(), name

@@ -80,7 +80,7 @@ class Arm(abc.ABC):
         example plainer styles for a real record); by default the seed alone."""
         return [seed]
 
-    def report(self) -> dict[str, Any]:
+    def source_summary(self) -> dict[str, Any]:
         """What the source did with its data (kept, promoted, dropped ...), for manifests."""
         return {}
 

@@ -6,6 +6,7 @@ that says what to change (exit code 2), never a traceback.
 
 from __future__ import annotations
 
+import importlib
 import json
 import tomllib
 from pathlib import Path
@@ -20,6 +21,13 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="Verifiable v
 console = Console()
 errors = Console(stderr=True, soft_wrap=True)
 MAX_PROBLEMS_SHOWN = 50
+
+
+def _workflow(name: str) -> Any:
+    """The module that does a command's work, by name (``runs.generate``,
+    ``instruct.synthesis`` ...): the kernel reaches the workflows' sub-packages as the
+    registry reaches the arms, through names, never through imports."""
+    return importlib.import_module(f"vicogym.{name}")
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -89,9 +97,7 @@ IN_FLIGHT = typer.Option(None, "--episodes-in-flight", help="episodes each worke
 
 def _runtime(values: dict[str, Any]) -> dict[str, Any]:
     """The runtime settings (``pipeline.RUNTIME``) among a command's arguments that were given."""
-    from vicogym.runs.generate import RUNTIME
-
-    return {key: values[key] for key in RUNTIME if values.get(key) is not None}
+    return {key: values[key] for key in _workflow("runs.generate").RUNTIME if values.get(key) is not None}
 
 
 @app.command()
@@ -126,8 +132,8 @@ def generate(
     """Run rewriter episodes and stream accepted samples to Parquet shards."""
     arguments = dict(locals())
     from vicogym.errors import VicogymError
-    from vicogym.runs.generate import GenerateConfig
-    from vicogym.runs.generate import generate as run
+
+    workflow = _workflow("runs.generate")
 
     try:
         data = load_config_file(config_file) if config_file is not None else {}
@@ -145,8 +151,8 @@ def generate(
         env_kwargs.update({key: value for key, value in sugar.items() if value is not None})
         env_kwargs.update(parse_setting(text) for text in settings or [])
         data["env_kwargs"] = env_kwargs
-        config = GenerateConfig.from_mapping(data)
-        manifest = run(config, progress=progress)
+        config = workflow.GenerateConfig.from_mapping(data)
+        manifest = workflow.generate(config, progress=progress)
     except (VicogymError, ValueError, TypeError, OSError) as exc:
         raise _fail(str(exc)) from None
     counts = manifest["counts"]
@@ -182,15 +188,14 @@ def verify(
 ) -> None:
     """Check a run against its manifest, replay every episode and re-derive every label."""
     from vicogym.errors import VicogymError
-    from vicogym.instruct.run_folder import is_instruct_run, verify_instruct
-    from vicogym.runs.verify import verify as run
 
+    instruct = _workflow("instruct.run_folder")
     try:
-        if is_instruct_run(out):
-            notes, (rows, problems) = [], verify_instruct(out, images=images)
+        if instruct.is_instruct_run(out):
+            notes, (rows, problems) = [], instruct.verify_instruct(out, images=images)
         else:
-            report = run(out, images=images, source=source)
-            notes, rows, problems = report.notes, report.rows, report.problems
+            findings = _workflow("runs.verify").verify(out, images=images, source=source)
+            notes, rows, problems = findings.notes, findings.rows, findings.problems
     except (VicogymError, ValueError, OSError) as exc:
         raise _fail(str(exc)) from None
     for note in notes:
@@ -217,20 +222,19 @@ def export(
 ) -> None:
     """Export a run's edit transitions as training data for the rewriter."""
     from vicogym.errors import VicogymError
-    from vicogym.runs.llamafactory import FORMATS, export_llamafactory
-    from vicogym.instruct.run_folder import export_instruct, is_instruct_run
 
-    if format not in FORMATS:
-        raise _fail(f"expected --format in {list(FORMATS)}, got {format!r}")
-    if is_instruct_run(run):
+    llamafactory, instruct = _workflow("runs.llamafactory"), _workflow("instruct.run_folder")
+    if format not in llamafactory.FORMATS:
+        raise _fail(f"expected --format in {list(llamafactory.FORMATS)}, got {format!r}")
+    if instruct.is_instruct_run(run):
         try:
-            counts = export_instruct(run, out)
+            counts = instruct.export_instruct(run, out)
         except (VicogymError, ValueError, OSError) as exc:
             raise _fail(str(exc)) from None
         console.print(f"wrote {counts['records']} SFT records (instruction, image, verified response) to {out}")
         return
     try:
-        counts = export_llamafactory(run, out, pairs=pairs)
+        counts = llamafactory.export_llamafactory(run, out, pairs=pairs)
     except (VicogymError, ValueError, OSError) as exc:
         raise _fail(str(exc)) from None
     console.print(f"wrote {counts['records']} records from {counts['transitions']} edits to {out} "
@@ -269,8 +273,8 @@ def evolve(
     from rich.table import Table
 
     from vicogym.errors import VicogymError
-    from vicogym.runs.evolve import EvolveConfig
-    from vicogym.runs.evolve import evolve as run
+
+    workflow = _workflow("runs.evolve")
 
     def show(r: int, stats: dict) -> None:
         table = Table(title=f"round {r}", show_header=False)
@@ -283,12 +287,12 @@ def evolve(
 
     try:
         spec = json.loads(actor) if actor.strip().startswith("{") else actor
-        config = EvolveConfig(env_id=env_id or "vicogym/Chart-v0", rounds=rounds, n=n, out=out, seed=seed,
+        config = workflow.EvolveConfig(env_id=env_id or "vicogym/Chart-v0", rounds=rounds, n=n, out=out, seed=seed,
                               workers=workers, episodes_per_shard=episodes_per_shard,
                               env_kwargs=dict(parse_setting(text) for text in settings or []), actor=spec,
                               rewriter=rewriter, train_actor=train_actor, train_rewriter=train_rewriter,
                               runtime=_runtime(arguments))
-        state = run(config, progress=progress, report=show)
+        state = workflow.evolve(config, progress=progress, on_round=show)
     except (VicogymError, ValueError, TypeError, OSError) as exc:
         raise _fail(str(exc)) from None
     console.print(f"{state['finished_rounds']} rounds in {out} (state in {out}/evolve.json; `vicogym report {out}` "
@@ -332,8 +336,8 @@ def synthesize(
 ) -> None:
     """Synthesize instruction-following samples with verifiable constraints (VISA loop)."""
     from vicogym.errors import VicogymError
-    from vicogym.instruct.synthesis import SynthesizeConfig
-    from vicogym.instruct.synthesis import synthesize as run
+
+    workflow = _workflow("instruct.synthesis")
 
     try:
         data = load_config_file(config_file) if config_file is not None else {}
@@ -344,8 +348,8 @@ def synthesize(
                  "concurrency": concurrency, "backend": backend, "workers": workers, "ray_address": ray_address,
                  "ray_cpus": ray_cpus}
         data.update({key: value for key, value in flags.items() if value is not None})
-        config = SynthesizeConfig.from_mapping(data)
-        manifest = run(config, log=lambda line: console.print(line, highlight=False))
+        config = workflow.SynthesizeConfig.from_mapping(data)
+        manifest = workflow.synthesize(config, log=lambda line: console.print(line, highlight=False))
     except (VicogymError, ValueError, TypeError, OSError) as exc:
         raise _fail(str(exc)) from None
     console.print(f"{manifest['samples']} samples in {config.out} after {len(manifest['rounds'])} rounds "
@@ -360,11 +364,11 @@ def report_command(
 ) -> None:
     """Write a static HTML page and plots to look at a run's samples."""
     from vicogym.errors import VicogymError
-    from vicogym.instruct.run_folder import is_instruct_run, report_instruct
-    from vicogym.runs.report_page import report
 
+    instruct = _workflow("instruct.run_folder")
     try:
-        page = report_instruct(folder, out, limit) if is_instruct_run(folder) else report(folder, out, limit)
+        page = (instruct.write_report_page(folder, out, limit) if instruct.is_instruct_run(folder)
+                else _workflow("runs.report_page").write_report_page(folder, out, limit))
     except (VicogymError, ValueError, OSError) as exc:
         raise _fail(str(exc)) from None
     console.print(f"wrote {page}")

@@ -18,6 +18,16 @@ import gymnasium as gym
 from vicogym.errors import UnknownEnvironment
 
 ID_PATTERN = re.compile(r"^vicogym/[A-Za-z][A-Za-z0-9_]*-v\d+$")
+#: what an episode is, by the environment class's ``kind`` (a required class attribute):
+#: what the core may do with the environment follows from it
+ENV_KINDS: Mapping[str, str] = {
+    "edit": "a rewriter edits a verifiable structure; the actor's pass rate is the reward (Chart, CLEVR, Natural); "
+            "`vicogym generate` runs it",
+    "response": "one response per episode, scored against stored verifiers (Instruct); its samples come from "
+                "`vicogym synthesize`, and its class scores a stored row's response (score_response)",
+    "agent": "an agent acts step by step on evidence (zoom, note, view, compose, answer) and the task scores its "
+             "answer",
+}
 
 
 @dataclass(frozen=True)
@@ -73,10 +83,20 @@ def list_environments() -> list[tuple[str, str]]:
 
 
 def env_class(env_id: str) -> type:
-    """The environment class behind ``env_id`` (its module is imported on first use)."""
+    """The environment class behind ``env_id`` (its module is imported on first use); its
+    ``kind`` is checked against :data:`ENV_KINDS`."""
     from gymnasium.envs.registration import load_env_creator
 
-    return load_env_creator(ENVIRONMENTS[check_id(env_id)].entry_point)
+    cls = load_env_creator(ENVIRONMENTS[check_id(env_id)].entry_point)
+    if getattr(cls, "kind", None) not in ENV_KINDS:
+        raise TypeError(f"{env_id}: {cls.__name__}.kind must be one of {list(ENV_KINDS)}, got "
+                        f"{getattr(cls, 'kind', None)!r}")
+    return cls
+
+
+def env_kind(env_id: str) -> str:
+    """``edit``, ``response`` or ``agent`` (see :data:`ENV_KINDS`)."""
+    return env_class(env_id).kind
 
 
 def env_kwargs(env_id: str, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:

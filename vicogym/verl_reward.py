@@ -30,77 +30,34 @@ from typing import Any, Callable
 _SCORERS: dict[str, Callable[[str, str], float]] = {}
 
 
-def scorer(data_source: str) -> Callable[[str, str], float]:
-    """The answer scorer of the environment ``data_source`` names."""
-    if data_source not in _SCORERS:
-        import vicogym  # noqa: F401  (registers the environments)
-        from vicogym.registry import ENVIRONMENTS, make_arm
+def _environment(data_source: str) -> type:
+    import vicogym  # noqa: F401  (registers the environments)
+    from vicogym.registry import ENVIRONMENTS, env_class
 
-        if data_source not in ENVIRONMENTS:
-            raise ValueError(f"{data_source!r} is not a vicogym data source (known: {', '.join(sorted(ENVIRONMENTS))})")
+    if data_source not in ENVIRONMENTS:
+        raise ValueError(f"{data_source!r} is not a vicogym data source (known: {', '.join(sorted(ENVIRONMENTS))})")
+    return env_class(data_source)
+
+
+def scorer(data_source: str) -> Callable[[str, str], float]:
+    """The answer scorer of the (edit) environment ``data_source`` names."""
+    if data_source not in _SCORERS:
+        from vicogym.registry import make_arm
+
+        _environment(data_source)
         _SCORERS[data_source] = make_arm(data_source).score
     return _SCORERS[data_source]
-
-
-INSTRUCT = "vicogym/Instruct-v0"
-_JUDGES: dict[str, Any] = {}
-
-
-def _judge(spec: Any) -> Any:
-    """The judge a spec names, built once per process (verl calls the reward per response)."""
-    import json
-
-    from vicogym.instruct.judge import make_judge
-
-    key = json.dumps(spec, sort_keys=True, default=str)
-    if key not in _JUDGES:
-        _JUDGES[key] = make_judge(spec)
-    return _JUDGES[key]
-
-
-_LOADED: dict[str, dict[str, str]] = {}
-
-
-def load_types(path: Any, judge: Any = None) -> dict[str, str]:
-    """The discovered types of a synthesis run, admitted once per process (by path; again
-    if the registry no longer holds them)."""
-    import os
-
-    from vicogym.instruct.discovery import contract_sha256
-    from vicogym.instruct.run_folder import load_types as load
-    from vicogym.programs.instruct import REGISTRY
-
-    key = os.path.realpath(str(path))
-    held = _LOADED.get(key)
-    if held is None or any(t not in REGISTRY or contract_sha256(REGISTRY[t]) != h for t, h in held.items()):
-        _LOADED[key] = load(key, judge=_judge(judge or "simulated"))
-    return _LOADED[key]
-
-
-def instruct_score(response: str, ground_truth: str, judge: Any = None, types: Any = None) -> float:
-    """The constraint pass rate of ``response`` under a stored ground truth."""
-    import json
-
-    from vicogym.instruct.run_folder import check_row_types
-    from vicogym.instruct.judge import verify_sample
-    from vicogym.programs.instruct import REGISTRY, pass_rate
-
-    truth = json.loads(ground_truth)
-    if types is not None:
-        load_types(types, judge)
-    check_row_types(truth["constraints"], truth.get("types"))
-    constraints = [c for c in truth["constraints"] if judge is not None or REGISTRY[c["id"]].track != "judge"]
-    return pass_rate(verify_sample(response, constraints, None if judge is None else _judge(judge)))
 
 
 def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_info: Any = None,
                   extractor: str = "auto", judge: Any = None, types: Any = None, **kwargs: Any) -> float:
     """verl's reward signature: 1.0 for a right answer, 0.0 for a wrong one (partial
-    credit where the environment's scorer gives it; the pass rate for instruction rows,
-    with ``types`` the synthesis run whose discovered types to load)."""
+    credit where the environment's scorer gives it). A row of a response environment is
+    scored by that environment's class (``score_response``: the constraint pass rate for
+    instruction rows, with ``judge`` and ``types`` as above)."""
     from vicogym.clients import extract_answer
 
-    if data_source == INSTRUCT:
-        return float(instruct_score(solution_str, ground_truth, judge, types))
-
+    cls = _environment(data_source)
+    if cls.kind != "edit":
+        return float(cls.score_response(solution_str, ground_truth, judge=judge, types=types))
     return float(scorer(data_source)(extract_answer(solution_str, extractor), str(ground_truth)))

@@ -207,6 +207,18 @@ def make_judge(spec: Any) -> Any:
                      f"openai:qwen2.5-72b@http://localhost:8000/v1), got {spec!r}")
 
 
+_BUILT: dict[str, Any] = {}
+
+
+def judge_once(spec: Any) -> Any:
+    """The judge ``spec`` names, built once per process (a reward function is called per
+    response)."""
+    key = json.dumps(spec, sort_keys=True, default=str)
+    if key not in _BUILT:
+        _BUILT[key] = make_judge(spec)
+    return _BUILT[key]
+
+
 def verify_sample(response: str, constraints: Sequence[Mapping[str, Any]], judge: Any = None,
                   image: np.ndarray | None = None) -> list[dict[str, Any]]:
     """Each constraint (``{"id", "params"}``) verified on ``response``, as ``verify_all``'s

@@ -118,6 +118,40 @@ def load_types(path: str | Path, judge: Any = "simulated") -> dict[str, str]:
     return hashes
 
 
+_LOADED: dict[str, dict[str, str]] = {}
+
+
+def load_types_once(path: str | Path, judge: Any = "simulated") -> dict[str, str]:
+    """:func:`load_types`, once per process and path (again if the registry no longer
+    holds the types: a test, or a caller, may have cleared it)."""
+    import os
+
+    from vicogym.instruct.discovery import contract_sha256
+    from vicogym.programs.instruct import REGISTRY
+
+    key = os.path.realpath(str(path))
+    held = _LOADED.get(key)
+    if held is None or any(t not in REGISTRY or contract_sha256(REGISTRY[t]) != h for t, h in held.items()):
+        _LOADED[key] = load_types(key, judge=judge)
+    return _LOADED[key]
+
+
+def score_row(response: str, ground_truth: str, judge: Any = None, types: Any = None) -> float:
+    """The constraint pass rate of ``response`` under a stored row's ground truth. The
+    discovered types it names must be loaded (``types``: their run, loaded once per
+    process); judge-track constraints count only with a ``judge``."""
+    from vicogym.instruct.judge import judge_once, verify_sample
+    from vicogym.programs.instruct import REGISTRY, pass_rate
+
+    truth = json.loads(ground_truth)
+    if types is not None:
+        load_types_once(types, judge_once(judge or "simulated"))
+    check_row_types(truth.get("constraints") if isinstance(truth, dict) else None,
+                    truth.get("types") if isinstance(truth, dict) else None)
+    constraints = [c for c in truth["constraints"] if judge is not None or REGISTRY[c["id"]].track != "judge"]
+    return pass_rate(verify_sample(response, constraints, None if judge is None else judge_once(judge)))
+
+
 def row_types_problem(constraints: Sequence[Mapping[str, Any]], listed: Any) -> str | None:
     """Why a row's constraints cannot be verified with the registry this process holds:
     a type that is no seed type must be listed by the row with its SHA-256, and the
@@ -282,7 +316,7 @@ border-top:1px solid #ccc;padding:.6em 0}} .sample img{{max-width:360px}} pre{{w
 <div class="plots">{plots}</div><pre>{stats}</pre>{samples}</body></html>"""
 
 
-def report_instruct(folder: str | Path, out: str | Path | None = None, limit: int = 200) -> Path:
+def write_report_page(folder: str | Path, out: str | Path | None = None, limit: int = 200) -> Path:
     """The report page of a synthesis run: the statistics' plots and the first ``limit``
     samples with their instruction, reference response and verdicts."""
     folder = Path(folder)

@@ -171,9 +171,9 @@ class ImageSource:
         self.files: dict[str, list[Path]] = {}
         for spec in config.images:
             if spec.startswith("vicogym/"):
-                from vicogym.registry import check_id, env_class, make_arm
+                from vicogym.registry import env_kind, make_arm
 
-                if getattr(env_class(check_id(spec)), "kind", "edit") != "edit":
+                if env_kind(spec) != "edit":
                     raise ValueError(f"{spec} draws no images of its own; give an environment with structures "
                                      f"(vicogym/Chart-v0, vicogym/CLEVR-v0, vicogym/Natural-v0) or a folder of images")
 

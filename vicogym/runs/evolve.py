@@ -142,9 +142,11 @@ def _next_spec(path: Path) -> Any:
         return text  # a plain spec such as openai:MODEL@URL
 
 
-def evolve(config: EvolveConfig, progress: bool = True, report: Any = print,
-           report_note: Any = lambda r, note: print(f"round {r}: {note}")) -> dict[str, Any]:
-    """Run (or resume) the rounds of ``config``; the state with every round's statistics."""
+def evolve(config: EvolveConfig, progress: bool = True, on_round: Any = print,
+           on_note: Any = lambda r, note: print(f"round {r}: {note}")) -> dict[str, Any]:
+    """Run (or resume) the rounds of ``config``; the state with every round's statistics
+    (``on_round(r, stats)`` is called as each round's statistics come, ``on_note(r, text)``
+    with what a round could not do)."""
     from vicogym.runs.llamafactory import export_llamafactory
     from vicogym.runs.generate import generate
     from vicogym.registry import make_config
@@ -202,15 +204,15 @@ def evolve(config: EvolveConfig, progress: bool = True, report: Any = print,
             except RunError as exc:  # no edit landed in the zone: nothing for the rewriter this round
                 entry["rewriter_records"] = 0
                 entry["note"] = str(exc)
-                report_note(r, str(exc))
+                on_note(r, str(exc))
             entry["stats"] = round_stats(folder, zone)
             entry["stages"].append("exported")
             write_json_atomic(state_path, state)
-            report(r, entry["stats"])
+            on_round(r, entry["stats"])
         for what, template in (("actor", config.train_actor), ("rewriter", config.train_rewriter)):
             stage = f"trained_{what}"
             if what == "rewriter" and template and not entry.get("rewriter_records"):
-                report_note(r, "no rewriter data this round: its training command is skipped")
+                on_note(r, "no rewriter data this round: its training command is skipped")
                 continue
             if template and stage not in entry["stages"]:
                 _run_command(template, paths, what, r)

@@ -32,7 +32,7 @@ from vicogym.core import canonical_json
 from vicogym.runs.trainer_columns import verl_fields, verl_schema
 from vicogym.processes import check_backend, die_with_parent, limit_threads
 from vicogym.rewards import sweet_share
-from vicogym.registry import check_id, env_class, make_config
+from vicogym.registry import check_id, env_class, env_kind, make_config
 from vicogym.runs.rollout import KEEP_POLICIES, EpisodeStats, row_schema, run_episode, sample_row
 from vicogym.errors import RunError
 from vicogym.runs.shards import Mirror, RunFolder, is_url, read_shard_stats, shard_path, write_shard
@@ -67,7 +67,7 @@ class GenerateConfig:
 
     def __post_init__(self) -> None:
         check_id(self.env_id)
-        if getattr(env_class(self.env_id), "kind", "edit") != "edit":
+        if env_kind(self.env_id) != "edit":
             raise ValueError(f"{self.env_id} has no rewriter edits to generate from; its samples come from "
                              f"`vicogym synthesize` (see `vicogym synthesize --help`)")
         check_backend(self.backend, self.ray_address, ray_cpus=self.ray_cpus, ray_gpus=self.ray_gpus)
@@ -297,7 +297,7 @@ def _generate(config: GenerateConfig, folder: RunFolder, progress: bool, push: C
     out = folder.out
     schema = _schema()
     blocks_total = math.ceil(config.episode_budget / config.episodes_per_shard)
-    run = _Progress(config, env.arm.report(), folder.side_files())
+    run = _Progress(config, env.arm.source_summary(), folder.side_files())
     bar = tqdm(total=config.n, desc=f"generate {config.env_id}", unit="sample", disable=not progress)
     zone = env.config.sweet_zone
     block = 0

@@ -134,7 +134,7 @@ window.addEventListener("load", () => {{
 """
 
 
-def report(folder: str | Path, out: str | Path | None = None, limit: int = 200) -> Path:
+def write_report_page(folder: str | Path, out: str | Path | None = None, limit: int = 200) -> Path:
     """Write the report of the run(s) in ``folder`` (or at a filesystem URL, read from a
     local copy; ``out`` is then required); the page's path."""
     from vicogym.errors import RunError

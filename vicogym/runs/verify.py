@@ -29,7 +29,7 @@ from vicogym.runs.shards import FILES_DIR, MANIFEST_FILE, SHARD_GLOB, RunFolder,
 
 
 @dataclass
-class Report:
+class Findings:
     """What verification found: rows read, (where, reason) for each problem, and notes on
     checks that could not run (a source folder that is not on this machine)."""
 
@@ -63,14 +63,14 @@ def read_manifest(out: Path) -> dict[str, Any]:
     return manifest
 
 
-def _read_shard(path: Path, report: Report) -> list[dict[str, Any]] | None:
+def _read_shard(path: Path, findings: Findings) -> list[dict[str, Any]] | None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
         return pq.read_table(path).to_pylist()
     except (pa.ArrowException, OSError) as exc:
-        report.add(path.name, f"cannot be read ({type(exc).__name__}: {str(exc).splitlines()[0]}); "
+        findings.add(path.name, f"cannot be read ({type(exc).__name__}: {str(exc).splitlines()[0]}); "
                    f"delete it and run the generate command again to rewrite it")
         return None
 
@@ -79,13 +79,13 @@ class _Arms:
     """One arm (and, for replays, one environment) per env id, built from the run's
     settings; with ``source``, that folder replaces the run's source."""
 
-    def __init__(self, manifest: dict[str, Any], report: Report, source: str | None = None,
+    def __init__(self, manifest: dict[str, Any], findings: Findings, source: str | None = None,
                  files: Path | None = None):
         kwargs = dict(manifest.get("config", {}).get("env_kwargs", {}))
         if source is not None:
             kwargs["source"] = str(source)
         self._kwargs = {manifest.get("env", {}).get("id"): kwargs}
-        self._source, self._report, self._files = source, report, files
+        self._source, self._findings, self._files = source, findings, files
         self._arms: dict[str, Any] = {}
         self._envs: dict[str, Any] = {}
 
@@ -113,7 +113,7 @@ class _Arms:
             except (SourceError, OSError) as exc:
                 if self._source is not None:
                     raise
-                self._report.notes.append(f"{env_id}: episodes not replayed, the run's source cannot be opened here "
+                self._findings.notes.append(f"{env_id}: episodes not replayed, the run's source cannot be opened here "
                                           f"({exc}); pass --source DIR to replay them")
                 self._envs[env_id] = None
         return self._envs[env_id]
@@ -126,75 +126,75 @@ class _Arms:
                 env.close()
 
 
-def verify(out: str | Path, *, images: bool = True, source: str | Path | None = None) -> Report:
-    """Check every shard and row of the run in ``out``; a :class:`Report`. ``images=False``
+def verify(out: str | Path, *, images: bool = True, source: str | Path | None = None) -> Findings:
+    """Check every shard and row of the run in ``out``; a :class:`Findings`. ``images=False``
     skips decoding and re-rendering; ``source`` compares rows with that source folder.
     ``out`` may be a filesystem URL (``s3://bucket/prefix``): a local copy is checked."""
     with local_run(out) as folder:
         return _verify(folder, images, source)
 
 
-def _verify(out: Path, images: bool, source: str | Path | None) -> Report:
+def _verify(out: Path, images: bool, source: str | Path | None) -> Findings:
     manifest = read_manifest(out)
-    report = Report()
+    findings = Findings()
     listed = {s["name"]: s for s in manifest["shards"]}
     for path in sorted(out.glob(SHARD_GLOB)):
         if path.name not in listed:
-            report.add(path.name, "is not in the manifest (a shard from elsewhere, or a copy)")
-    files_ok = _check_side_files(out, manifest, report)
-    arms = _Arms(manifest, report, None if source is None else str(source), out / FILES_DIR if files_ok else None)
+            findings.add(path.name, "is not in the manifest (a shard from elsewhere, or a copy)")
+    files_ok = _check_side_files(out, manifest, findings)
+    arms = _Arms(manifest, findings, None if source is None else str(source), out / FILES_DIR if files_ok else None)
     seen: dict[str, str] = {}
     try:
         for name, entry in listed.items():
             path = out / name
             if not path.is_file():
-                report.add(name, f"is missing ({entry['rows']} rows lost); run the generate command again to rewrite it")
+                findings.add(name, f"is missing ({entry['rows']} rows lost); run the generate command again to rewrite it")
                 continue
             if file_sha256(path) != entry["sha256"]:
-                report.add(name, "changed since it was written (SHA-256 differs from the manifest)")
-            rows = _read_shard(path, report)
+                findings.add(name, "changed since it was written (SHA-256 differs from the manifest)")
+            rows = _read_shard(path, findings)
             if rows is None:
                 continue
             if len(rows) != entry["rows"]:
-                report.add(name, f"holds {len(rows)} rows, the manifest recorded {entry['rows']}")
+                findings.add(name, f"holds {len(rows)} rows, the manifest recorded {entry['rows']}")
             hashes = entry.get("row_hashes") or {}
             for row in rows:
-                report.rows += 1
+                findings.rows += 1
                 recorded = hashes.get(str(row.get("id")))
                 if recorded is None:
-                    report.add(str(row.get("id")), f"is not among the rows the manifest records for {name}")
+                    findings.add(str(row.get("id")), f"is not among the rows the manifest records for {name}")
                 elif recorded != row_hash(row):
-                    report.add(str(row.get("id")), "content differs from the hash recorded at generation")
-                _check_row(row, name, seen, arms, report, images)
+                    findings.add(str(row.get("id")), "content differs from the hash recorded at generation")
+                _check_row(row, name, seen, arms, findings, images)
     finally:
         arms.close()
     if manifest.get("finished") is False:
-        report.add(MANIFEST_FILE, "the run did not finish (interrupted); run the same generate command again to "
+        findings.add(MANIFEST_FILE, "the run did not finish (interrupted); run the same generate command again to "
                    "complete it")
     expected = manifest.get("counts", {}).get("samples")
-    if report.rows != expected:
-        report.add(MANIFEST_FILE, f"records {expected} samples, the shards hold {report.rows}")
-    if report.rows == 0:
-        report.add(str(out), "holds no rows")
-    return report
+    if findings.rows != expected:
+        findings.add(MANIFEST_FILE, f"records {expected} samples, the shards hold {findings.rows}")
+    if findings.rows == 0:
+        findings.add(str(out), "holds no rows")
+    return findings
 
 
-def _check_side_files(out: Path, manifest: dict[str, Any], report: Report) -> bool:
+def _check_side_files(out: Path, manifest: dict[str, Any], findings: Findings) -> bool:
     """Whether every shared file is present and as the manifest recorded it (and no other)."""
     listed = manifest.get("files") or {}
     if not isinstance(listed, dict):
-        report.add(MANIFEST_FILE, "its files entry is not a mapping of names to SHA-256")
+        findings.add(MANIFEST_FILE, "its files entry is not a mapping of names to SHA-256")
         return False
     stored, ok = RunFolder(out).side_files(), True
     for name, digest in sorted(listed.items()):
         if name not in stored:
-            report.add(f"{FILES_DIR}/{name}", "is missing; rows that share it cannot be checked")
+            findings.add(f"{FILES_DIR}/{name}", "is missing; rows that share it cannot be checked")
             ok = False
         elif stored[name] != digest:
-            report.add(f"{FILES_DIR}/{name}", "changed since it was written (SHA-256 differs from the manifest)")
+            findings.add(f"{FILES_DIR}/{name}", "changed since it was written (SHA-256 differs from the manifest)")
             ok = False
     for name in sorted(set(stored) - set(listed)):
-        report.add(f"{FILES_DIR}/{name}", "is not in the manifest")
+        findings.add(f"{FILES_DIR}/{name}", "is not in the manifest")
     return ok
 
 
@@ -209,21 +209,21 @@ def run_arm(run: Path, manifest: dict[str, Any]) -> Any:
     return arm
 
 
-def _check_row(row: dict[str, Any], shard: str, seen: dict[str, str], arms: _Arms, report: Report,
+def _check_row(row: dict[str, Any], shard: str, seen: dict[str, str], arms: _Arms, findings: Findings,
                images: bool) -> None:
     row_id = str(row.get("id"))
     if row_id in seen:
-        report.add(row_id, f"appears twice ({seen[row_id]} and {shard})")
+        findings.add(row_id, f"appears twice ({seen[row_id]} and {shard})")
         return
     seen[row_id] = shard
     missing = [c for c in ("env_id", "images", "question", "answer", "label_rule", "label", "structure") if c not in row]
     if missing:
-        report.add(row_id, f"lacks columns {missing}")
+        findings.add(row_id, f"lacks columns {missing}")
         return
     try:
         arm = arms.get(row["env_id"])
     except (UnknownEnvironment, MissingExtra, ValueError, TypeError, OSError) as exc:
-        report.add(row_id, f"cannot be checked: {exc}")
+        findings.add(row_id, f"cannot be checked: {exc}")
         return
     problem = verl_mismatch(row, arm.export) or _reward_problem(row, arm) or arm.verify_row(row)
     if problem is None:
@@ -232,7 +232,7 @@ def _check_row(row: dict[str, Any], shard: str, seen: dict[str, str], arms: _Arm
     if problem is None and images:
         problem = _image_problem(row, arm)
     if problem:
-        report.add(row_id, problem)
+        findings.add(row_id, problem)
 
 
 def _reward_problem(row: dict[str, Any], arm: Any) -> str | None:

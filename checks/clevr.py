@@ -1,0 +1,106 @@
+"""Answerability checks of the CLEVR arm: every object shows (inside the frame, with
+enough visible pixels) and every left/right relation the question reads is one a reader
+can see (the objects far enough apart across the image). And, from the same facts, the
+visual difficulty features a stand-in actor's accuracy follows, and plausible wrong
+answers of the answer's kind.
+
+Pure functions of the scene, the label rule and the renderer's facts
+(:class:`~vicogym.renderers.clevr.ClevrFacts`: visible pixels, boxes, edge contact).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from vicogym.errors import InvalidEdit
+from vicogym.programs import clevr as clevr_programs
+from vicogym.structures.clevr import ATTRIBUTES, MAX_OBJECTS, Scene
+
+#: CLEVR's visibility rule: 200 visible pixels at 480 x 320, scaled with the image's area
+MIN_PIXELS_AT_480x320 = 200
+#: left/right needs this share of the image width between the objects (6 px at 320)
+RELATION_SHARE = 0.02
+#: colour pairs a reader confuses more easily
+SIMILAR_COLORS = {frozenset(p) for p in (("red", "brown"), ("blue", "purple"), ("cyan", "blue"), ("gray", "brown"),
+                                         ("green", "cyan"), ("yellow", "brown"))}
+
+
+def check(scene: Scene, facts: Any, rule: Mapping[str, Any]) -> None:
+    """Raise ``InvalidEdit`` for the first reason a reader could not answer from the image."""
+    check_visible(scene, facts)
+    problem = clevr_programs.relation_problem(scene, rule["program"], relation_px(scene.width))
+    if problem is not None:
+        raise InvalidEdit("relation_unseen", f"{problem}; move one of them")
+
+
+def check_visible(scene: Scene, facts: Any) -> None:
+    """``out_of_frame`` or ``hidden`` for the first object a reader could not see."""
+    floor = min_pixels(scene.width, scene.height)
+    for k, (obj, pixel) in enumerate(zip(scene.objects, scene.pixel_coords())):
+        name = f"object {k} (the {obj.size} {obj.color} {obj.material} {obj.shape})"
+        x, y, depth = pixel
+        if facts.at_edge[k] or depth <= 0 or not (0 <= x < scene.width and 0 <= y < scene.height):
+            raise InvalidEdit("out_of_frame", f"{name} is partly or wholly outside the image; move it towards the "
+                              f"middle of the floor", field="object")
+        if facts.visible[k] < floor:
+            raise InvalidEdit("hidden", f"{name} shows {facts.visible[k]} pixels, fewer than the {floor} a "
+                              f"reader needs; move it or the objects in front of it", field="object")
+
+
+def relation_px(width: int) -> float:
+    """How far apart across the image two objects must be for a reader to call left/right."""
+    return max(3.0, RELATION_SHARE * width)
+
+
+def min_pixels(width: int, height: int) -> int:
+    return max(1, round(MIN_PIXELS_AT_480x320 * width * height / (480 * 320)))
+
+
+def difficulty_features(scene: Scene, render: Any, rule: Mapping[str, Any]) -> dict[str, Any]:
+    """Visual difficulty features of a CLEVR question on a rendered scene.
+
+    - ``n_objects``: objects in the scene;
+    - ``occluded``: share of the asked objects (those the program singles out or counts)
+      showing under three times the minimum visible pixels;
+    - ``small``, ``metal``: shares of the asked objects that are small, or metal;
+    - ``similar_colors``: asked objects whose colour is easily confused with another
+      object's in the scene (red/brown, blue/purple ...);
+    - ``program_length``: nodes in the program; ``hops``: its relate steps.
+    """
+    program = rule["program"]
+    try:
+        asked = clevr_programs.asked_objects(scene, program)
+    except InvalidEdit:
+        asked = []
+    floor = min_pixels(scene.width, scene.height)
+    share = (lambda test: sum(test(i) for i in asked) / len(asked)) if asked else (lambda test: 0.0)  # noqa: E731
+    colors = [o.color for o in scene.objects]
+    return {
+        "n_objects": len(scene.objects),
+        "occluded": share(lambda i: render.visible[i] < 3 * floor),
+        "small": share(lambda i: scene.objects[i].size == "small"),
+        "metal": share(lambda i: scene.objects[i].material == "metal"),
+        "similar_colors": share(lambda i: any(frozenset((colors[i], c)) in SIMILAR_COLORS for c in colors)),
+        "program_length": len(program),
+        "hops": sum(node["function"] == "relate" for node in program),
+    }
+
+
+def difficulty(features: Mapping[str, Any]) -> float:
+    """One number from :func:`difficulty_features` (the simulated actor is right half of
+    the time at its skill, 2.0 by default)."""
+    return (0.08 * features["n_objects"] + 1.2 * features["occluded"] + 0.5 * features["small"]
+            + 0.3 * features["metal"] + 0.5 * features["similar_colors"] + 0.06 * features["program_length"]
+            + 0.35 * features["hops"])
+
+
+def distractors(answer: str) -> list[str]:
+    """Plausible wrong answers of the answer's kind: the other polarity, a count one or two
+    off, another value of the queried attribute."""
+    if answer in ("yes", "no"):
+        return ["no" if answer == "yes" else "yes"]
+    if answer.isdigit():
+        n = int(answer)
+        return [str(m) for m in (n - 2, n - 1, n + 1, n + 2) if 0 <= m <= MAX_OBJECTS]
+    values = next((v for v in ATTRIBUTES.values() if answer in v), ())
+    return [v for v in values if v != answer]

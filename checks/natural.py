@@ -1,0 +1,148 @@
+"""Answerability checks of the natural-image arm: the proof that an edit left every
+protected pixel of the source, bit for bit, in the image (so the record's answer stands),
+that every op of an edit changed some pixel a reader can see, and the same proof on a
+stored row's image against the run's stored source. And, read from the rendered image,
+what makes a question harder for a stand-in actor: :func:`difficulty_features` (how
+little of the image the targets cover, how little they stand out from the edited
+surroundings, how much the surroundings look like them, how cluttered they are),
+:func:`difficulty` (one number in [0, 1]) and :func:`distractors` (wrong answers of the
+answer's type).
+
+Pure functions of the scene, the renderer's facts
+(:class:`~vicogym.renderers.natural.NaturalFacts`) and pixels.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+
+from vicogym.errors import InvalidEdit
+from vicogym.structures.natural import Scene, pixels_sha256
+
+
+def protected_changes(source: np.ndarray, protected: np.ndarray, image: np.ndarray, guard: np.ndarray) -> int | None:
+    """How many protected pixels of ``source`` differ in ``image`` where ``guard`` (their
+    place after pads and crops) says they are; ``None`` when the guard cut the region."""
+    if protected.sum() != guard.sum():
+        return None
+    return int((source[protected] != image[guard]).any(axis=1).sum())
+
+
+def protected_unchanged(source: np.ndarray, protected: np.ndarray, image: np.ndarray, guard: np.ndarray) -> bool:
+    """The proof: the protected pixels of ``source`` are, bit for bit, those of ``image``
+    where ``guard`` says they are."""
+    return protected_changes(source, protected, image, guard) == 0
+
+
+def check(scene: Scene, facts: Any, image: np.ndarray) -> None:
+    """Every op changed some pixel (an edit a reader cannot see is no edit: ``no_change``);
+    the protected region is the one the scene carries, and every protected pixel of the
+    source is in ``image`` (``protected``)."""
+    if facts.idle:
+        k = facts.idle[0]
+        op = scene.ops[k]
+        raise InvalidEdit("no_change", f"{op['op']} changes no pixel of the image (ops[{k}] of the scene: "
+                          f"{json.dumps(dict(op))}); edit a region it would change", field="op")
+    if not np.array_equal(facts.protected, scene.mask("protected")):
+        raise InvalidEdit("protected", "segmenting again gave another protected region than the scene carries; "
+                          "the segmenter is not deterministic on this machine")
+    changed = protected_changes(facts.source, facts.protected, image, facts.guard)
+    if changed != 0:
+        where = "the protected region was cut" if changed is None else f"{changed} protected pixels changed"
+        targets = ", ".join(sorted({t.label for t in scene.record.targets}))
+        raise InvalidEdit("protected", f"{where}; the edit reached the targets ({targets})")
+
+
+def stored_pixels_problem(scene: Scene, source: np.ndarray, image: np.ndarray, mask: np.ndarray,
+                          guard: np.ndarray) -> str | None:
+    """Why a stored row's image does not prove its answer, or ``None``: the stored source's
+    pixels are the scene's, the stored mask is the scene's protected mask, and under it
+    (moved by the edits' pads and crops, ``guard``) the image holds the source's pixels."""
+    protected = scene.mask("protected")
+    if pixels_sha256(source) != scene.source_sha256:
+        return "the stored source image's pixels are not the ones the structure names"
+    if not np.array_equal(mask, protected):
+        return "the stored mask differs from the row's protected mask"
+    if image.shape[:2] != guard.shape:
+        return (f"the image is {image.shape[1]} x {image.shape[0]}, the edits make a {guard.shape[1]} x "
+                f"{guard.shape[0]} canvas")
+    changed = protected_changes(source, protected, image, guard)
+    if changed is None:
+        return "the edits cut the protected region out of the image"
+    if changed:
+        return f"{changed} protected pixels differ from the stored source image"
+    return None
+
+
+# -- what the stand-in actor reads ----------------------------------------------------------------
+#: a ring this many pixels wide around the targets is their "surroundings" for contrast
+RING = 24
+#: CIE76 colour distance at which a target stands out completely
+STANDS_OUT = 40.0
+COLOURS = ("red", "orange", "yellow", "green", "blue", "purple", "pink", "brown", "black", "white", "gray")
+WEIGHTS = {"small": 0.3, "low_contrast": 0.3, "distractor_similarity": 0.25, "clutter": 0.15}
+
+
+def _lab(image: np.ndarray) -> np.ndarray:
+    import cv2
+
+    lab = cv2.cvtColor(image, cv2.COLOR_RGB2LAB).astype(float)
+    lab[:, :, 0] *= 100 / 255  # OpenCV's 8-bit Lab: L in 0-255, a and b offset by 128
+    lab[:, :, 1:] -= 128
+    return lab
+
+
+def _histogram(lab: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    pixels = lab[mask][:, 1:]
+    hist, _, _ = np.histogram2d(pixels[:, 0], pixels[:, 1], bins=8, range=[[-128, 128], [-128, 128]])
+    total = hist.sum()
+    return hist / total if total else hist
+
+
+def difficulty_features(image: np.ndarray, targets: np.ndarray) -> dict[str, float]:
+    """Features of an image whose answer-relevant pixels are ``targets`` (a boolean mask of
+    the image): ``area`` (the targets' share of the image), ``contrast`` (CIE76 distance of
+    the targets' mean colour from a ring around them), ``distractor_similarity`` (how much
+    the rest of the image's colours overlap the targets', Bhattacharyya coefficient) and
+    ``clutter`` (edge density outside the targets)."""
+    import cv2
+
+    if targets.shape != image.shape[:2] or not targets.any():
+        raise ValueError("expected a non-empty target mask of the image's size")
+    lab = _lab(image)
+    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * RING + 1, 2 * RING + 1))
+    ring = cv2.dilate(targets.astype(np.uint8), kernel).astype(bool) & ~targets
+    rest = ~targets
+    contrast = float(np.linalg.norm(lab[targets].mean(axis=0) - lab[ring].mean(axis=0))) if ring.any() else STANDS_OUT
+    similarity = float(np.sqrt(_histogram(lab, targets) * _histogram(lab, rest)).sum()) if rest.any() else 0.0
+    edges = cv2.Canny(cv2.cvtColor(image, cv2.COLOR_RGB2GRAY), 100, 200) > 0
+    clutter = float(edges[rest].mean()) if rest.any() else 0.0
+    return {"area": float(targets.mean()), "contrast": contrast, "distractor_similarity": similarity,
+            "clutter": clutter}
+
+
+def difficulty(features: dict[str, float]) -> float:
+    """0 (easy) to 1 (hard): small targets, low contrast, look-alike surroundings, clutter."""
+    small = 1.0 - min(1.0, np.sqrt(features["area"] / 0.25))  # a quarter of the image is plainly visible
+    low_contrast = 1.0 - min(1.0, features["contrast"] / STANDS_OUT)
+    clutter = min(1.0, features["clutter"] / 0.2)
+    score = (WEIGHTS["small"] * small + WEIGHTS["low_contrast"] * low_contrast
+             + WEIGHTS["distractor_similarity"] * features["distractor_similarity"] + WEIGHTS["clutter"] * clutter)
+    return float(min(1.0, max(0.0, score)))
+
+
+def distractors(answer: str, answer_type: str, known: Any = ()) -> list[str]:
+    """Plausible wrong answers of ``answer``'s type: the other of yes/no; counts one or two
+    away; another colour for a colour; otherwise other answers of the same source."""
+    if answer_type == "yes/no":
+        return ["no" if answer == "yes" else "yes"]
+    if answer_type == "number":
+        n = int(answer)
+        return [str(v) for v in (n + 1, n - 1, n + 2, n - 2) if v >= 0]
+    if answer in COLOURS:
+        return [c for c in COLOURS if c != answer]
+    others = sorted({str(a) for a in known if str(a) != answer and str(a) not in ("yes", "no") and not str(a).isdigit()})
+    return others or ["something else"]
