@@ -460,7 +460,7 @@ def parse_question(question: str, table: Table, label: str) -> dict[str, Any] | 
     return None
 
 
-def _plain(question: str, table: Table) -> bool:
+def _asks_one_cell(question: str, table: Table) -> bool:
     """Whether a question can be a single cell's (Tier 1): it names exactly one row and no
     operation that combines values (difference, ratio, median, ranks, changes, negation).
     Words of the table's own labels ("Average ticket price") are not operations."""
@@ -526,7 +526,7 @@ def classify_record(table: Table, query: str, label: str, tier2: str = "drop") -
         # table holds them across the axis; redrawn from the table, the answer is no line
         return Classified("dropped", reason="mark_reference")
     target = parse_number(label)
-    if target is not None and _plain(query, table):
+    if target is not None and _asks_one_cell(query, table):
         matches = [(r, s) for r, row in zip(table.rows, table.values) for s, v in zip(table.series, row)
                    if v is not None and format_number(v) == format_number(target)]
         if len(matches) == 1:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vicogym.editors.instruct import WRITERS, phrase, satisfy, violate
+from vicogym.editors.instruct import EDITS, phrase, satisfy, violate
 from vicogym.instruct.judge import SimulatedJudge, check_judge_cases
 from vicogym.programs.instruct import REGISTRY
 
@@ -27,14 +27,14 @@ RESPONSES = st.one_of(st.just(""), st.text(max_size=120), PROSE,
 
 def test_every_seed_type_has_a_writer():
     seed = {t for t, c in REGISTRY.items() if c.origin == "seed"}  # discovered types bring examples, not writers
-    missing = sorted(seed - set(WRITERS))
+    missing = sorted(seed - set(EDITS))
     assert not missing, f"types without a writer: {missing}"
-    assert not set(WRITERS) - set(REGISTRY)
+    assert not set(EDITS) - set(REGISTRY)
 
 
 @pytest.mark.parametrize("id", CODE + JUDGE)
 def test_drawn_parameters_fit_the_schema_and_fill_every_phrasing(id):
-    writer, contract = WRITERS[id], REGISTRY[id]
+    writer, contract = EDITS[id], REGISTRY[id]
     assert writer.draw is not None and len(writer.phrases) >= 2
     rng = np.random.default_rng(0)
     for _ in range(20):
@@ -52,7 +52,7 @@ def test_drawn_parameters_fit_the_schema_and_fill_every_phrasing(id):
 @given(response=RESPONSES, seed=st.integers(0, 2**32 - 1))
 def test_satisfy_passes_and_violate_fails_on_any_response(id, response, seed):
     rng = np.random.default_rng(seed)
-    params = WRITERS[id].draw(rng)
+    params = EDITS[id].draw(rng)
     good = satisfy(id, response, params, rng)
     assert REGISTRY[id](good, **params).passed, (id, params, good)
     bad = violate(id, response, params, rng)
@@ -74,7 +74,7 @@ def test_the_simulated_judge_gets_the_judge_types_own_cases_right(id):
 @given(response=RESPONSES, seed=st.integers(0, 2**32 - 1))
 def test_judge_types_satisfy_by_a_cue_and_violate_by_removing_them(id, response, seed):
     rng = np.random.default_rng(seed)
-    params = WRITERS[id].draw(rng)
+    params = EDITS[id].draw(rng)
     contract = REGISTRY[id]
     assert contract.rubric.format(**params) and contract.cues
     assert _judged(id, satisfy(id, response, params, rng), params)

@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vicogym.editors import instruct as edits
-from vicogym.programs.instruct import GROUNDED, REGISTRY, SHAPES, VALUES, position
+from vicogym.programs.instruct import GROUNDED, REGISTRY
+from vicogym.programs.instruct.grounded import SHAPES, VALUES, position
 
 WORD = st.text(alphabet="bcdfghjklmnpqrstvwxz", min_size=2, max_size=7)
 OBJECT = st.fixed_dictionaries({
@@ -150,7 +151,7 @@ def test_ungrounded_writers_draw_and_edit(data):
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32)))
     base = data.draw(response({"objects": [], "rows": [], "texts": []}))
     for id in ("temporal_sequence", "conditional_if", "causal_explain", "hypothetical", "scene_mood"):
-        contract, writer = REGISTRY[id], edits.WRITERS[id]
+        contract, writer = REGISTRY[id], edits.EDITS[id]
         params = writer.draw(rng)
         contract.check_params(params)
         good, bad = writer.satisfy(base, params, rng), writer.violate(base, params, rng)
@@ -165,9 +166,9 @@ def test_ungrounded_writers_draw_and_edit(data):
 
 def test_every_new_type_has_a_writer_and_the_grounded_ones_need_facts():
     added = set(GROUNDED) | {"scene_mood", "causal_explain", "temporal_sequence", "conditional_if", "hypothetical"}
-    assert added <= set(edits.WRITERS)
+    assert added <= set(edits.EDITS)
     for id in added:
-        contract, writer = REGISTRY[id], edits.WRITERS[id]
+        contract, writer = REGISTRY[id], edits.EDITS[id]
         assert (id in GROUNDED) == bool(contract.needs) == (writer.draw is None), id
     assert {REGISTRY[i].category for i in added} >= {"attribute", "spatial", "counting", "object_grounded", "ocr_grounded",
                                                      "causal", "conditional"}
@@ -175,7 +176,8 @@ def test_every_new_type_has_a_writer_and_the_grounded_ones_need_facts():
 
 
 def test_spatial_relations_need_objects_apart_along_the_axis():
-    from vicogym.programs.instruct import REGISTRY, spatial_relation_of
+    from vicogym.programs.instruct import REGISTRY
+    from vicogym.programs.instruct.grounded import spatial_relation_of
 
     hat = {"x": 0.5, "y": 0.2, "box": [0.35, 0.05, 0.65, 0.35]}
     woman = {"x": 0.5, "y": 0.6, "box": [0.1, 0.1, 0.9, 1.0]}  # wears the hat: her box holds it

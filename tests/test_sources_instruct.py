@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from vicogym.editors import instruct as edits
-from vicogym.programs.instruct import GROUNDED, REGISTRY, SPATIAL_MARGIN
+from vicogym.programs.instruct import GROUNDED, REGISTRY
+from vicogym.programs.instruct.grounded import SPATIAL_MARGIN
 from vicogym.renderers.chart import ChartRenderer
 from vicogym.sources.chart import procedural_seed
 from vicogym.sources.clevr import procedural_scene

@@ -24,7 +24,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from vicogym.clients import _ChatClient, image_data_url, parse_spec
-import vicogym.editors.instruct as writers
+import vicogym.editors.instruct as type_edits
 from vicogym.errors import ModelError
 from vicogym.programs.instruct import REGISTRY
 
@@ -67,9 +67,9 @@ def _discovered_satisfy(type_id: str, response: str) -> str:
 def follow(response: str, spec: Mapping[str, Any], rng: np.random.Generator, obey: bool) -> str:
     """``response`` edited to satisfy (``obey``) or violate the constraint ``spec``."""
     type_id, params = spec["id"], dict(spec.get("params") or {})
-    if type_id not in writers.WRITERS:
+    if type_id not in type_edits.EDITS:
         return _discovered_satisfy(type_id, response) if obey else response
-    edit = writers.satisfy if obey else writers.violate
+    edit = type_edits.satisfy if obey else type_edits.violate
     return edit(type_id, response, params, rng)
 
 
@@ -203,8 +203,8 @@ class TemplateComposer:
 def phrase_of(spec: Mapping[str, Any], rng: np.random.Generator) -> str:
     """One phrasing of a constraint (a discovered type is phrased by its description)."""
     params = dict(spec.get("params") or {})
-    if spec["id"] in writers.WRITERS:
-        return writers.phrase(spec["id"], params, rng)
+    if spec["id"] in type_edits.EDITS:
+        return type_edits.phrase(spec["id"], params, rng)
     contract = REGISTRY[spec["id"]]
     shown = ", ".join(f"{k} = {v}" for k, v in sorted(params.items()))
     return contract.description + (f" ({shown})" if shown else "")

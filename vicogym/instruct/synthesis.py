@@ -42,7 +42,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 import vicogym
-import vicogym.editors.instruct as writers
+import vicogym.editors.instruct as type_edits
 from vicogym.errors import GenerationError, InvalidEdit, RunError
 from vicogym.images import encode_png
 from vicogym.programs.instruct import REGISTRY, pass_rate
@@ -291,7 +291,7 @@ def witness(constraints: Sequence[Mapping[str, Any]], base: str, rng: np.random.
     """A response that satisfies every code-verified constraint, built by applying the
     types' satisfying edits in turn (up to ``passes`` sweeps): the proof that a set is
     jointly satisfiable. ``None`` when the edits do not converge."""
-    code = [c for c in constraints if REGISTRY[c["id"]].track == "code" and c["id"] in writers.WRITERS]
+    code = [c for c in constraints if REGISTRY[c["id"]].track == "code" and c["id"] in type_edits.EDITS]
     response = base
     for _ in range(passes):
         failing = [c for c in code if not REGISTRY[c["id"]](response, **c.get("params", {})).passed]
@@ -299,7 +299,7 @@ def witness(constraints: Sequence[Mapping[str, Any]], base: str, rng: np.random.
             return response
         for i in rng.permutation(len(failing)):  # another order each sweep: edits that undo each other settle
             spec = failing[int(i)]
-            response = writers.satisfy(spec["id"], response, spec.get("params", {}), rng)
+            response = type_edits.satisfy(spec["id"], response, spec.get("params", {}), rng)
     return response if all(REGISTRY[c["id"]](response, **c.get("params", {})).passed for c in code) else None
 
 
@@ -309,7 +309,7 @@ def draw_params(type_id: str, facts: Mapping[str, Any], rng: np.random.Generator
     contract = REGISTRY[type_id]
     if contract.ground is not None:
         return contract.ground(facts, rng)
-    writer = writers.WRITERS.get(type_id)
+    writer = type_edits.EDITS.get(type_id)
     if writer is not None and writer.draw is not None:
         return writer.draw(rng)
     required = set(contract.params) - set(contract.optional)
