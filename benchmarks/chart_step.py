@@ -25,6 +25,7 @@ import io
 import time
 
 import numpy as np
+from vicogym.validation import pick
 
 
 def naive_render(structure) -> bytes:
@@ -71,10 +72,10 @@ def naive_render(structure) -> bytes:
 def value_edit(structure, rng) -> dict:
     """A set_cell or scale_series op: the edits that change values only."""
     t = structure.table
-    series = t.series[int(rng.integers(len(t.series)))]
+    series = pick(rng, t.series)
     if rng.random() < 0.25:
         return {"op": "scale_series", "series": series, "factor": float(rng.choice([0.8, 0.9, 1.1, 1.25]))}
-    row = t.rows[int(rng.integers(len(t.rows)))]
+    row = pick(rng, t.rows)
     old = t.cell(row, series) or 1.0
     return {"op": "set_cell", "row": row, "series": series, "value": round(old * float(rng.uniform(0.5, 1.5)), 1)}
 

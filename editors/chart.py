@@ -66,6 +66,7 @@ from vicogym.structures.chart import (
     chart_type_fits,
     label_key,
 )
+from vicogym.validation import is_int, is_number, pick
 
 MAX_ABS_VALUE = 1e12
 
@@ -114,7 +115,7 @@ def _value(value: Any, field: str, table: Table) -> float:
 
 def _number(value: Any, field: str, decimals: int | None = None) -> float:
     """A finite number within range and, when ``decimals`` is given, at that precision."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if not is_number(value, finite=False):
         raise InvalidEdit("bad_value", f"{field} must be a number, got {_short(value)}", field=field)
     # compare before converting: an int too large for a float would overflow
     if isinstance(value, float) and not math.isfinite(value) or abs(value) > MAX_ABS_VALUE:
@@ -227,7 +228,7 @@ def _op_add_row(s: ChartStructure, op: Mapping[str, Any], rule: Mapping[str, Any
     label = _new_label(s, rule, op["row"], "row", "row")
     new = _values(op["values"], len(t.series), "values", t)
     position = op.get("position", len(t.rows))
-    if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position <= len(t.rows):
+    if not is_int(position, 0, len(t.rows)):
         raise InvalidEdit("bad_value", f"position must be an integer in [0, {len(t.rows)}], got {_short(position)}", field="position")
     rows = list(t.rows)
     values = list(t.values)
@@ -494,9 +495,9 @@ def sample_op(structure: ChartStructure, rng: np.random.Generator) -> dict[str, 
              "add_series", "remove_series", "rename_row", "set_style", "set_style"]
     if ordered_rows(structure):  # rows in order stay in order: no shuffles, no renames
         kinds = [k for k in kinds if k not in ("reorder_rows", "rename_row")]
-    kind = kinds[int(rng.integers(len(kinds)))]
-    row = t.rows[int(rng.integers(len(t.rows)))]
-    series = t.series[int(rng.integers(len(t.series)))]
+    kind = pick(rng, kinds)
+    row = pick(rng, t.rows)
+    series = pick(rng, t.series)
     fresh_rows = _fresh(structure, "row")
     if kind == "set_cell":
         column = t.column(series)
@@ -506,13 +507,13 @@ def sample_op(structure: ChartStructure, rng: np.random.Generator) -> dict[str, 
     if kind == "scale_series":
         return {"op": "scale_series", "series": series, "factor": float(rng.choice([0.5, 0.8, 0.9, 1.1, 1.25, 1.5, 2.0]))}
     if kind in ("add_row", "rename_row") and fresh_rows:
-        label = fresh_rows[int(rng.integers(len(fresh_rows)))]
+        label = pick(rng, fresh_rows)
         if kind == "rename_row":
             return {"op": "rename_row", "row": row, "to": label}
         values = []
         for s in t.series:
             known = [v for v in t.column(s) if v is not None] or [1.0]
-            values.append(_perturb(float(known[int(rng.integers(len(known)))]), rng, t))
+            values.append(_perturb(float(pick(rng, known)), rng, t))
         return {"op": "add_row", "row": label, "values": values, "position": _position(structure, label, rng)}
     if kind == "remove_row":
         return {"op": "remove_row", "row": row}
@@ -520,7 +521,7 @@ def sample_op(structure: ChartStructure, rng: np.random.Generator) -> dict[str, 
         return {"op": "reorder_rows", "order": [t.rows[i] for i in rng.permutation(len(t.rows))]}
     fresh_series = _fresh(structure, "series")
     if kind == "add_series" and fresh_series:
-        name = fresh_series[int(rng.integers(len(fresh_series)))]
+        name = pick(rng, fresh_series)
         return {"op": "add_series", "series": name,
                 "values": [_perturb(float(v if v is not None else 1.0), rng, t) for v in t.column(series)]}
     if kind == "remove_series" and len(t.series) > 1:
@@ -533,16 +534,16 @@ def sample_style_op(structure: ChartStructure, rng: np.random.Generator) -> dict
     fitting = [c for c in CHART_TYPES if chart_type_fits(t, c) is None and (c != "line" or ordered_rows(structure))]
     choice = int(rng.integers(6))
     if choice == 0 and fitting:
-        return {"op": "set_style", "chart_type": fitting[int(rng.integers(len(fitting)))]}
+        return {"op": "set_style", "chart_type": pick(rng, fitting)}
     if choice == 1:
-        return {"op": "set_style", "palette": PALETTES[int(rng.integers(len(PALETTES)))]}
+        return {"op": "set_style", "palette": pick(rng, PALETTES)}
     if choice == 2:
         return {"op": "set_style", "data_labels": not structure.spec.data_labels}
     if choice == 3:
         return {"op": "set_style", "gridlines": not structure.spec.gridlines}
     if choice == 4:
         return {"op": "set_style", "font_size": float(rng.choice([8.0, 9.0, 10.0, 11.0, 12.0]))}
-    return {"op": "set_style", "legend": LEGEND_POSITIONS[int(rng.integers(len(LEGEND_POSITIONS)))]}
+    return {"op": "set_style", "legend": pick(rng, LEGEND_POSITIONS)}
 
 
 def sample_edit(structure: ChartStructure, rng: np.random.Generator, max_ops: int = 2,

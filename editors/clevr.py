@@ -52,6 +52,7 @@ from vicogym.structures.clevr import (
     free_spot,
     placement_problem,
 )
+from vicogym.validation import is_int, is_number, pick
 
 CAMERA_REACH = 1.0  # the camera stays within this of CLEVR's position, per axis
 CAMERA_STEP = 0.5
@@ -81,7 +82,7 @@ FIELD_SCHEMAS = {
 
 
 def _number(value: Any, field: str, low: float, high: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if not is_number(value, finite=False):
         raise InvalidEdit("bad_value", f"{field} must be a number, got {_short(value)}", field=field)
     if isinstance(value, float) and not math.isfinite(value) or not low <= value <= high:
         raise InvalidEdit("bad_value", f"{field} must be within [{low:g}, {high:g}], got {_short(value)}", field=field)
@@ -95,7 +96,7 @@ def _choice(value: Any, field: str, allowed: tuple[str, ...]) -> str:
 
 
 def _index(scene: Scene, value: Any, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not is_int(value):
         raise InvalidEdit("bad_field", f"{field} must be an object index, got {_short(value)}", field=field)
     if not 0 <= value < len(scene.objects):
         held = f"objects 0-{len(scene.objects) - 1}" if scene.objects else "no objects left"
@@ -209,13 +210,13 @@ def sample_op(scene: Scene, rng: np.random.Generator) -> dict[str, Any]:
     """One op from the arm's edit space (it may still be rejected)."""
     kinds = ["set_color", "set_color", "set_material", "set_size", "set_shape", "move", "move", "add_object",
              "remove_object", "swap", "jitter_camera", "jitter_lights"]
-    kind = kinds[int(rng.integers(len(kinds)))]
+    kind = pick(rng, kinds)
     n = len(scene.objects)
     i = int(rng.integers(n))
     if kind.startswith("set_"):
         attribute = kind[4:]
         values = [v for v in ATTRIBUTES[attribute] if v != getattr(scene.objects[i], attribute)]
-        return {"op": kind, "object": i, attribute: values[int(rng.integers(len(values)))]}
+        return {"op": kind, "object": i, attribute: pick(rng, values)}
     if kind == "move":
         spot = free_spot(scene, scene.objects[i].size, rng, ignore=i)
         if spot is not None:
@@ -225,7 +226,7 @@ def sample_op(scene: Scene, rng: np.random.Generator) -> dict[str, Any]:
         spot = free_spot(scene, size, rng)
         if spot is not None:
             return {"op": "add_object", "x": spot[0], "y": spot[1], "size": size,
-                    **{a: ATTRIBUTES[a][int(rng.integers(len(ATTRIBUTES[a])))] for a in ("shape", "color", "material")},
+                    **{a: pick(rng, ATTRIBUTES[a]) for a in ("shape", "color", "material")},
                     "rotation": round(float(rng.uniform(0, 360)), 1)}
     if kind == "remove_object" and n > MIN_OBJECTS:
         return {"op": "remove_object", "object": i}
@@ -238,4 +239,4 @@ def sample_op(scene: Scene, rng: np.random.Generator) -> dict[str, Any]:
         return {"op": "jitter_lights", "key": [round(float(v), 2) for v in rng.uniform(-1, 1, 3)],
                 "intensity": round(float(rng.uniform(0.8, 1.2)), 2)}
     values = [v for v in ATTRIBUTES["color"] if v != scene.objects[i].color]
-    return {"op": "set_color", "object": i, "color": values[int(rng.integers(len(values)))]}
+    return {"op": "set_color", "object": i, "color": pick(rng, values)}

@@ -34,7 +34,6 @@ about).
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import replace
 from typing import Any, Mapping
@@ -43,6 +42,7 @@ from vicogym.core import Edit, fold_ops
 from vicogym.core import short_repr as _short
 from vicogym.errors import InvalidEdit
 from vicogym.structures.natural import Frame, Scene, frame_of
+from vicogym.validation import is_int, is_number
 
 #: op -> (required fields, optional fields)
 OP_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -89,7 +89,7 @@ POSITION_QUESTION = re.compile(r"\b(left|right|top|bottom|upper|lower|corner|cen
 
 
 def _number(value: Any, field: str, low: float, high: float, still: float | None = None) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or isinstance(value, float) and not math.isfinite(value):
+    if not is_number(value):
         raise InvalidEdit("bad_value", f"{field} must be a number, got {_short(value)}", field=field)
     if not low <= value <= high:
         raise InvalidEdit("bad_value", f"{field} must be within [{low:g}, {high:g}], got {_short(value)}", field=field)
@@ -181,7 +181,7 @@ def _validate(op: Mapping[str, Any], scene: Scene, frame: Frame) -> tuple[dict[s
     elif name == "pad":
         for side in ("top", "bottom", "left", "right"):
             value = op[side]
-            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= RANGES["pad"][1]:
+            if not is_int(value, 0, RANGES["pad"][1]):
                 raise InvalidEdit("bad_value", f"{side} must be a whole number of pixels in [0, 256], got "
                                   f"{_short(value)}", field=side)
             out[side] = value

@@ -30,8 +30,8 @@ from vicogym.policies import Actor, make_actor
 from vicogym.registry import check_settings
 from vicogym.rewards import RewardConfig, difficulty_reward, in_sweet_zone
 from vicogym.spaces import TextSpace, to_charset
+from vicogym.validation import MAX_SEED, is_int, is_number
 
-MAX_SEED = 2**63 - 1
 
 
 #: bounds of the integer settings: a run of 10^8 actor calls per sample or an observation
@@ -58,9 +58,9 @@ class EnvConfig:
     def __post_init__(self) -> None:
         for name, (low, high) in LIMITS.items():
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
+            if not is_int(v, low, high):
                 raise ValueError(f"expected {name} to be an integer in [{low}, {high}], got {v!r}")
-        if isinstance(self.invalid_penalty, bool) or not isinstance(self.invalid_penalty, (int, float)):
+        if not is_number(self.invalid_penalty, finite=False):
             raise TypeError(f"expected invalid_penalty to be a number, got {self.invalid_penalty!r}")
         if not -1e6 <= self.invalid_penalty <= 0:  # NaN fails too; a reward for invalid edits would teach them
             raise ValueError(f"expected invalid_penalty in [-1e6, 0] (a penalty, finite), got {self.invalid_penalty!r}")

@@ -24,6 +24,7 @@ from vicogym.renderers.chart import ChartRenderer
 from vicogym.checks import chart as chart_checks
 from vicogym.sources.chart import TIER2_POLICIES, make_source, spec_variants
 from vicogym.structures.chart import ChartStructure, Table
+from vicogym.validation import is_int
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ class ChartEnvConfig(EnvConfig):
             raise ValueError(f"expected tier2 in {TIER2_POLICIES}, got {self.tier2!r}")
         for name in ("dpi", "rewriter_max_ops"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            if not is_int(v, 1):
                 raise ValueError(f"expected {name} to be a positive integer, got {v!r}")
 
     def to_dict(self) -> dict[str, Any]:

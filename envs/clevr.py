@@ -28,6 +28,7 @@ from vicogym.checks import clevr as clevr_checks
 from vicogym.renderers.clevr import ENGINES, UNSHOWN, ClevrRenderer, RenderFailed, RenderSettings
 from vicogym.sources.clevr import make_source
 from vicogym.structures.clevr import ATTRIBUTES, ERROR_CODES, Scene
+from vicogym.validation import is_int, is_number
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ class ClevrEnvConfig(EnvConfig):
         for name, low, high in (("width", 64, 1920), ("height", 48, 1080), ("min_objects", 3, 10),
                                 ("max_objects", 3, 10)):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
+            if not is_int(v, low, high):
                 raise ValueError(f"expected {name} to be an integer in [{low}, {high}], got {v!r}")
         if self.min_objects > self.max_objects:
             raise ValueError(f"expected min_objects <= max_objects, got {self.min_objects} > {self.max_objects}")
@@ -87,8 +88,7 @@ class ClevrEnvConfig(EnvConfig):
             if unknown:
                 raise ValueError(f"expected template ids in {sorted(clevr_programs.TEMPLATE_BY_ID)}, got {unknown}")
             object.__setattr__(self, "templates", tuple(self.templates))
-        if isinstance(self.render_timeout, bool) or not isinstance(self.render_timeout, (int, float)) or \
-                self.render_timeout <= 0:
+        if not is_number(self.render_timeout, finite=False) or self.render_timeout <= 0:
             raise ValueError(f"expected render_timeout as positive seconds, got {self.render_timeout!r}")
         self.render_settings()  # validates samples, denoise, threads
 

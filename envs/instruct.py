@@ -14,8 +14,8 @@ from gymnasium import spaces
 from vicogym.images import ImagePolicy, decode_png
 from vicogym.registry import check_settings
 from vicogym.spaces import TextSpace, to_charset
+from vicogym.validation import MAX_SEED, is_int
 
-MAX_SEED = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class InstructConfig:
     def __post_init__(self) -> None:
         for name in ("height", "width", "max_instruction_chars", "max_response_chars"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            if not is_int(v, 1):
                 raise ValueError(f"expected {name} to be a positive integer, got {v!r}")
         for name in ("data", "types"):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
@@ -154,7 +154,7 @@ class InstructEnv(gym.Env):
             index = options.get("index")
             if index is None:
                 index = int(self.np_random.integers(len(self._rows)))
-            if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(self._rows):
+            if not is_int(index, 0, len(self._rows) - 1):
                 raise ValueError(f"expected options['index'] in [0, {len(self._rows) - 1}], got {index!r}")
             row = self._rows[index]
             self.sample = {"id": row["id"], "instruction": row["instruction"],

@@ -30,6 +30,7 @@ from vicogym.renderers.natural import (SAM_MODELS, BoxSegmenter, GrabCutSegmente
                                        protected_region, replay)
 from vicogym.sources.natural import RecordSource
 from vicogym.structures.natural import ERROR_CODES, Record, Scene, pack_mask, pixels_sha256, sha256
+from vicogym.validation import is_int
 
 #: the simulated actor's scale: it is right half of the time at difficulty 0.5 (skill 2.0)
 ACTOR_SCALE = 4.0
@@ -90,7 +91,7 @@ class NaturalEnvConfig(EnvConfig):
         for name, low, high in (("margin", 0, 256), ("inpaint_steps", 1, 1000), ("width", 32, 4096),
                                 ("height", 32, 4096)):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
+            if not is_int(v, low, high):
                 raise ValueError(f"expected {name} to be an integer in [{low}, {high}], got {v!r}")
         if not isinstance(self.cache_masks, bool):
             raise TypeError(f"expected cache_masks to be true or false, got {self.cache_masks!r}")

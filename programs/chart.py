@@ -26,6 +26,7 @@ import numpy as np
 from vicogym.answers import format_number
 from vicogym.errors import GenerationError, InvalidEdit, register_error_codes
 from vicogym.structures.chart import Table, label_key
+from vicogym.validation import pick
 
 #: edit error codes the chart arm adds to the core's
 ERROR_CODES = {
@@ -403,7 +404,7 @@ def instantiate(template: Template, table: Table, rng: np.random.Generator) -> t
         present = [v for v in table.column(series[0]) if v is not None]
         if not present:
             raise InvalidEdit("ambiguous", f"series {series[0]!r} has no values")
-        program["value"] = float(format_number(present[int(rng.integers(len(present)))]))
+        program["value"] = float(format_number(pick(rng, present)))
     return question_text(template, program, table.index_name), program
 
 
@@ -415,7 +416,7 @@ def generate_question(
     pool = [TEMPLATE_BY_ID[t] for t in templates] if templates else list(TEMPLATES)
     last: Exception | None = None
     for _ in range(max_tries):
-        template = pool[int(rng.integers(len(pool)))]
+        template = pick(rng, pool)
         try:
             question, program = instantiate(template, table, rng)
             answer = answer_text(execute(table, program))

@@ -21,6 +21,7 @@ import numpy as np
 
 from vicogym.errors import GenerationError, InvalidEdit
 from vicogym.structures.clevr import ATTRIBUTES, RELATIONS, Scene
+from vicogym.validation import is_int, pick
 
 Objects = list[int]
 Handler = Callable[[Scene, list[Any], list[str], "Context"], Any]
@@ -41,7 +42,7 @@ def _objects(value: Any, function: str) -> Objects:
 
 
 def _object(value: Any, function: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not is_int(value):
         raise ValueError(f"{function} expects one object (the output of unique), got {value!r}")
     return value
 
@@ -245,7 +246,7 @@ def _describe(p: _Program, source: int, rng: np.random.Generator, unique: bool, 
     described: dict[str, str] = {}
     node = source
     if unique:
-        goal = target if target is not None else candidates[int(rng.integers(len(candidates)))]
+        goal = target if target is not None else pick(rng, candidates)
         for attribute in order:
             if len(p.outputs[node]) == 1:
                 break
@@ -258,7 +259,7 @@ def _describe(p: _Program, source: int, rng: np.random.Generator, unique: bool, 
     for attribute in order[: int(rng.integers(1, 4))]:
         pool = sorted({getattr(p.scene.objects[i], attribute) for i in p.outputs[node]})
         values = pool if pool and rng.random() < 0.75 else list(ATTRIBUTES[attribute])
-        value = values[int(rng.integers(len(values)))]
+        value = pick(rng, values)
         kept = [i for i in p.outputs[node] if getattr(p.scene.objects[i], attribute) == value]
         if len(kept) == len(p.outputs[node]):
             continue  # a filter that changes nothing
@@ -312,7 +313,7 @@ def _hops(p: _Program, rng: np.random.Generator, hops: int) -> tuple[int, str] |
         return None
     node, text = p.add("unique", [d[0]]), f"the {phrase(d[1])}"
     for _ in range(hops):
-        relation = RELATIONS[int(rng.integers(len(RELATIONS)))]
+        relation = pick(rng, RELATIONS)
         related = p.add("relate", [node], [relation])
         if not p.outputs[related] or len(p.outputs[related]) == len(p.scene.objects) - 1:
             return None  # a relation that points at nothing, or at everything, says nothing
@@ -329,7 +330,7 @@ def _hop_query(hops: int, attribute: str):
         chain = _hops(p, rng, hops - 1)
         if chain is None:
             return None
-        relation = RELATIONS[int(rng.integers(len(RELATIONS)))]
+        relation = pick(rng, RELATIONS)
         related = p.add("relate", [chain[0]], [relation])
         d = _describe(p, related, rng, unique=True, exclude=attribute)
         if d is None:
@@ -349,7 +350,7 @@ def _hop_count(hops: int):
         chain = _hops(p, rng, hops - 1)
         if chain is None:
             return None
-        relation = RELATIONS[int(rng.integers(len(RELATIONS)))]
+        relation = pick(rng, RELATIONS)
         related = p.add("relate", [chain[0]], [relation])
         if not p.outputs[related]:
             return None
@@ -368,7 +369,7 @@ def _single_and(scene, rng):
     b = _hops(p, rng, 0) if a else None
     if a is None or b is None or p.outputs[a[0]] == p.outputs[b[0]]:
         return None
-    r1, r2 = (RELATIONS[int(rng.integers(len(RELATIONS)))] for _ in range(2))
+    r1, r2 = (pick(rng, RELATIONS) for _ in range(2))
     both = p.add("intersect", [p.add("relate", [a[0]], [r1]), p.add("relate", [b[0]], [r2])])
     p.add("count", [both])
     return (f"How many things are both {RELATION_TEXT[r1]} {a[1]} and {RELATION_TEXT[r2]} {b[1]}?", p.nodes)
@@ -508,9 +509,9 @@ def generate_question(scene: Scene, rng: np.random.Generator, templates: Sequenc
         raise ValueError(f"every template asked for reads {sorted(unasked)}, which these images do not show; "
                          "choose other templates")
     for _ in range(max_tries):
-        template = pool[int(rng.integers(len(pool)))]
+        template = pick(rng, pool)
         space = ANSWER_SPACE[template.answer]
-        wanted = space[int(rng.integers(len(space)))]
+        wanted = pick(rng, space)
         for _ in range(INSTANCE_TRIES):
             try:
                 built = template.build(scene, rng)

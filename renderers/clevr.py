@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from vicogym.structures.clevr import COLORS, Scene
+from vicogym.validation import is_int
 
 ENGINES = ("cycles", "workbench")
 
@@ -57,11 +58,11 @@ class RenderSettings:
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
             raise ValueError(f"expected engine in {ENGINES}, got {self.engine!r}")
-        if isinstance(self.samples, bool) or not isinstance(self.samples, int) or not 1 <= self.samples <= 4096:
+        if not is_int(self.samples, 1, 4096):
             raise ValueError(f"expected samples as an integer in [1, 4096], got {self.samples!r}")
         if not isinstance(self.denoise, bool):
             raise TypeError(f"expected denoise to be true or false, got {self.denoise!r}")
-        if isinstance(self.threads, bool) or not isinstance(self.threads, int) or not 1 <= self.threads <= 64:
+        if not is_int(self.threads, 1, 64):
             raise ValueError(f"expected threads as an integer in [1, 64], got {self.threads!r}")
 
     @property

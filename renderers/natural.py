@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from vicogym.structures.natural import Target
+from vicogym.validation import is_int, is_number
 
 #: GrabCut rounds; five is OpenCV's own example and converges on the demo images
 GRABCUT_ROUNDS = 5
@@ -97,8 +98,7 @@ class GrabCutSegmenter:
     name = "grabcut"
 
     def __post_init__(self) -> None:
-        if isinstance(self.min_share, bool) or not isinstance(self.min_share, (int, float)) or \
-                not 0 <= self.min_share <= 1:
+        if not is_number(self.min_share, 0, 1, finite=False):
             raise ValueError(f"expected min_share in [0, 1], got {self.min_share!r}")
 
     def mask(self, image: np.ndarray, target: Target) -> np.ndarray:
@@ -139,7 +139,7 @@ class SamEncoder:
     def __post_init__(self) -> None:
         for name in ("embed_dim", "depth", "num_heads", "image_size"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if not is_int(value, 1):
                 raise ValueError(f"expected SAM encoder {name} as a positive integer, got {value!r}")
         if self.embed_dim % self.num_heads or self.image_size % 16:
             raise ValueError(f"expected embed_dim divisible by num_heads and image_size by 16, got {self}")
@@ -268,7 +268,7 @@ def protected_region(masks: list[np.ndarray], margin: int) -> np.ndarray:
     """The union of ``masks`` grown by ``margin`` pixels (a disc), as a boolean image."""
     if not masks:
         raise ValueError("expected at least one target mask")
-    if isinstance(margin, bool) or not isinstance(margin, int) or margin < 0:
+    if not is_int(margin, 0):
         raise ValueError(f"expected margin as a whole number of pixels >= 0, got {margin!r}")
     union = np.logical_or.reduce(masks)
     if margin == 0:

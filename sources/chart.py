@@ -65,6 +65,7 @@ from vicogym.structures.chart import (
     decimals_of,
     label_key,
 )
+from vicogym.validation import pick
 
 TIER2_POLICIES = ("drop", "keep")
 _YEAR = re.compile(r"^(19|20)\d\d$")
@@ -111,7 +112,7 @@ def procedural_seed(rng: np.random.Generator, max_tries: int = 16, templates: tu
     """A random table, chart spec and program-backed question. Bounded by ``max_tries``."""
     data = topics()
     for _attempt in range(max_tries):
-        topic = data["topics"][int(rng.integers(len(data["topics"])))]
+        topic = pick(rng, data["topics"])
         pool = data["categories"][topic["index"]]
         n_rows = int(rng.integers(3, min(9, len(pool)) + 1))
         multi = bool(rng.random() < 0.45)
@@ -145,7 +146,7 @@ def procedural_seed(rng: np.random.Generator, max_tries: int = 16, templates: tu
             title=topic["title"].format(index=index_word),
             x_label=topic["index_name"] if chart_type != "pie" else "",
             y_label=topic["y_label"] if chart_type != "pie" else "",
-            palette=PALETTES[int(rng.integers(len(PALETTES)))],
+            palette=pick(rng, PALETTES),
             legend="outside",
             data_labels=bool(rng.random() < 0.35),
             gridlines=bool(rng.random() < 0.7),
@@ -647,7 +648,7 @@ class ChartQASource:
     def sample(self, rng: np.random.Generator) -> Seed:
         if not self.usable:
             raise GenerationError(f"no usable record in {self.folder} ({self.summary()})")
-        return self.seed(self.usable[int(rng.integers(len(self.usable)))])
+        return self.seed(pick(rng, self.usable))
 
     def find(self, source_id: str) -> int:
         """The index of the record a ``source_id`` (``imgname#Lline``) names."""

@@ -33,6 +33,7 @@ from vicogym.programs.clevr import (
 )
 from vicogym.sources import read_json
 from vicogym.structures.clevr import ATTRIBUTES, Camera, Lights, Obj, Scene, free_spot
+from vicogym.validation import is_int
 
 CAMERA_JITTER = 0.5
 LIGHT_JITTER = 1.0
@@ -142,7 +143,7 @@ class ReleaseSource:
             if not isinstance(q, Mapping) or not {"question", "program", "answer", "image_index"} <= set(q):
                 raise SourceError(f"{path}: questions[{k}] needs question, program, answer and image_index")
             index = q["image_index"]
-            if isinstance(index, bool) or not isinstance(index, int):
+            if not is_int(index):
                 raise SourceError(f"{path}: questions[{k}].image_index must be an integer, got {index!r}")
             try:
                 stored = answer_text(q["answer"]).strip().lower()

@@ -24,6 +24,7 @@ from typing import Any, Iterable, Mapping
 
 from vicogym.answers import format_number
 from vicogym.core import canonical_json
+from vicogym.validation import is_int
 
 Value = float | None
 
@@ -87,7 +88,7 @@ class Table:
     def __post_init__(self) -> None:
         if not isinstance(self.index_name, str):
             raise TypeError(f"expected index_name to be a string, got {self.index_name!r}")
-        if isinstance(self.decimals, bool) or not isinstance(self.decimals, int) or not 0 <= self.decimals <= MAX_DECIMALS:
+        if not is_int(self.decimals, 0, MAX_DECIMALS):
             raise ValueError(f"expected decimals as an integer in [0, {MAX_DECIMALS}], got {self.decimals!r}")
         for name in ("part_of_whole", "stackable"):
             if not isinstance(getattr(self, name), bool):

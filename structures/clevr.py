@@ -24,6 +24,7 @@ import numpy as np
 
 from vicogym.core import canonical_json
 from vicogym.errors import InvalidEdit, register_error_codes
+from vicogym.validation import is_int
 
 #: CLEVR's attribute values, with its RGB colours and object sizes (radius in scene units)
 COLORS: Mapping[str, tuple[int, int, int]] = {
@@ -178,7 +179,7 @@ class Scene:
         object.__setattr__(self, "objects", tuple(self.objects))
         for name in ("width", "height"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or not 16 <= v <= 4096:
+            if not is_int(v, 16, 4096):
                 raise ValueError(f"expected {name} as an integer in [16, 4096], got {v!r}")
 
     # -- derived, as CLEVR computes it ----------------------------------------------------

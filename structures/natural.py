@@ -22,6 +22,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from vicogym.errors import register_error_codes
+from vicogym.validation import is_int
 
 ERROR_CODES = {
     "protected": "an edit that reaches a target's protected region (its box grown by the margin), or a crop that "
@@ -267,7 +268,7 @@ class Scene:
                 isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in size):
             raise _fail("scene.size", "[width, height] in pixels", size)
         margin = data.get("margin", 8)
-        if isinstance(margin, bool) or not isinstance(margin, int) or not 0 <= margin <= 256:
+        if not is_int(margin, 0, 256):
             raise _fail("scene.margin", "a whole number of pixels in [0, 256]", margin)
         if not isinstance(data["ops"], (list, tuple)) or not all(isinstance(op, Mapping) for op in data["ops"]):
             raise _fail("scene.ops", "a list of op objects", data["ops"])

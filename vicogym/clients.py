@@ -27,6 +27,7 @@ import numpy as np
 
 from vicogym.core import SHORT_ANSWER
 from vicogym.errors import ModelError
+from vicogym.validation import is_int
 
 EXTRACTORS = ("auto", "boxed", "answer", "final_line", "full")
 _ANSWER_LINE = re.compile(r"answer\s*[:：]\s*(.+)", re.IGNORECASE)
@@ -124,7 +125,7 @@ class _ChatClient:
     def __post_init__(self) -> None:
         for name, low in (("max_in_flight", 1), ("max_retries", 0), ("max_tokens", 1)):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < low:
+            if not is_int(v, low):
                 raise ValueError(f"expected {name} to be an integer >= {low}, got {v!r}")
         if not isinstance(self.timeout, (int, float)) or not self.timeout > 0:
             raise ValueError(f"expected timeout as positive seconds, got {self.timeout!r}")
@@ -296,7 +297,7 @@ class TransformersActor:
             raise ValueError(f"expected model_dir as a transformers model folder with config.json, got {self.model_dir!r}")
         for name in ("batch_size", "max_new_tokens"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            if not is_int(v, 1):
                 raise ValueError(f"expected {name} to be a positive integer, got {v!r}")
         extract_answer("", self.extractor)
 

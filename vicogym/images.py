@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
+from vicogym.validation import is_int
 
 POLICY_MODES = ("fixed", "pad", "letterbox")
 
@@ -38,9 +39,9 @@ class ImagePolicy:
             raise ValueError(f"expected image policy mode in {POLICY_MODES}, got {self.mode!r}")
         for name in ("height", "width"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            if not is_int(v, 1):
                 raise ValueError(f"expected {name} to be a positive integer, got {v!r}")
-        if isinstance(self.fill, bool) or not isinstance(self.fill, int) or not 0 <= self.fill <= 255:
+        if not is_int(self.fill, 0, 255):
             raise ValueError(f"expected fill in [0, 255], got {self.fill!r}")
 
     @property

@@ -27,6 +27,7 @@ from typing import Any, Callable, Mapping, Protocol, runtime_checkable
 import numpy as np
 
 from vicogym.answers import format_number, normalize_text, parse_number
+from vicogym.validation import is_int, is_number, pick
 
 
 @runtime_checkable
@@ -60,7 +61,7 @@ class SimulatedActor:
     def __post_init__(self) -> None:
         for name in ("skill", "sharpness"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            if not is_number(v):
                 raise TypeError(f"expected {name} to be a finite number, got {v!r}")
         if self.sharpness <= 0:
             raise ValueError(f"expected sharpness > 0, got {self.sharpness}")
@@ -76,7 +77,7 @@ class SimulatedActor:
         truth = str(context["answer"])
         distractors = [str(d) for d in context.get("distractors", ()) if str(d) != truth]
         if context.get("closed") and distractors:  # the answer's kind is a closed set: wrong answers come from it
-            return [truth if rng.random() < p else distractors[int(rng.integers(len(distractors)))] for _ in range(k)]
+            return [truth if rng.random() < p else pick(rng, distractors) for _ in range(k)]
         parsed = [(d, parse_number(d)) for d in distractors]  # once per call, not per wrong answer
         return [truth if rng.random() < p else plausible_wrong(truth, distractors, rng, parsed) for _ in range(k)]
 
@@ -92,10 +93,10 @@ def plausible_wrong(truth: str, distractors: list[str], rng: np.random.Generator
     parsed = parsed if parsed is not None else [(d, parse_number(d)) for d in distractors]
     if number is None:
         labels = [d for d, v in parsed if v is None and normalize_text(d) != normalize_text(truth)]
-        return labels[int(rng.integers(len(labels)))] if labels else f"not {truth}"
+        return pick(rng, labels) if labels else f"not {truth}"
     numeric = [d for d, v in parsed if v is not None and _far(v, number)]
     if numeric and rng.random() < 0.5:
-        return numeric[int(rng.integers(len(numeric)))]
+        return pick(rng, numeric)
     if number == 0:
         return format_number(float(rng.integers(1, 10)))
     wrong = number * (1.0 + rng.choice([-1.0, 1.0]) * rng.uniform(0.08, 0.5))
@@ -165,7 +166,7 @@ class SearchRewriter:
     effects: "EffectModel" = field(default_factory=lambda: EffectModel(), init=False)
 
     def __post_init__(self) -> None:
-        if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
+        if not is_int(self.n, 1):
             raise ValueError(f"expected n to be a positive integer, got {self.n!r}")
 
     @classmethod

@@ -10,6 +10,7 @@ import os
 import threading
 import time
 from typing import Any
+from vicogym.validation import is_number
 
 
 def die_with_parent(parent: int) -> None:
@@ -42,14 +43,12 @@ BACKENDS = ("local", "ray")
 def check_backend(backend: Any, ray_address: Any, **resources: Any) -> None:
     """Refuse a backend, a Ray address or Ray resources per worker (``ray_cpus=...``,
     ``ray_gpus=...``) that a run could not start with, naming what to change."""
-    import math
-
     if backend not in BACKENDS:
         raise ValueError(f"expected backend in {list(BACKENDS)}, got {backend!r}")
     if ray_address is not None and not isinstance(ray_address, str):
         raise TypeError(f"expected ray_address as a string such as 'auto' or 'ray://HOST:10001', got {ray_address!r}")
     for name, v in resources.items():
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+        if not is_number(v, 0):
             raise ValueError(f"expected {name} to be a non-negative number (resources per Ray worker), got {v!r}")
 
 

@@ -8,7 +8,6 @@ twice is an error. The core reaches an arm only through its environment class
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
@@ -16,6 +15,7 @@ from typing import Any, Mapping
 import gymnasium as gym
 
 from vicogym.errors import UnknownEnvironment
+from vicogym.validation import did_you_mean
 
 ID_PATTERN = re.compile(r"^vicogym/[A-Za-z][A-Za-z0-9_]*-v\d+$")
 #: what an episode is, by the environment class's ``kind`` (a required class attribute):
@@ -67,8 +67,7 @@ def check_id(env_id: str) -> str:
     if env_id not in ENVIRONMENTS:
         # compare the names after the shared "vicogym/" prefix, which would make every id look close
         names = {known.split("/", 1)[-1].lower(): known for known in ENVIRONMENTS}
-        close = difflib.get_close_matches(str(env_id).split("/", 1)[-1].lower(), list(names), n=3, cutoff=0.7)
-        hint = f"; did you mean {' or '.join(repr(names[c]) for c in close)}?" if close else ""
+        hint = did_you_mean(str(env_id).split("/", 1)[-1].lower(), names, cutoff=0.7, n=3, shown=names)
         raise UnknownEnvironment(f"no vicogym environment {env_id!r}{hint} (known: {', '.join(sorted(ENVIRONMENTS))})")
     return env_id
 
@@ -111,9 +110,8 @@ def check_settings(env_id: str, names: Any, known: list[str]) -> None:
     """``ValueError`` with a "did you mean" for the first of ``names`` not in ``known``."""
     for name in names:
         if name not in known:
-            close = difflib.get_close_matches(str(name), known, n=1, cutoff=0.5)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise ValueError(f"{env_id} has no setting {name!r}{hint} (settings: {', '.join(sorted(known))})")
+            raise ValueError(f"{env_id} has no setting {name!r}{did_you_mean(name, known)} (settings: "
+                             f"{', '.join(sorted(known))})")
 
 
 def config_fields(env_id: str) -> list[str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 from typing import Iterable
+from vicogym.validation import is_number
 
 SHAPES = ("band", "triangle", "gaussian")
 
@@ -34,7 +35,7 @@ class RewardConfig:
             raise ValueError(f"expected shape in {SHAPES}, got {self.shape!r}")
         for name in ("low", "high", "sigma"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            if not is_number(value):
                 raise TypeError(f"expected {name} to be a finite number, got {value!r}")
         if not 0.0 <= self.low < self.high <= 1.0:
             raise ValueError(f"expected 0 <= low < high <= 1, got low={self.low}, high={self.high}")
@@ -51,7 +52,7 @@ class RewardConfig:
 
 def weight(p: float, config: RewardConfig = RewardConfig()) -> float:
     """The difficulty weight ``w(p)`` in [0, 1] of a pass rate ``p`` in [0, 1]."""
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+    if not is_number(p, 0.0, 1.0, finite=False):
         raise ValueError(f"expected a pass rate in [0, 1], got {p!r}")
     if config.shape == "band":
         return 1.0 if config.low <= p <= config.high else 0.0

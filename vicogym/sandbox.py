@@ -73,6 +73,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from vicogym.errors import VicogymError
+from vicogym.validation import is_number
 
 #: modules a verifier may import: text processing only (the standard library's)
 ALLOWED_MODULES = ("re", "json", "math", "string", "collections", "itertools", "functools", "unicodedata",
@@ -807,7 +808,7 @@ def run_untrusted_batch(code: str, entry: str, calls: Sequence[tuple[Sequence[An
     seconds + 1; memory) or answers out of turn."""
     _check(code, entry)
     calls = [(list(args), dict(kwargs)) for args, kwargs in calls]
-    if isinstance(call_seconds, bool) or not isinstance(call_seconds, (int, float)) or not call_seconds > 0:
+    if not is_number(call_seconds, finite=False) or not call_seconds > 0:
         raise ValueError(f"expected call_seconds as positive seconds, got {call_seconds!r}")
     budget = call_seconds * max(len(calls), 1)
     timeout = 2.0 + budget if timeout is None else timeout

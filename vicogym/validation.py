@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import difflib
 import math
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 #: the largest seed a vicogym episode takes (NumPy's ``integers(2**63 - 1)``)
 MAX_SEED = 2**63 - 1
@@ -29,11 +29,14 @@ def is_number(value: Any, low: float | None = None, high: float | None = None, f
     return (low is None or value >= low) and (high is None or value <= high)
 
 
-def did_you_mean(name: Any, known: Iterable[str], cutoff: float = 0.5, n: int = 1) -> str:
+def did_you_mean(name: Any, known: Iterable[str], cutoff: float = 0.5, n: int = 1,
+                 shown: Mapping[str, str] | None = None) -> str:
     """``"; did you mean 'x'?"`` for the known names closest to ``name`` (``" or "``
-    between several), or ``""`` when none is close."""
+    between several; ``shown`` maps a compared form to the name to print), or ``""``
+    when none is close."""
     close = difflib.get_close_matches(str(name), list(known), n=n, cutoff=cutoff)
-    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    shown = shown or {}
+    return f"; did you mean {' or '.join(repr(shown.get(c, c)) for c in close)}?" if close else ""
 
 
 def pick(rng: Any, items: Sequence[Any]) -> Any:

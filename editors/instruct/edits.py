@@ -122,7 +122,7 @@ def phrase(id: str, params: Mapping[str, Any], rng: np.random.Generator) -> str:
     becomes "1 word", "a enthusiastic" "an enthusiastic", "P.S.." "P.S."."""
     templates = EDITS[id].phrases
     values = {k: ", ".join(map(str, v)) if isinstance(v, (list, tuple)) else v for k, v in params.items()}
-    return english(templates[int(rng.integers(len(templates)))].format(**values))
+    return english(pick(rng, templates).format(**values))
 
 
 def english(text: str) -> str:

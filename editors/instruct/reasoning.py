@@ -27,7 +27,7 @@ def violate_temporal_sequence(response, p, rng):
     return without(response, p["markers"][-1], "Also")
 
 
-edits("temporal_sequence", ("Describe the steps in order, opening sentences with {markers}.", "Use the markers {markers}, in that order, at the start of sentences."), satisfy_temporal_sequence, violate_temporal_sequence, draw=lambda rng: {"markers": list(MARKERS[int(rng.integers(len(MARKERS)))])})
+edits("temporal_sequence", ("Describe the steps in order, opening sentences with {markers}.", "Use the markers {markers}, in that order, at the start of sentences."), satisfy_temporal_sequence, violate_temporal_sequence, draw=lambda rng: {"markers": list(pick(rng, MARKERS))})
 
 
 def satisfy_conditional_if(response, p, rng):

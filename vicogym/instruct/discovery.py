@@ -49,6 +49,7 @@ from vicogym.errors import VicogymError
 from vicogym.instruct.judge import check_judge_cases
 import vicogym.programs.instruct as instruct
 from vicogym.sandbox import ALLOWED_MODULES, run_untrusted_batch
+from vicogym.validation import is_number, pick
 
 ID_PATTERN = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 MAX_ID, MAX_CODE, MAX_CASES, MAX_CASE_RESPONSE, MAX_TEXT = 48, 20_000, 32, 10_000, 500
@@ -265,7 +266,7 @@ def schema_subset_problem(name: str, schema: Any, nested: bool = False) -> str |
         return f"expected the type of {name!r} in {allowed}, got {kind!r}"
     for key in ("minimum", "maximum", "minLength", "maxLength"):
         v = schema.get(key)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+        if v is not None and not is_number(v, finite=False):
             return f"expected {key} of {name!r} as a number, got {v!r}"
     if "enum" in schema and (not isinstance(schema["enum"], list) or not schema["enum"]
                              or not all(isinstance(v, (str, int, float, bool)) for v in schema["enum"])):
@@ -546,7 +547,7 @@ class SimulatedProposer:
     flawed: float = 0.25
 
     def __post_init__(self) -> None:
-        if isinstance(self.flawed, bool) or not isinstance(self.flawed, (int, float)) or not 0 <= self.flawed <= 1:
+        if not is_number(self.flawed, 0, 1, finite=False):
             raise ValueError(f"expected flawed as a probability in [0, 1], got {self.flawed!r}")
 
     def propose_text(self, facts: Mapping[str, Any] | None, known_ids: Iterable[str], rng: np.random.Generator,
@@ -556,7 +557,7 @@ class SimulatedProposer:
         fresh = [k for k in pool if BANK[k]["id"] not in known]
         if not fresh:
             return None
-        return json.dumps(BANK[fresh[int(rng.integers(len(fresh)))]])
+        return json.dumps(BANK[pick(rng, fresh)])
 
     def propose(self, facts: Mapping[str, Any] | None, known_ids: Iterable[str], rng: np.random.Generator,
                 image: np.ndarray | None = None) -> Proposal | None:

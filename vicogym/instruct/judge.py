@@ -37,6 +37,7 @@ import numpy as np
 from vicogym.clients import _ChatClient, _short, image_data_url, parse_spec
 from vicogym.errors import ModelError
 import vicogym.programs.instruct as instruct
+from vicogym.validation import is_int
 
 def fill(template: str, params: Mapping[str, Any]) -> str:
     """``template`` with each ``{name}`` replaced by the parameter (lists joined by ", ");
@@ -131,7 +132,7 @@ def parse_verdicts(text: str, n: int) -> list[tuple[bool, str]]:
         if not isinstance(item, dict):
             raise ValueError(f"expected each verdict as an object, got {_short(json.dumps(item), 80)} at position {i}")
         index, passed, diagnostic = item.get("index"), item.get("pass"), item.get("diagnostic", "")
-        if isinstance(index, bool) or not isinstance(index, int) or not 1 <= index <= n:
+        if not is_int(index, 1, n):
             raise ValueError(f"expected \"index\" as an integer from 1 to {n}, got {index!r} at position {i}")
         if index in found:
             raise ValueError(f"expected each index once, got index {index} twice")
@@ -157,7 +158,7 @@ class OpenAIJudge(_ChatClient):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if isinstance(self.reasks, bool) or not isinstance(self.reasks, int) or self.reasks < 0:
+        if not is_int(self.reasks, 0):
             raise ValueError(f"expected reasks as an integer >= 0, got {self.reasks!r}")
 
     def prompt(self, response: str, items: Sequence[tuple[Any, Mapping[str, Any]]], image: np.ndarray | None) -> str:

@@ -27,6 +27,7 @@ from vicogym.clients import _ChatClient, image_data_url, parse_spec
 import vicogym.editors.instruct as type_edits
 from vicogym.errors import ModelError
 from vicogym.programs.instruct import REGISTRY
+from vicogym.validation import pick
 
 #: how often a simulated target of skill 1 breaks a constraint of each category (the
 #: ordering VISA reports: counting, lexical and format fail most, style and conditional least)
@@ -187,13 +188,13 @@ class TemplateComposer:
     def compose(self, facts: Mapping[str, Any], constraints: Sequence[Mapping[str, Any]], rng: np.random.Generator,
                 explicit: Sequence[str] = ()) -> str:
         tasks = TASKS.get(str(facts.get("source")), DEFAULT_TASKS)
-        lines = [tasks[int(rng.integers(len(tasks)))]]
+        lines = [pick(rng, tasks)]
         for i in rng.permutation(len(constraints)):
             spec = constraints[int(i)]
             text = phrase_of(spec, rng)
             if spec["id"] in explicit:
                 text = f"Important (checked exactly): {text}"
-            connector = CONNECTORS[int(rng.integers(len(CONNECTORS)))]
+            connector = pick(rng, CONNECTORS)
             if connector and text[:2].istitle():  # "Also, end with ..." (an acronym such as "AI" stays)
                 text = text[0].lower() + text[1:]
             lines.append(connector + text)

@@ -46,6 +46,7 @@ import vicogym.editors.instruct as type_edits
 from vicogym.errors import GenerationError, InvalidEdit, RunError
 from vicogym.images import encode_png
 from vicogym.programs.instruct import REGISTRY, pass_rate
+from vicogym.validation import did_you_mean, is_int, pick
 
 ENV_ID = "vicogym/Instruct-v0"
 MEMORY_FILE = "memory.sqlite"
@@ -106,9 +107,9 @@ class SynthesizeConfig:
                           ("workers", 1), ("min_constraints", 1), ("grounded", 0), ("max_constraints", 1),
                           ("max_attempts", 0), ("probes", 1), ("concurrency", 1)):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            if not is_int(value, low):
                 raise ValueError(f"expected {name} to be an integer >= {low}, got {value!r}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+        if not is_int(self.seed, 0):
             raise ValueError(f"expected seed to be an integer >= 0, got {self.seed!r}")
         if self.min_constraints > self.max_constraints:
             raise ValueError(f"expected min_constraints <= max_constraints, got {self.min_constraints} > "
@@ -137,11 +138,7 @@ class SynthesizeConfig:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            import difflib
-
-            close = difflib.get_close_matches(unknown[0], sorted(known), n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise ValueError(f"synthesize has no setting {unknown[0]!r}{hint}")
+            raise ValueError(f"synthesize has no setting {unknown[0]!r}{did_you_mean(unknown[0], sorted(known), 0.6)}")
         return cls(**data)
 
     def identity(self) -> dict[str, Any]:
@@ -191,7 +188,7 @@ class ImageSource:
                 self.files[spec] = found
 
     def draw(self, rng: np.random.Generator) -> Picture:
-        spec = self.config.images[int(rng.integers(len(self.config.images)))]
+        spec = pick(rng, self.config.images)
         if spec in self.arms:
             return self._from_arm(spec, rng)
         return self._from_file(spec, rng)
@@ -221,7 +218,7 @@ class ImageSource:
         import cv2
 
         files = self.files[folder]
-        path = files[int(rng.integers(len(files)))]
+        path = pick(rng, files)
         data = cv2.imread(str(path), cv2.IMREAD_COLOR)
         if data is None:
             raise ValueError(f"{path} is not a readable image; remove it from {folder}")

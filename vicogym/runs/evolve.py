@@ -27,6 +27,7 @@ import numpy as np
 
 from vicogym.errors import RunError
 from vicogym.rewards import sweet_share
+from vicogym.validation import is_int
 
 STATE_FILE = "evolve.json"
 PLACEHOLDERS = ("round", "round_dir", "verl_files", "rewriter_data", "dataset_info", "next_actor_file",
@@ -61,7 +62,7 @@ class EvolveConfig:
         unknown = sorted(set(self.runtime) - set(RUNTIME))
         if unknown:
             raise ValueError(f"unknown runtime setting {unknown[0]!r}; known: {', '.join(RUNTIME)}")
-        if isinstance(self.rounds, bool) or not isinstance(self.rounds, int) or not 1 <= self.rounds <= 10_000:
+        if not is_int(self.rounds, 1, 10_000):
             raise ValueError(f"expected rounds to be an integer in [1, 10000], got {self.rounds!r}")
         for name in ("train_actor", "train_rewriter"):
             value = getattr(self, name)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures as cf
-import difflib
 import math
 import multiprocessing
 import os
@@ -36,6 +35,7 @@ from vicogym.registry import check_id, env_class, env_kind, make_config
 from vicogym.runs.rollout import KEEP_POLICIES, EpisodeStats, row_schema, run_episode, sample_row
 from vicogym.errors import RunError
 from vicogym.runs.shards import Mirror, RunFolder, is_url, read_shard_stats, shard_path, write_shard
+from vicogym.validation import did_you_mean, is_int
 
 #: what generation sets unless ``env_kwargs`` says otherwise
 GENERATION_DEFAULTS: Mapping[str, Any] = {"max_turns": 3}
@@ -76,12 +76,12 @@ class GenerateConfig:
         parse_rewriter(self.rewriter)  # a bad spec fails here, before anything runs
         for name in ("n", "workers", "episodes_per_shard", "threads", "episodes_in_flight"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            if not is_int(v, 1):
                 raise ValueError(f"expected {name} to be a positive integer, got {v!r}")
         if self.max_episodes is not None and (isinstance(self.max_episodes, bool)
                                               or not isinstance(self.max_episodes, int) or self.max_episodes < 1):
             raise ValueError(f"expected max_episodes to be a positive integer or None, got {self.max_episodes!r}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+        if not is_int(self.seed, 0):
             raise ValueError(f"expected seed to be a non-negative integer, got {self.seed!r}")
         if self.keep not in KEEP_POLICIES:
             raise ValueError(f"expected keep in {KEEP_POLICIES}, got {self.keep!r}")
@@ -103,9 +103,7 @@ class GenerateConfig:
         known = [f.name for f in fields(cls)]
         for key in data:
             if key not in known:
-                close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.5)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
-                raise ValueError(f"unknown generate setting {key!r}{hint} (settings: {', '.join(known)}; "
+                raise ValueError(f"unknown generate setting {key!r}{did_you_mean(key, known)} (settings: {', '.join(known)}; "
                                  f"environment settings go under env_kwargs)")
         return cls(**data)
 

@@ -214,4 +214,4 @@ def _report(folder: Path, out: str | Path | None, limit: int) -> Path:
     return out / "index.html"
 
 
-__all__ = ["report", "rounds_of"]
+__all__ = ["rounds_of", "write_report_page"]
