@@ -23,7 +23,7 @@ import numpy as np
 from gymnasium import spaces
 
 import vicogym
-from vicogym.arm import Arm, render_seed, require_extras
+from vicogym.arm import Arm, require_extras
 from vicogym.core import Edit, Provenance, Render, Sample, Seed, StepResult
 from vicogym.errors import GenerationError, InvalidEdit
 from vicogym.policies import Actor, make_actor
@@ -263,8 +263,7 @@ class VicoEnv(gym.Env):
                               f"max_question_chars={self.config.max_question_chars}")
 
     def _render(self, structure: Any) -> tuple[str, Render]:
-        text, payloads = self.arm.encode(structure)
-        render = self.arm.render(structure, np.random.default_rng(render_seed(text, payloads)))
+        text, render = self.arm.encode_and_render(structure)
         image = np.array(render.image, dtype=np.uint8, copy=True)
         image.setflags(write=False)  # samples are handed out in info: nobody may change their pixels
         return text, replace(render, image=image)

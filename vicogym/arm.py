@@ -168,10 +168,15 @@ class Arm(abc.ABC):
             return f"question {row['question']!r} does not fit its label rule: {mismatch}"
         return None
 
-    def render_seeded(self, structure: Any) -> Render:
-        """Render ``structure`` with its own render seed (the same bytes every time)."""
+    def encode_and_render(self, structure: Any) -> tuple[str, Render]:
+        """``structure``'s canonical text, and its render with its own render seed (a
+        function of that text and the payloads: the same bytes every time)."""
         text, payloads = self.encode(structure)
-        return self.render(structure, np.random.default_rng(render_seed(text, payloads)))
+        return text, self.render(structure, np.random.default_rng(render_seed(text, payloads)))
+
+    def render_seeded(self, structure: Any) -> Render:
+        """Render ``structure`` with its own render seed (see :meth:`encode_and_render`)."""
+        return self.encode_and_render(structure)[1]
 
     def render_checked(self, structure: Any, rule: Mapping[str, Any]) -> Render:
         """:meth:`render_seeded` and :meth:`validate` on it (what the environment does to

@@ -38,6 +38,8 @@ def die_with_parent(parent: int) -> None:
 
 #: where a run's work runs: this machine's processes, or Ray actors (a local instance or a cluster)
 BACKENDS = ("local", "ray")
+#: the settings that say where a run's work runs (never what it writes: no identity holds them)
+BACKEND_SETTINGS = ("backend", "workers", "ray_address", "ray_cpus", "ray_gpus")
 
 
 def check_backend(backend: Any, ray_address: Any, **resources: Any) -> None:
@@ -169,3 +171,10 @@ class RayActors:
         if self.started and self.ray.is_initialized():
             self.ray.shutdown()
         self._done.set()
+
+
+def ray_actors(cls: type, config: Any, *args: Any) -> RayActors:
+    """``config.workers`` Ray actors of ``cls`` (built with ``args``) where a run's config
+    says: ``ray_address``, ``ray_cpus`` and (where it has one) ``ray_gpus`` per actor."""
+    return RayActors(cls, config.workers, *args, address=config.ray_address, cpus=config.ray_cpus,
+                     gpus=getattr(config, "ray_gpus", 0.0))

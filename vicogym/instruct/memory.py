@@ -22,6 +22,7 @@ from typing import Any, Iterator, Mapping
 import numpy as np
 
 from vicogym.errors import RunError
+from vicogym.runs.rounds import check_identity
 
 SCHEMA_VERSION = 1
 _TABLES = """
@@ -72,10 +73,8 @@ class Memory:
         if known is None:
             self.set_meta("identity", dict(identity))
             return
-        if known != json.loads(json.dumps(dict(identity), sort_keys=True)):
-            changed = sorted(k for k in set(known) | set(identity) if known.get(k) != identity.get(k))
-            raise RunError(f"{self.path} belongs to a run with other settings ({', '.join(changed)} differ); "
-                           f"resume with the same settings or use a new --out folder")
+        check_identity(known, identity, f"{self.path} belongs to a run with other settings ({{changed}} differ); "
+                       f"resume with the same settings or use a new --out folder")
 
     # -- rounds ----------------------------------------------------------------------------
     def next_round(self) -> int:

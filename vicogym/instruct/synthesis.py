@@ -44,15 +44,15 @@ import numpy as np
 import vicogym
 import vicogym.editors.instruct as type_edits
 from vicogym.errors import GenerationError, InvalidEdit, RunError
-from vicogym.images import encode_png
+from vicogym.processes import BACKEND_SETTINGS
 from vicogym.programs.instruct import REGISTRY, pass_rate
 from vicogym.validation import did_you_mean, is_int, pick
 
 ENV_ID = "vicogym/Instruct-v0"
 MEMORY_FILE = "memory.sqlite"
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".webp", ".bmp")
-#: settings that change how a run runs, not what it makes
-RUNTIME = ("out", "n", "concurrency", "progress", "backend", "workers", "ray_address", "ray_cpus")
+#: settings that change how a run runs, not what it makes (n: a run may be extended)
+RUNTIME = ("out", "n", "concurrency", "progress", *BACKEND_SETTINGS)
 RECOVERIES = ("response_edit", "instruction_rewrite", "simplify")
 
 
@@ -495,20 +495,18 @@ def episode_rng(seed: int, round: int, position: int) -> np.random.Generator:
 
 
 def row_schema():
+    """The Arrow schema of a synthesis run's shards."""
     import pyarrow as pa
 
-    from vicogym.runs.trainer_columns import verl_schema
+    from vicogym.runs.trainer_columns import images_type, payloads_type, shard_schema
 
-    return pa.schema([
+    return shard_schema([
         ("id", pa.string()), ("env_id", pa.string()), ("round", pa.int64()), ("position", pa.int64()),
-        ("images", pa.list_(pa.struct([("bytes", pa.binary()), ("path", pa.string())]))),
-        ("instruction", pa.string()), ("constraints", pa.string()), ("response", pa.string()),
-        ("verdicts", pa.string()), ("attempts", pa.int64()), ("recoveries", pa.string()),
+        ("images", images_type()), ("instruction", pa.string()), ("constraints", pa.string()),
+        ("response", pa.string()), ("verdicts", pa.string()), ("attempts", pa.int64()), ("recoveries", pa.string()),
         ("difficulty", pa.float64()), ("level", pa.string()), ("profile", pa.string()),
         ("probe_scores", pa.list_(pa.float64())), ("facts", pa.string()), ("image_source", pa.string()),
-        ("discovered", pa.string()), ("provenance", pa.string()),
-        ("payloads", pa.list_(pa.struct([("name", pa.string()), ("data", pa.binary())]))),
-        *[verl_schema().field(i) for i in range(len(verl_schema()))],
+        ("discovered", pa.string()), ("provenance", pa.string()), ("payloads", payloads_type()),
     ])
 
 
@@ -525,11 +523,11 @@ def sample_row(config: SynthesizeConfig, round: int, position: int, picture: Pic
     discovered = [{"id": t, "sha256": Proposal.from_json(records[t]).sha256} for t in named]
     truth = json.dumps({"constraints": constraints, "types": discovered}, sort_keys=True, ensure_ascii=False)
     from vicogym.arm import payload_list
-    from vicogym.runs.trainer_columns import IMAGE_TOKEN
+    from vicogym.runs.trainer_columns import IMAGE_TOKEN, image_column
 
     return {
         "id": row_id, "env_id": ENV_ID, "round": round, "position": position,
-        "images": [{"bytes": encode_png(picture.image), "path": f"{row_id}.png"}],
+        "images": image_column(row_id, picture.image),
         "instruction": result["instruction"],
         "constraints": json.dumps(constraints, sort_keys=True, ensure_ascii=False),
         "response": result["response"],
@@ -694,10 +692,9 @@ def synthesize(config: SynthesizeConfig, log: Callable[[str], None] | None = Non
     ray_pool = None
     try:
         if config.backend == "ray":
-            from vicogym.processes import RayActors
+            from vicogym.processes import ray_actors
 
-            ray_pool = RayActors(_RaySynthWorker, config.workers, config, address=config.ray_address,
-                                 cpus=config.ray_cpus)
+            ray_pool = ray_actors(_RaySynthWorker, config, config)
         memory.check_identity(config.identity())
         synth.records.update(load_discovered(memory.discovered(), synth.judge))
         types = write_types(out, memory.discovered())  # (again: a kill may have come between a commit and the file)

@@ -26,6 +26,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from vicogym.errors import RunError
+from vicogym.runs.rounds import Ledger
 from vicogym.rewards import sweet_share
 from vicogym.validation import is_int
 
@@ -151,36 +152,18 @@ def evolve(config: EvolveConfig, progress: bool = True, on_round: Any = print,
     from vicogym.runs.llamafactory import export_llamafactory
     from vicogym.runs.generate import generate
     from vicogym.registry import make_config
-    from vicogym.runs.shards import write_json_atomic
 
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
-    state_path = out / STATE_FILE
-    identity = config.identity()
-    if state_path.is_file():
-        state = json.loads(state_path.read_text(encoding="utf-8"))
-        if not any(entry.get("stages") for entry in state.get("rounds", [])):
-            state = {"config": identity, "rounds": []}  # nothing was done: the settings may change freely
-        if state.get("config") != identity:
-            same = {k for k in identity if k != "rounds" and state["config"].get(k) == identity[k]}
-            if same != set(identity) - {"rounds"}:
-                changed = sorted(set(identity) - same - {"rounds"})
-                raise RunError(f"{out} holds an evolve run with other settings (differing: {', '.join(changed)}); use "
-                               "a new --out, or the same settings (more --rounds may be added) to resume it")
-        state["config"] = identity
-    elif any(out.iterdir()):
+    if not (out / STATE_FILE).is_file() and any(out.iterdir()):
         raise RunError(f"{out} is not empty and holds no {STATE_FILE}; use a new or empty --out")
-    else:
-        state = {"config": identity, "rounds": []}
+    ledger = Ledger(out / STATE_FILE, config.identity(), f"{out} holds an evolve run with other settings (differing: "
+                    "{changed}); use a new --out, or the same settings (more --rounds may be added) to resume it",
+                    growable=("rounds",))
     zone = make_config(config.env_id, dict(config.env_kwargs)).sweet_zone
     actor, rewriter = config.actor, config.rewriter
     for r in range(config.rounds):
-        if r < len(state["rounds"]):
-            entry = state["rounds"][r]
-        else:
-            entry = {"round": r, "actor": actor, "rewriter": rewriter, "stages": []}
-            state["rounds"].append(entry)
-            write_json_atomic(state_path, state)
+        entry = ledger.entry(r, actor=actor, rewriter=rewriter)
         actor, rewriter = entry["actor"], entry["rewriter"]
         folder = out / f"round-{r:03d}"
         # generation resumes, and a finished round whose shards went missing is made whole again
@@ -189,15 +172,13 @@ def evolve(config: EvolveConfig, progress: bool = True, on_round: Any = print,
             raise RunError(f"round {r} made {manifest['counts']['samples']} of {config.n} samples within its "
                            "episode budget; raise n's budget or check the rejections in its manifest")
         shards = {s["name"]: s["sha256"] for s in manifest["shards"]}
-        if entry.get("shards") != shards:
-            entry["shards"] = shards
-            entry["stages"] = ["generated"] + [s for s in entry["stages"] if s.startswith("trained")]  # export again
-            write_json_atomic(state_path, state)
+        if entry.get("shards") != shards:  # new shards: export them again; the training stages done stand
+            ledger.redo(entry, ["generated"] + [s for s in entry["stages"] if s.startswith("trained")], shards=shards)
         paths = {"round": str(r), "round_dir": str(folder), "verl_files": str(folder / "verl_files.txt"),
                  "rewriter_data": str(folder / "rewriter" / "rewriter.json"),
                  "dataset_info": str(folder / "rewriter" / "dataset_info.json"),
                  "next_actor_file": str(folder / "next_actor"), "next_rewriter_file": str(folder / "next_rewriter")}
-        if "exported" not in entry["stages"]:
+        if not ledger.done(entry, "exported"):
             shards = sorted(str(p.resolve()) for p in folder.glob("part-*.parquet"))
             (folder / "verl_files.txt").write_text("\n".join(shards) + "\n", encoding="utf-8")
             try:
@@ -206,24 +187,19 @@ def evolve(config: EvolveConfig, progress: bool = True, on_round: Any = print,
                 entry["rewriter_records"] = 0
                 entry["note"] = str(exc)
                 on_note(r, str(exc))
-            entry["stats"] = round_stats(folder, zone)
-            entry["stages"].append("exported")
-            write_json_atomic(state_path, state)
+            ledger.mark(entry, "exported", stats=round_stats(folder, zone))
             on_round(r, entry["stats"])
         for what, template in (("actor", config.train_actor), ("rewriter", config.train_rewriter)):
             stage = f"trained_{what}"
             if what == "rewriter" and template and not entry.get("rewriter_records"):
                 on_note(r, "no rewriter data this round: its training command is skipped")
                 continue
-            if template and stage not in entry["stages"]:
+            if template and not ledger.done(entry, stage):
                 _run_command(template, paths, what, r)
-                entry["stages"].append(stage)
-                write_json_atomic(state_path, state)
+                ledger.mark(entry, stage)
         actor = _next_spec(folder / "next_actor") or actor
         rewriter = _next_spec(folder / "next_rewriter") or rewriter
-    state["finished_rounds"] = config.rounds
-    write_json_atomic(state_path, state)
-    return state
+    return ledger.finish(finished_rounds=config.rounds)
 
 
 __all__ = ["EvolveConfig", "evolve", "round_stats"]

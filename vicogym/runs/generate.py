@@ -28,8 +28,8 @@ import numpy as np
 
 import vicogym
 from vicogym.core import canonical_json
-from vicogym.runs.trainer_columns import verl_fields, verl_schema
-from vicogym.processes import check_backend, die_with_parent, limit_threads
+from vicogym.runs.trainer_columns import verl_fields
+from vicogym.processes import BACKEND_SETTINGS, check_backend, die_with_parent, limit_threads
 from vicogym.rewards import sweet_share
 from vicogym.registry import check_id, env_class, env_kind, make_config
 from vicogym.runs.rollout import KEEP_POLICIES, EpisodeStats, row_schema, run_episode, sample_row
@@ -39,8 +39,9 @@ from vicogym.validation import did_you_mean, is_int
 
 #: what generation sets unless ``env_kwargs`` says otherwise
 GENERATION_DEFAULTS: Mapping[str, Any] = {"max_turns": 3}
-#: settings of how a run runs, not of what it writes
-RUNTIME = ("backend", "ray_address", "ray_cpus", "ray_gpus", "threads", "episodes_in_flight")
+#: settings of how a run runs, not of what it writes (the command line and evolve pass them on;
+#: ``workers`` is a setting of its own)
+RUNTIME = tuple(s for s in BACKEND_SETTINGS if s != "workers") + ("threads", "episodes_in_flight")
 
 
 @dataclass(frozen=True)
@@ -293,7 +294,7 @@ def _generate(config: GenerateConfig, folder: RunFolder, progress: bool, push: C
     env = _env_for(config)  # builds the source: bad source data fails here, before any file is written
     previous = folder.open(identity)
     out = folder.out
-    schema = _schema()
+    schema = row_schema()
     blocks_total = math.ceil(config.episode_budget / config.episodes_per_shard)
     run = _Progress(config, env.arm.source_summary(), folder.side_files())
     bar = tqdm(total=config.n, desc=f"generate {config.env_id}", unit="sample", disable=not progress)
@@ -396,10 +397,9 @@ def _ray_block_results(config: GenerateConfig, first: int, last: int,
                        needed: Callable[[], int]) -> Iterator[tuple[int, Any]]:
     """Blocks on Ray actors. While Ray starts (seconds for a local instance), this process
     runs the first blocks itself: a block's rows do not depend on where it runs."""
-    from vicogym.processes import RayActors
+    from vicogym.processes import ray_actors
 
-    pool = RayActors(_RayBlockWorker, config.workers, config.threads, address=config.ray_address,
-                     cpus=config.ray_cpus, gpus=config.ray_gpus)  # names the [ray] extra when ray is missing
+    pool = ray_actors(_RayBlockWorker, config, config.threads)  # names the [ray] extra when ray is missing
     import ray
 
     pending: collections.deque = collections.deque()
@@ -446,12 +446,6 @@ class _Progress:
         manifest["source"] = self.source_report
         manifest["files"] = dict(sorted(self.files.items()))
         return manifest
-
-
-def _schema():
-    import pyarrow as pa
-
-    return pa.schema(list(row_schema()) + list(verl_schema()))
 
 
 def _episodes(config: GenerateConfig, block: int, count: int) -> list[int]:

@@ -17,24 +17,28 @@ import numpy as np
 from vicogym.arm import Arm, payload_list
 from vicogym.core import Sample
 from vicogym.errors import GenerationError
-from vicogym.images import encode_png
+from vicogym.runs.trainer_columns import image_column, images_type, payloads_type, shard_schema
 
 KEEP_POLICIES = ("final", "all", "sweet")
 
 
-def row_schema():
-    """Arrow schema of the columns every arm's rows have (exporters add theirs)."""
+def row_fields() -> list[Any]:
+    """The columns every arm's rows have (the trainer columns follow them)."""
     import pyarrow as pa
 
-    payloads = pa.list_(pa.struct([("name", pa.string()), ("data", pa.binary())]))
-    return pa.schema([
-        ("id", pa.string()), ("env_id", pa.string()), ("source_id", pa.string()),
-        ("images", pa.list_(pa.struct([("bytes", pa.binary()), ("path", pa.string())]))),
+    payloads = payloads_type()
+    return [
+        ("id", pa.string()), ("env_id", pa.string()), ("source_id", pa.string()), ("images", images_type()),
         ("question", pa.string()), ("answer", pa.string()), ("label_rule", pa.string()), ("label", pa.string()),
         ("structure", pa.string()), ("payloads", payloads), ("seed_structure", pa.string()),
         ("seed_payloads", payloads), ("edit_trace", pa.string()), ("pass_rate", pa.float64()),
         ("pass_rate_before", pa.float64()), ("reward", pa.float64()), ("provenance", pa.string()),
-    ])
+    ]
+
+
+def row_schema():
+    """The Arrow schema of a generation run's shards."""
+    return shard_schema(row_fields())
 
 
 @dataclass
@@ -123,7 +127,7 @@ def sample_row(arm: Arm, env_id: str, row_id: str, kept: Kept, seed_sample: Samp
         "id": row_id,
         "env_id": env_id,
         "source_id": sample.provenance.source_id,
-        "images": [{"bytes": encode_png(sample.image), "path": f"{row_id}.png"}],  # the one copy of the PNG
+        "images": image_column(row_id, sample.image),
         "question": sample.question,
         "answer": sample.answer,
         "label_rule": sample.rule_kind,

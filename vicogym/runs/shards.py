@@ -162,9 +162,10 @@ class RunFolder:
                 raise RunError(f"{self.out} is not empty ({', '.join(names[:5])}{' ...' if len(names) > 5 else ''}); "
                                f"use a new or empty --out")
             return
-        if self.shards() and previous != identity:
-            changed = sorted(k for k in set(previous) | set(identity) if previous.get(k) != identity.get(k))
-            raise RunError(f"{self.out} holds a run with other settings (differing: {', '.join(changed)}); "
+        if self.shards():
+            from vicogym.runs.rounds import check_identity
+
+            check_identity(previous, identity, f"{self.out} holds a run with other settings (differing: {{changed}}); "
                            f"use a new --out, or the same settings to resume it")
 
     def lock(self) -> None:

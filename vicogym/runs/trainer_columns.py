@@ -32,6 +32,34 @@ def verl_schema():
     ])
 
 
+def images_type():
+    """The Arrow type of a row's ``images`` column: verl's list of ``{bytes, path}``."""
+    import pyarrow as pa
+
+    return pa.list_(pa.struct([("bytes", pa.binary()), ("path", pa.string())]))
+
+
+def payloads_type():
+    """The Arrow type of a row's binary payloads: a list of ``{name, data}``."""
+    import pyarrow as pa
+
+    return pa.list_(pa.struct([("name", pa.string()), ("data", pa.binary())]))
+
+
+def image_column(row_id: str, image: Any) -> list[dict[str, Any]]:
+    """A row's ``images`` value: its one copy of the PNG, named by the row."""
+    from vicogym.images import encode_png
+
+    return [{"bytes": encode_png(image), "path": f"{row_id}.png"}]
+
+
+def shard_schema(fields: list[Any]):
+    """The schema of a shard: a kind of row's own ``fields``, then verl's columns."""
+    import pyarrow as pa
+
+    return pa.schema(list(fields) + list(verl_schema()))
+
+
 def verl_prompt(question: str, hints: ExportHints) -> str:
     return IMAGE_TOKEN + question + hints.prompt_suffix
 
