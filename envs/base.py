@@ -45,7 +45,8 @@ class EnvConfig:
     """Settings every arm shares. JSON-serialisable; arms extend it."""
 
     k: int = 8
-    max_turns: int = 4
+    #: edit turns per episode; every step uses one, a rejected edit too
+    max_turns: int = 3
     invalid_penalty: float = -1.0
     reward_shape: str = "band"
     sweet_zone: tuple[float, float] = (0.35, 0.65)

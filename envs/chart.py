@@ -224,11 +224,12 @@ class ChartEnv(VicoEnv):
 
     ## Episode End
 
-    Terminated by a ``stop`` op; truncated after ``max_turns`` steps (valid or not).
+    Terminated by a ``stop`` op; truncated after ``max_turns`` steps (3 by default), valid or
+    not: a rejected edit uses a turn too.
 
     ## Arguments
 
-    ``gymnasium.make("vicogym/Chart-v0", k=8, max_turns=4, source="procedural",
+    ``gymnasium.make("vicogym/Chart-v0", k=8, max_turns=3, source="procedural",
     actor="simulated", invalid_penalty=-1.0, reward_shape="band", sweet_zone=(0.35, 0.65),
     dpi=80, scorer="relaxed", templates=None, max_tries=16, rewriter_max_ops=2)``;
     ``templates`` restricts procedural questions to the given template ids;

@@ -256,13 +256,14 @@ class ClevrEnv(VicoEnv):
 
     ## Episode End
 
-    Terminated by a ``stop`` op; truncated after ``max_turns`` steps (valid or not).
+    Terminated by a ``stop`` op; truncated after ``max_turns`` steps (3 by default), valid or
+    not: a rejected edit uses a turn too.
 
     ## Arguments
 
     ``gymnasium.make("vicogym/CLEVR-v0", source="procedural", engine="cycles", width=320,
     height=240, samples=16, denoise=False, render_timeout=120, templates=None, k=8,
-    max_turns=4, ...)``. ``engine="workbench"`` is a fast preview in the objects' colours.
+    max_turns=3, ...)``. ``engine="workbench"`` is a fast preview in the objects' colours.
     ``denoise=True`` gives cleaner Cycles images whose bytes may differ by 1 of 255 in a few
     pixels from one process to the next (OpenImageDenoise). Needs the ``[clevr]`` extra
     (``bpy``).

@@ -414,12 +414,13 @@ class NaturalEnv(VicoEnv):
 
     ## Episode End
 
-    Terminated by a ``stop`` op; truncated after ``max_turns`` steps (valid or not).
+    Terminated by a ``stop`` op; truncated after ``max_turns`` steps (3 by default), valid or
+    not: a rejected edit uses a turn too.
 
     ## Arguments
 
     ``gymnasium.make("vicogym/Natural-v0", source="demo", segmenter="grabcut", margin=8,
-    inpainter="opencv", width=512, height=512, k=8, max_turns=4, ...)``. Segment Anything
+    inpainter="opencv", width=512, height=512, k=8, max_turns=3, ...)``. Segment Anything
     (``segmenter="sam"``) and the diffusers inpainters need the ``[natural]`` extra and
     local weights (nothing is downloaded).
 

@@ -684,7 +684,8 @@ def make_source(source: str, templates: tuple[str, ...] | None = None, max_tries
         return ProceduralSource(templates, max_tries)
     if Path(source).is_dir():
         return ChartQASource(source, tier2)
-    raise SourceError(f"expected source 'procedural' or a ChartQA folder (tables/ + qa.jsonl), got {source!r}")
+    raise SourceError(f"expected source 'procedural' or a ChartQA folder (tables/ + qa.jsonl), got {source!r}"
+                      + (", which does not exist" if not Path(source).exists() else ", which is no folder"))
 
 
 __all__ = ["ChartQASource", "ProceduralSource", "classify_record", "load_chartqa_table", "make_source", "parse_cell",

@@ -208,7 +208,8 @@ def make_source(source: str, width: int, height: int, templates: tuple[str, ...]
         return ProceduralSource(width, height, templates, min_objects, max_objects, max_tries, unasked)
     if Path(source).is_dir():
         return ReleaseSource(source, width, height, split, templates, max_tries, unasked)
-    raise SourceError(f"expected source 'procedural' or a CLEVR release folder (scenes/, questions/), got {source!r}")
+    raise SourceError(f"expected source 'procedural' or a CLEVR release folder (scenes/, questions/), got {source!r}"
+                      + (", which does not exist" if not Path(source).exists() else ", which is no folder"))
 
 
 __all__ = ["ProceduralSource", "ReleaseSource", "make_source", "procedural_scene"]

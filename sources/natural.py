@@ -190,8 +190,9 @@ class RecordSource:
         elif path.is_dir():
             self.records, base = coco_records(path), path
         else:
+            where = "does not exist" if not path.exists() else "is neither a .jsonl file nor a folder"
             raise SourceError(f"expected source 'demo', a .jsonl file or a COCO-style folder (annotations.json, "
-                              f"questions.json), got {source!r}")
+                              f"questions.json), got {source!r}, which {where}")
         self.name, self.base = source, base
         self._images: dict[str, np.ndarray] = {}
         for record in self.records:

@@ -1,6 +1,8 @@
 import gymnasium as gym
 import pytest
 
+from conftest import REPO
+
 import vicogym
 from vicogym.errors import MissingExtra
 from vicogym.registry import env_class, make_arm, make_config, register, unregister
@@ -44,8 +46,10 @@ def test_a_missing_extra_is_named_at_make():
     try:
         with pytest.raises(MissingExtra) as info:
             gym.make("vicogym/ToyExtra-v0")
+        # this checkout is an editable install: the command names the clone, which works from any folder
         assert str(info.value) == ("vicogym/ToyExtra-v0 needs the 'vicogym_no_such_module' package, which the "
-                                   "[toyextra] extra installs: pip install 'vicogym[toyextra]' (or 'vicogym[all]')")
+                                   f"[toyextra] extra installs: pip install -e '{REPO}[toyextra]' (or [all] for every "
+                                   "arm)")
         with pytest.raises(MissingExtra):
             make_arm("vicogym/ToyExtra-v0")
     finally:

@@ -216,12 +216,26 @@ def payload_list(payloads: Mapping[str, bytes]) -> list[dict[str, Any]]:
     return [{"name": name, "data": payloads[name]} for name in sorted(payloads)]
 
 
+def install_command(extra: str) -> str:
+    """The pip command that installs ``extra`` where this vicogym is: ``pip install -e
+    'CLONE[extra]'`` for a clone (an editable install), ``pip install 'vicogym[extra]'``
+    otherwise."""
+    from pathlib import Path
+
+    import vicogym
+
+    root = Path(vicogym.__file__).resolve().parents[1]
+    if (root / "pyproject.toml").is_file() and (root / "vicogym").is_dir():
+        return f"pip install -e '{root}[{extra}]'"
+    return f"pip install 'vicogym[{extra}]'"
+
+
 def require_module(module: str, extra: str, what: str) -> None:
     """Raise :class:`MissingExtra` when ``module`` (which ``what`` needs) cannot be imported,
-    naming the pip extra that installs it."""
+    naming the pip extra that installs it, and the command that installs it here."""
     if importlib.util.find_spec(module) is None:
         raise MissingExtra(f"{what} needs the {module!r} package, which the [{extra}] extra installs: "
-                           f"pip install 'vicogym[{extra}]' (or 'vicogym[all]')")
+                           f"{install_command(extra)} (or [all] for every arm)")
 
 
 def require_extras(arm_class: type[Arm], env_id: str) -> None:

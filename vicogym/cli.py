@@ -1,7 +1,9 @@
-"""Command line: ``vicogym envs``, ``vicogym generate``, ``vicogym verify``.
+"""Command line: ``vicogym envs``, ``generate``, ``verify``, ``export``, ``evolve``,
+``synthesize``, ``report``.
 
 Every input gets an answer: bad flags, files and settings end with a one-line message
-that says what to change (exit code 2), never a traceback.
+that says what to change (exit code 2), never a traceback. The help is plain text, so
+that every default shows (``[vicogym-out]``, ``[random]``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Verifiable visual environments for VLM RL.")
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+                  help="Verifiable visual environments for VLM RL.")
 console = Console()
 errors = Console(stderr=True, soft_wrap=True)
 MAX_PROBLEMS_SHOWN = 50
@@ -59,6 +62,17 @@ def parse_setting(text: str) -> tuple[str, Any]:
         return key, raw
 
 
+def json_flag(flag: str, text: str) -> Any:
+    """The JSON value of ``flag`` (a JSON object given on the command line), or a message
+    naming the flag."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{flag} {text!r} is not valid JSON ({exc.msg} at column {exc.colno}); give a JSON object "
+                         f"such as '{{\"name\": \"simulated\", \"skill\": 3.0}}', or a spec such as simulated or "
+                         f"openai:MODEL@URL") from None
+
+
 def load_config_file(path: Path) -> dict[str, Any]:
     """Generate settings from a TOML or JSON file (``env_kwargs`` as a table/object)."""
     if not path.is_file():
@@ -83,9 +97,11 @@ def load_config_file(path: Path) -> dict[str, Any]:
     return data
 
 
-#: how a run runs (generate and evolve): the output does not depend on them
+#: options several commands share (how a run runs does not change what it writes)
 BACKEND = typer.Option(None, "--backend", help="local (worker processes) | ray (Ray actors on a local instance or "
-                       "the cluster at --ray-address) [local]")
+                       "the cluster at --ray-address); the output does not depend on it [local]")
+WORKERS = typer.Option(None, "--workers", help="worker processes (local) or Ray actors (ray); the output does not "
+                       "depend on it [1]")
 RAY_ADDRESS = typer.Option(None, "--ray-address", help="an existing Ray cluster ('auto', 'ray://HOST:10001'); "
                            "default: a local instance")
 RAY_CPUS = typer.Option(None, "--ray-cpus", help="CPUs per Ray worker [1]")
@@ -93,6 +109,11 @@ RAY_GPUS = typer.Option(None, "--ray-gpus", help="GPUs per Ray worker, for a loc
 THREADS = typer.Option(None, "--threads", help="native (BLAS, OpenMP) threads per worker [1]")
 IN_FLIGHT = typer.Option(None, "--episodes-in-flight", help="episodes each worker runs side by side, so that an actor "
                          "server gets their requests at once [1]")
+PROGRESS = typer.Option(True, "--progress/--no-progress", help="show a progress bar")
+SETTINGS = typer.Option(None, "--set", help="setting KEY=VALUE (the value read as JSON, else as text); repeatable")
+CONFIG = typer.Option(None, "--config", help="a TOML or JSON file of settings (the flags override it)")
+ACTOR = "simulated, openai:MODEL@URL for an OpenAI-compatible server (key from $OPENAI_API_KEY), or a JSON object"
+REWRITER = "random | search | search:N | openai:MODEL@URL"
 
 
 def _runtime(values: dict[str, Any]) -> dict[str, Any]:
@@ -104,32 +125,31 @@ def _runtime(values: dict[str, Any]) -> dict[str, Any]:
 def generate(
     env_id: Optional[str] = typer.Argument(None, help="environment id (see `vicogym envs`); default vicogym/Chart-v0"),
     n: Optional[int] = typer.Option(None, "--n", help="samples to generate [64]"),
-    out: Optional[str] = typer.Option(None, "--out", help="output folder, resumable [vicogym-out]"),
+    out: Optional[str] = typer.Option(None, "--out", help="output folder (or fsspec URL), resumable [vicogym-out]"),
     seed: Optional[int] = typer.Option(None, "--seed", help="run seed: same seed, same bytes [0]"),
-    workers: Optional[int] = typer.Option(None, "--workers", help="worker processes; the output does not depend on it [1]"),
+    workers: Optional[int] = WORKERS,
     keep: Optional[str] = typer.Option(None, "--keep", help="final | all | sweet [final]"),
     episodes_per_shard: Optional[int] = typer.Option(None, "--episodes-per-shard", help="episodes per Parquet shard [16]"),
     max_episodes: Optional[int] = typer.Option(None, "--max-episodes", help="episode budget [max(4n, 32)]"),
     k: Optional[int] = typer.Option(None, "--k", help="actor rollouts per sample (same as --set k=K) [8]"),
-    actor: Optional[str] = typer.Option(None, "--actor", help="simulated, or openai:MODEL@URL for an OpenAI-compatible "
-                                        "server (key from $OPENAI_API_KEY) [simulated]"),
-    rewriter: Optional[str] = typer.Option(None, "--rewriter", help="random | search | search:N | openai:MODEL@URL "
-                                           "[random]"),
+    actor: Optional[str] = typer.Option(None, "--actor", help=ACTOR + " [simulated]"),
+    rewriter: Optional[str] = typer.Option(None, "--rewriter", help=REWRITER + " [random]"),
     max_turns: Optional[int] = typer.Option(None, "--max-turns", help="edit turns per episode (--set max_turns=T) [3]"),
     source: Optional[str] = typer.Option(None, "--source", help="seed source of the environment (--set source=S)"),
     tier2: Optional[str] = typer.Option(None, "--tier2", help="drop | keep: real records whose answer their own "
                                         "table contradicts (--set tier2=...)"),
-    settings: Optional[list[str]] = typer.Option(None, "--set", help="environment setting KEY=VALUE (JSON value); repeatable"),
-    config_file: Optional[Path] = typer.Option(None, "--config", help="TOML or JSON file of generate settings"),
+    settings: Optional[list[str]] = SETTINGS,
+    config_file: Optional[Path] = CONFIG,
     backend: Optional[str] = BACKEND,
     ray_address: Optional[str] = RAY_ADDRESS,
     ray_cpus: Optional[float] = RAY_CPUS,
     ray_gpus: Optional[float] = RAY_GPUS,
     threads: Optional[int] = THREADS,
     episodes_in_flight: Optional[int] = IN_FLIGHT,
-    progress: bool = typer.Option(True, "--progress/--no-progress"),
+    progress: bool = PROGRESS,
 ) -> None:
-    """Run rewriter episodes and stream accepted samples to Parquet shards."""
+    """Run rewriter episodes and stream accepted samples to Parquet shards (--set: an
+    environment setting)."""
     arguments = dict(locals())
     from vicogym.errors import VicogymError
 
@@ -146,7 +166,7 @@ def generate(
             raise ValueError(f"expected env_kwargs as a table of environment settings, got {env_kwargs!r}")
         env_kwargs = dict(env_kwargs)
         if actor is not None and actor.strip().startswith("{"):
-            actor = json.loads(actor)  # a JSON actor object, as --set actor=... takes it
+            actor = json_flag("--actor", actor)  # a JSON actor object, as --set actor=... takes it
         sugar = {"k": k, "max_turns": max_turns, "source": source, "tier2": tier2, "actor": actor}
         env_kwargs.update({key: value for key, value in sugar.items() if value is not None})
         env_kwargs.update(parse_setting(text) for text in settings or [])
@@ -249,26 +269,27 @@ def evolve(
     n: int = typer.Option(64, "--n", help="samples per round"),
     out: str = typer.Option("vicogym-evolve", "--out", help="output folder, resumable"),
     seed: int = typer.Option(0, "--seed", help="round r generates with seed + r"),
-    workers: int = typer.Option(1, "--workers"),
-    actor: str = typer.Option("simulated", "--actor", help="the first round's actor: simulated, openai:MODEL@URL or a "
-                              "JSON object"),
-    rewriter: str = typer.Option("search", "--rewriter", help="random | search | search:N | openai:MODEL@URL"),
+    workers: int = typer.Option(1, "--workers", help="worker processes (local) or Ray actors (ray); the output does not "
+                                "depend on it"),
+    actor: str = typer.Option("simulated", "--actor", help="the first round's actor: " + ACTOR),
+    rewriter: str = typer.Option("search", "--rewriter", help=REWRITER),
     train_actor: Optional[str] = typer.Option(None, "--train-actor", help="shell command run after each round; "
                                               "placeholders {round} {round_dir} {verl_files} {rewriter_data} "
                                               "{dataset_info} {next_actor_file} {next_rewriter_file}"),
     train_rewriter: Optional[str] = typer.Option(None, "--train-rewriter", help="shell command run after each round "
                                                  "(the same placeholders)"),
-    episodes_per_shard: int = typer.Option(16, "--episodes-per-shard"),
-    settings: Optional[list[str]] = typer.Option(None, "--set", help="environment setting KEY=VALUE (JSON value)"),
+    episodes_per_shard: int = typer.Option(16, "--episodes-per-shard", help="episodes per Parquet shard"),
+    settings: Optional[list[str]] = SETTINGS,
     backend: Optional[str] = BACKEND,
     ray_address: Optional[str] = RAY_ADDRESS,
     ray_cpus: Optional[float] = RAY_CPUS,
     ray_gpus: Optional[float] = RAY_GPUS,
     threads: Optional[int] = THREADS,
     episodes_in_flight: Optional[int] = IN_FLIGHT,
-    progress: bool = typer.Option(True, "--progress/--no-progress"),
+    progress: bool = PROGRESS,
 ) -> None:
-    """Run rewriter-actor rounds: generate, export both trainers' data, train, switch models."""
+    """Run rewriter-actor rounds: generate, export both trainers' data, train, switch models
+    (--set: an environment setting)."""
     arguments = dict(locals())
     from rich.table import Table
 
@@ -286,7 +307,7 @@ def evolve(
         console.print(table)
 
     try:
-        spec = json.loads(actor) if actor.strip().startswith("{") else actor
+        spec = json_flag("--actor", actor) if actor.strip().startswith("{") else actor
         config = workflow.EvolveConfig(env_id=env_id or "vicogym/Chart-v0", rounds=rounds, n=n, out=out, seed=seed,
                               workers=workers, episodes_per_shard=episodes_per_shard,
                               env_kwargs=dict(parse_setting(text) for text in settings or []), actor=spec,
@@ -295,8 +316,13 @@ def evolve(
         state = workflow.evolve(config, progress=progress, on_round=show)
     except (VicogymError, ValueError, TypeError, OSError) as exc:
         raise _fail(str(exc)) from None
-    console.print(f"{state['finished_rounds']} rounds in {out} (state in {out}/evolve.json; `vicogym report {out}` "
-                  "to look at them)")
+    worked = state.get("rounds_worked_on", [])
+    if not worked:
+        console.print(f"all {rounds} rounds of {out} were done already: nothing ran (more rounds: --rounds "
+                      f"{rounds + 1}; `vicogym report {out}` to look at them)")
+        return
+    console.print(f"{state['finished_rounds']} rounds in {out} (rounds {', '.join(map(str, worked))} worked on now; "
+                  f"state in {out}/evolve.json; `vicogym report {out}` to look at them)")
 
 
 @app.command()
@@ -325,16 +351,15 @@ def synthesize(
                                            "openai:MODEL@URL"),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", help="samples executed side by side (model "
                                               "requests in flight); the output does not depend on it [1]"),
-    backend: Optional[str] = typer.Option(None, "--backend", help="local | ray: execute samples on Ray actors "
-                                          "(the output does not depend on it) [local]"),
-    workers: Optional[int] = typer.Option(None, "--workers", help="Ray actors with --backend ray [1]"),
+    backend: Optional[str] = BACKEND,
+    workers: Optional[int] = WORKERS,
     ray_address: Optional[str] = RAY_ADDRESS,
     ray_cpus: Optional[float] = RAY_CPUS,
-    settings: Optional[list[str]] = typer.Option(None, "--set", help="synthesis setting KEY=VALUE (JSON value); "
-                                                 "repeatable"),
-    config_file: Optional[Path] = typer.Option(None, "--config", help="TOML or JSON file of synthesis settings"),
+    settings: Optional[list[str]] = SETTINGS,
+    config_file: Optional[Path] = CONFIG,
 ) -> None:
-    """Synthesize instruction-following samples with verifiable constraints (VISA loop)."""
+    """Synthesize instruction-following samples with verifiable constraints (VISA loop;
+    --set: a synthesis setting)."""
     from vicogym.errors import VicogymError
 
     workflow = _workflow("instruct.synthesis")

@@ -252,6 +252,8 @@ def plot_statistics(stats: dict[str, Any], out: Path) -> list[str]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from vicogym.runs.report_page import counts_axis, nothing_to_show
+
     out.mkdir(parents=True, exist_ok=True)
     names = []
 
@@ -263,19 +265,30 @@ def plot_statistics(stats: dict[str, Any], out: Path) -> list[str]:
 
     fig, ax = plt.subplots(figsize=(5, 3.4))
     hist = stats["constraints_per_sample"]["histogram"]
-    ax.bar([int(k) for k in hist], list(hist.values()), color="#4c72b0")
-    ax.set(title=f"constraints per sample (mean {stats['constraints_per_sample']['mean']:.2f})",
-           xlabel="constraints", ylabel="samples")
+    if hist:
+        ax.bar([int(k) for k in hist], list(hist.values()), color="#4c72b0")
+        ax.set(xlabel="constraints", ylabel="samples")
+        counts_axis(ax.xaxis)
+        counts_axis(ax.yaxis)
+    else:
+        nothing_to_show(ax, "no samples")
+    ax.set_title(f"constraints per sample (mean {stats['constraints_per_sample']['mean']:.2f})")
     save(fig, "constraints_per_sample.png")
 
     cats = [c for c in CATEGORIES if c in stats["cooccurrence"]]
     if cats:
-        matrix = np.array([[stats["cooccurrence"][a].get(b, np.nan) if a != b else np.nan for b in cats] for a in cats])
+        matrix = np.ma.masked_invalid(np.array([[stats["cooccurrence"][a].get(b, np.nan) if a != b else np.nan
+                                                 for b in cats] for a in cats]) * 100)
         fig, ax = plt.subplots(figsize=(6.4, 5.4))
-        image = ax.imshow(matrix * 100, vmin=0, vmax=100, cmap="Blues")
+        cmap = plt.get_cmap("Blues").copy()
+        cmap.set_bad("#d9d9d9")  # the diagonal (a category with itself) and pairs never seen: not 0%
+        image = ax.imshow(matrix, vmin=0, vmax=100, cmap=cmap)
+        for i in range(len(cats)):
+            ax.text(i, i, "-", ha="center", va="center", fontsize=8, color="#555555")
         ax.set_xticks(range(len(cats)), cats, rotation=60, ha="right", fontsize=8)
         ax.set_yticks(range(len(cats)), cats, fontsize=8)
-        ax.set_title("category co-occurrence P(column | row), %")
+        ax.set_title("category co-occurrence P(column | row), %\n(grey: the category itself)",
+                     fontsize=10)
         fig.colorbar(image, ax=ax)
         save(fig, "cooccurrence.png")
 
@@ -291,20 +304,34 @@ def plot_statistics(stats: dict[str, Any], out: Path) -> list[str]:
         fig, ax = plt.subplots(figsize=(5, 3.4))
         ax.plot([g["round"] for g in growth], [g["registry"] for g in growth], marker="o")
         ax.set(title="registry size per round", xlabel="round", ylabel="constraint types")
+        counts_axis(ax.xaxis)
+        counts_axis(ax.yaxis)
         save(fig, "registry_growth.png")
 
     attempts = stats["recovery_attempts"]
     fig, ax = plt.subplots(figsize=(5, 3.4))
-    ax.bar([int(k) for k in attempts], list(attempts.values()), color="#55a868")
-    ax.set(title="recovery attempts per accepted sample", xlabel="attempts", ylabel="samples")
+    if attempts:
+        ax.bar([int(k) for k in attempts], list(attempts.values()), color="#55a868")
+        ax.set(xlabel="attempts", ylabel="samples")
+        counts_axis(ax.xaxis)
+        counts_axis(ax.yaxis)
+    else:
+        nothing_to_show(ax, "no samples")
+    ax.set_title("recovery attempts per accepted sample")
     save(fig, "recovery_attempts.png")
 
     levels = stats["difficulty"]["levels"]
     fig, (left, right) = plt.subplots(1, 2, figsize=(7.5, 3.2))
     left.bar(list(levels), list(levels.values()), color=["#55a868", "#ccb974", "#c44e52"])
     left.set(title="difficulty levels", ylabel="samples")
-    right.hist(stats["difficulty"]["values"], bins=10, range=(0, 1), color="#8172b2")
-    right.set(title="failed-constraint share", xlabel="difficulty")
+    counts_axis(left.yaxis)
+    if stats["difficulty"]["values"]:
+        right.hist(stats["difficulty"]["values"], bins=10, range=(0, 1), color="#8172b2")
+        right.set(xlabel="difficulty")
+        counts_axis(right.yaxis)
+    else:
+        nothing_to_show(right, "no samples")
+    right.set_title("failed-constraint share")
     save(fig, "difficulty.png")
     return names
 

@@ -147,8 +147,9 @@ def _next_spec(path: Path) -> Any:
 def evolve(config: EvolveConfig, progress: bool = True, on_round: Any = print,
            on_note: Any = lambda r, note: print(f"round {r}: {note}")) -> dict[str, Any]:
     """Run (or resume) the rounds of ``config``; the state with every round's statistics
-    (``on_round(r, stats)`` is called as each round's statistics come, ``on_note(r, text)``
-    with what a round could not do)."""
+    and ``rounds_worked_on``, the rounds this call did something for (``on_round(r, stats)``
+    is called as each round's statistics come, ``on_note(r, text)`` with what a round could
+    not do)."""
     from vicogym.runs.llamafactory import export_llamafactory
     from vicogym.runs.generate import generate
     from vicogym.registry import make_config
@@ -162,6 +163,7 @@ def evolve(config: EvolveConfig, progress: bool = True, on_round: Any = print,
                     growable=("rounds",))
     zone = make_config(config.env_id, dict(config.env_kwargs)).sweet_zone
     actor, rewriter = config.actor, config.rewriter
+    before = [list(e["stages"]) for e in ledger.rounds]
     for r in range(config.rounds):
         entry = ledger.entry(r, actor=actor, rewriter=rewriter)
         actor, rewriter = entry["actor"], entry["rewriter"]
@@ -199,7 +201,8 @@ def evolve(config: EvolveConfig, progress: bool = True, on_round: Any = print,
                 ledger.mark(entry, stage)
         actor = _next_spec(folder / "next_actor") or actor
         rewriter = _next_spec(folder / "next_rewriter") or rewriter
-    return ledger.finish(finished_rounds=config.rounds)
+    worked = [r for r, e in enumerate(ledger.rounds[:config.rounds]) if r >= len(before) or e["stages"] != before[r]]
+    return ledger.finish(finished_rounds=config.rounds, rounds_worked_on=worked)
 
 
 __all__ = ["EvolveConfig", "evolve", "round_stats"]

@@ -7,7 +7,7 @@ output bytes do not depend on ``workers``. A run ends with the episode that make
 ``n``-th sample: the last shard holds the episodes up to that one, and a run with one
 worker runs no episode past it (``--n 1`` runs one episode when that one keeps a
 sample). Environment settings reach the environment only through ``env_kwargs``
-(generation's own default: 3-turn episodes).
+(the environment's own defaults otherwise: 3-turn episodes).
 """
 
 from __future__ import annotations
@@ -37,8 +37,6 @@ from vicogym.errors import RunError
 from vicogym.runs.shards import Mirror, RunFolder, is_url, read_shard_stats, shard_path, write_shard
 from vicogym.validation import did_you_mean, is_int
 
-#: what generation sets unless ``env_kwargs`` says otherwise
-GENERATION_DEFAULTS: Mapping[str, Any] = {"max_turns": 3}
 #: settings of how a run runs, not of what it writes (the command line and evolve pass them on;
 #: ``workers`` is a setting of its own)
 RUNTIME = tuple(s for s in BACKEND_SETTINGS if s != "workers") + ("threads", "episodes_in_flight")
@@ -111,7 +109,7 @@ class GenerateConfig:
     @property
     def make_kwargs(self) -> dict[str, Any]:
         """The keyword arguments ``gymnasium.make`` gets."""
-        return {**GENERATION_DEFAULTS, **self.env_kwargs}
+        return dict(self.env_kwargs)
 
     @property
     def episode_budget(self) -> int:

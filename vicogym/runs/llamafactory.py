@@ -48,6 +48,8 @@ def _export(run: Path, out: Path, name: str, pairs: bool, candidates: int) -> di
     from vicogym.rewards import weight
     from vicogym.runs.verify import iter_rows, read_manifest, run_arm
 
+    if out.exists() and not out.is_dir():
+        raise RunError(f"--out {out} is a file; name a folder for the exported files")
     manifest = read_manifest(run)
     arm = run_arm(run, manifest)
     reward = arm.config.reward_config()
@@ -90,8 +92,10 @@ def _export(run: Path, out: Path, name: str, pairs: bool, candidates: int) -> di
     counts["records"] = len(records)
     if not records:
         (out / "images").rmdir() if not any((out / "images").iterdir()) else None
+        searched = str(manifest.get("config", {}).get("rewriter", "random")).startswith("search")
+        more = "with more search candidates (--rewriter search:N)" if searched else "with --rewriter search"
         raise RunError(f"{run}: none of its {counts['transitions']} edits landed in the sweet zone (weight >= 0.2), so "
-                       "there is nothing to train the rewriter on; generate more samples, or with --rewriter search")
+                       f"there is nothing to train the rewriter on; generate more samples, or {more}")
     (out / "rewriter.json").write_text(json.dumps(records, ensure_ascii=False, indent=1), encoding="utf-8")
     files = {name: "rewriter.json"}
     if pairs:

@@ -33,6 +33,25 @@ def rounds_of(folder: Path) -> list[tuple[str, Path]]:
     return [(p.name, p) for p in rounds]
 
 
+def counts_axis(axis: Any) -> None:
+    """Ticks at whole numbers only, on an axis that counts things."""
+    from matplotlib.ticker import MaxNLocator
+
+    axis.set_major_locator(MaxNLocator(integer=True))
+
+
+def nothing_to_show(ax: Any, text: str) -> None:
+    """An empty plot says so, without axes that mean nothing."""
+    ax.set_axis_off()
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=11, color="#555555")
+
+
+def rate_bins(k: int) -> np.ndarray:
+    """Histogram edges for pass rates of ``k`` probes (multiples of 1/k): one bin per
+    possible rate, centred on it, so that no bin is empty by construction."""
+    return (np.arange(k + 2) - 0.5) / k
+
+
 def _plots(out: Path, data: list[dict[str, Any]], manifests: dict[str, dict], zone: tuple[float, float]) -> list[str]:
     import matplotlib
 
@@ -40,14 +59,19 @@ def _plots(out: Path, data: list[dict[str, Any]], manifests: dict[str, dict], zo
     import matplotlib.pyplot as plt
 
     names = []
-    bins = np.linspace(0, 1, 11)
+    k = max((int((m.get("env", {}).get("env_config") or {}).get("k", 8)) for m in manifests.values()), default=8)
     fig, ax = plt.subplots(figsize=(6, 3.5), dpi=100)
-    ax.hist([[d["pass_rate_before"] for d in data], [d["pass_rate"] for d in data]], bins=bins,
-            label=["before editing", "after editing"], color=["#999999", "#1f77b4"])
-    ax.axvspan(*zone, color="#2ca02c", alpha=0.12, label="sweet zone")
-    ax.set_xlabel("actor pass rate")
-    ax.set_ylabel("samples")
-    ax.legend()
+    if data:
+        ax.hist([[d["pass_rate_before"] for d in data], [d["pass_rate"] for d in data]], bins=rate_bins(k),
+                label=["before editing", "after editing"], color=["#999999", "#1f77b4"])
+        ax.axvspan(*zone, color="#2ca02c", alpha=0.12, label="sweet zone")
+        ax.set_xlim(-0.5 / k, 1 + 0.5 / k)
+        ax.set_xlabel(f"actor pass rate ({k} answers per sample)")
+        ax.set_ylabel("samples")
+        counts_axis(ax.yaxis)
+        ax.legend()
+    else:
+        nothing_to_show(ax, "no samples")
     ax.set_title("Pass rates before and after editing")
     fig.tight_layout()
     fig.savefig(out / "pass_rates.png")
@@ -76,9 +100,13 @@ def _plots(out: Path, data: list[dict[str, Any]], manifests: dict[str, dict], zo
         for code, n in manifest.get("rejections", {}).items():
             rejections[code] = rejections.get(code, 0) + n
     fig, ax = plt.subplots(figsize=(6, 3.5), dpi=100)
-    codes = sorted(rejections, key=rejections.get, reverse=True) or ["(none)"]
-    ax.barh(codes[::-1], [rejections.get(c, 0) for c in codes[::-1]], color="#d62728")
-    ax.set_xlabel("rejected edits")
+    if rejections:
+        codes = sorted(rejections, key=rejections.get, reverse=True)
+        ax.barh(codes[::-1], [rejections[c] for c in codes[::-1]], color="#d62728")
+        ax.set_xlabel("rejected edits")
+        counts_axis(ax.xaxis)
+    else:
+        nothing_to_show(ax, "no edit was rejected")
     ax.set_title("Rejection reasons")
     fig.tight_layout()
     fig.savefig(out / "rejections.png")

@@ -189,7 +189,13 @@ class RunFolder:
         self._lock = handle
 
     def unlock(self) -> None:
+        """Release the folder; the lock file goes with the lock (a run that finds one left by
+        a killed run takes it over: the kernel released the lock with the process)."""
         if self._lock is not None:
+            try:
+                (self.out / LOCK_FILE).unlink()
+            except OSError:
+                pass
             self._lock.close()
             self._lock = None
 
