@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from vicogym.answers import format_number
+from vicogym.renderers.matplotlib_private import draw_patches, label_class, path_args, text_cached_canvas
 from vicogym.structures.chart import ChartSpec, ChartStructure, Table
 
 BAR_TYPES = ("bar", "hbar", "grouped_bar", "stacked_bar")
@@ -304,35 +305,55 @@ class ChartRenderer:
         """The frame of ``key``: a new figure, or ``spare`` (a frame of the same shape)
         stripped of everything its own key drew and set up again for ``key``, which keeps
         matplotlib's axes and tick objects, the costly part of a new figure."""
-        from matplotlib.figure import Figure
-        from matplotlib.lines import Line2D
-        from matplotlib.patches import Patch
-
-        spec = key.spec
-        fs = spec.font_size
-        bars: list[list[Any]] = []
-        data_labels: list[Any] = []
         if spare is not None:
-            fig, canvas, ax = spare.fig, spare.canvas, spare.ax
-            for artist in [*spare.lines.values(), *spare.axis_titles]:
-                artist.remove()
-            if ax.get_legend() is not None:
-                ax.get_legend().remove()
-            # what the last key set up that this one may not: back to a new axes' state
-            ax.title.set_text("")
-            was = spare.key
-            if was.rotation and not key.rotation:  # the tick style the pooled labels copy
-                ax.tick_params(axis="x", labelrotation=0.0)
-            bars, data_labels = spare.bars, spare.texts  # pooled bars and data labels stay in the axes, unseen
-            self.frames_reshaped += 1
+            fig, canvas, ax, bars, data_labels = self._reuse(spare, key)
         else:
-            fig = Figure(figsize=spec.figure_size, dpi=self.dpi)
-            canvas = text_cached_canvas()(fig)
-            ax = fig.add_subplot()
-            ax.set_autoscale_on(False)
-        pie = spec.chart_type == "pie"
-        names = key.pie_rows if pie else key.series
-        colors = _palette(spec.palette, len(names))
+            fig, canvas, ax, bars, data_labels = self._new_figure(key)
+        colors = _palette(key.spec.palette, len(key.pie_rows if key.spec.chart_type == "pie" else key.series))
+        self._style(key, spare, ax, bars, data_labels, colors)
+        if key.spec.chart_type == "pie":
+            handles, axis_artists, titles = _set_up_pie(ax, key, colors), (), ("", "")
+        else:
+            handles, axis_artists, titles = _set_up_axes(fig, ax, key, spare, colors)
+        _place_legend(ax, key.spec, handles)
+        legend_outside = key.spec.legend == "outside"
+        _fit_margins(fig, canvas, key, key.spec.legend != "none" and legend_outside)
+        axis_titles = _axis_titles(fig, ax, key.spec, *titles)
+        canvas.draw()
+        frame = _Frame(key, fig, canvas, ax, canvas.copy_from_bbox(fig.bbox), int(fig.bbox.height), colors)
+        frame.axis_titles, frame.bars, frame.texts, frame.axis_artists = axis_titles, bars, data_labels, axis_artists
+        _measure(frame)
+        _add_animated_marks(frame)
+        return frame
+
+    def _reuse(self, spare: _Frame, key: FrameKey) -> tuple:
+        """``spare``'s figure, canvas and axes, back to a new axes' state where ``key`` may
+        differ from its own; its pooled bars and data labels stay in the axes, unseen."""
+        fig, canvas, ax = spare.fig, spare.canvas, spare.ax
+        for artist in [*spare.lines.values(), *spare.axis_titles]:
+            artist.remove()
+        if ax.get_legend() is not None:
+            ax.get_legend().remove()
+        ax.title.set_text("")
+        if spare.key.rotation and not key.rotation:  # the tick style the pooled labels copy
+            ax.tick_params(axis="x", labelrotation=0.0)
+        self.frames_reshaped += 1
+        return fig, canvas, ax, spare.bars, spare.texts
+
+    def _new_figure(self, key: FrameKey) -> tuple:
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=key.spec.figure_size, dpi=self.dpi)
+        canvas = text_cached_canvas()(fig)
+        ax = fig.add_subplot()
+        ax.set_autoscale_on(False)
+        return fig, canvas, ax, [], []
+
+    @staticmethod
+    def _style(key: FrameKey, spare: "_Frame | None", ax: Any, bars: list[list[Any]], data_labels: list[Any],
+               colors: list[Any]) -> None:
+        """Pools recoloured (and cut to the series there are), fonts sized, the title set."""
+        fs = key.spec.font_size
         for artist in (b for pool in bars[len(colors):] for b in pool):
             artist.remove()
         del bars[len(colors):]
@@ -346,103 +367,10 @@ class ChartRenderer:
         # every text is data, never TeX: "$5 to $10" is drawn as written (titles and legend
         # entries here; tick and data labels where they are made)
         ax.title.set_parse_math(False)
-        if spec.title:
-            ax.set_title(spec.title, fontsize=fs * 1.15, y=1.0, pad=6.0)  # fixed y: no tight-bbox pass
-        if pie:
-            ax.set_xlim(-1.25, 1.25)
-            ax.set_ylim(-1.25, 1.25)
-            ax.set_aspect("equal")
-            ax.axis("off")
-            handles = [Patch(facecolor=c, edgecolor="white", label=r) for r, c in zip(names, colors)]
-        else:
-            horizontal = spec.chart_type == "hbar"
-            cat_axis, val_axis = _category_and_value_axes(ax, spec.chart_type)
-            cat_axis.set_animated(True)
-            val_axis.set_animated(True)
-            if key.rotation and (spare is None or spare.key.rotation != key.rotation):
-                ax.tick_params(axis="x", labelrotation=key.rotation)
-            # the axes draw no ticks of their own (animated): the frame's pools draw them
-            axis_artists = spare.axis_artists if spare is not None else (_AxisArtists(fig), _AxisArtists(fig))
-            axis_artists[0].style(val_axis, 0.0)
-            axis_artists[1].style(cat_axis, key.rotation)
-            # axis titles are static text of the frame, not part of the animated axes
-            bottom_title, left_title = (spec.y_label, spec.x_label) if horizontal else (spec.x_label, spec.y_label)
-            if spec.chart_type == "line":
-                handles = [Line2D([], [], color=c, marker="o", markersize=4, label=n) for n, c in zip(names, colors)]
-            else:
-                handles = [Patch(facecolor=c, label=n) for n, c in zip(names, colors)]
-        show_legend = spec.legend != "none"  # a single series is named in the legend too
-        if show_legend:
-            # "best" placement would depend on the marks, which the frame does not hold
-            if spec.legend == "outside":
-                ax.legend(handles=handles, loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=fs * 0.85, frameon=False)
-            else:
-                loc = "upper center" if spec.legend == "top" else spec.legend
-                # inside the plot the legend goes over the marks: drawn after them, every render
-                ax.legend(handles=handles, loc=loc, fontsize=fs * 0.85, framealpha=0.85).set_animated(True)
-            for text in ax.get_legend().get_texts():
-                text.set_parse_math(False)
-        _fit_margins(fig, canvas, key, show_legend and spec.legend == "outside")
-        axis_titles = []
-        if not pie:
-            box = ax.get_position()
-            pad = 4.0 / fig.bbox.height
-            if bottom_title:
-                axis_titles.append(fig.text((box.x0 + box.x1) / 2.0, pad, bottom_title, fontsize=fs, ha="center",
-                                            va="bottom", parse_math=False))
-            if left_title:
-                axis_titles.append(fig.text(4.0 / fig.bbox.width, (box.y0 + box.y1) / 2.0, left_title, fontsize=fs,
-                                            ha="left", va="center", rotation=90, parse_math=False))
-        canvas.draw()
-        frame = _Frame(key, fig, canvas, ax, canvas.copy_from_bbox(fig.bbox), int(fig.bbox.height), colors)
-        frame.axis_titles = axis_titles
-        frame.bars, frame.texts = bars, data_labels
-        if not pie:
-            frame.axis_artists = axis_artists
-        renderer = canvas.get_renderer()
-        frame.plot_box = _box(ax.get_window_extent(renderer), frame.height)
-        texts = [("title", ax.title)] if spec.title else []
-        texts += [("axis_title", artist) for artist in axis_titles]
-        legend = ax.get_legend()
-        texts += [("legend", lab) for lab in legend.get_texts()] if legend is not None else []
-        if legend is not None:
-            if legend.get_animated():  # not in the background: lay it out now to measure it
-                legend.draw(renderer)
-                frame.legend_on_top = legend
-            frame.legend_box = _box(legend.get_window_extent(renderer), frame.height)
-            for text, handle, color in zip(legend.get_texts(), legend.legend_handles, colors):
-                frame.legend_entries.append({"text": text.get_text(), "color": rgb255(color),
-                                             "box": _box(text.get_window_extent(renderer), frame.height),
-                                             "handle_box": _box(handle.get_window_extent(renderer), frame.height)})
-        for kind, artist in texts:
-            if artist.get_visible() and artist.get_text():
-                frame.static_labels.append({"kind": kind, "text": artist.get_text(),
-                                            "box": _box(artist.get_window_extent(renderer), frame.height)})
-        if spec.chart_type == "line":
-            for name, color in zip(key.series, colors):
-                (frame.lines[name],) = ax.plot([], [], marker="o", markersize=4, color=color, animated=True)
-        if pie:
-            from matplotlib.patches import Wedge
-
-            for color in colors:
-                wedge = Wedge((0.0, 0.0), 1.0, 0.0, 1.0, facecolor=color, edgecolor="white", linewidth=1.0, animated=True)
-                ax.add_patch(wedge)
-                frame.wedges.append(wedge)
-        return frame
+        if key.spec.title:
+            ax.set_title(key.spec.title, fontsize=fs * 1.15, y=1.0, pad=6.0)  # fixed y: no tight-bbox pass
 
     # -- per render ------------------------------------------------------------------
-    def _bar(self, frame: _Frame, series_index: int, i: int) -> Any:
-        from matplotlib.patches import Rectangle
-
-        while len(frame.bars) <= series_index:
-            frame.bars.append([])
-        pool = frame.bars[series_index]
-        while len(pool) <= i:  # pools grow on demand; unused bars are simply not drawn
-            patch = Rectangle((0.0, 0.0), 0.0, 0.0, facecolor=frame.colors[series_index], animated=True)
-            frame.ax.add_patch(patch)
-            pool.append(patch)
-        return pool[i]
-
     def _text(self, frame: _Frame, k: int) -> Any:
         while len(frame.texts) <= k:  # as Axes.text makes them, of the layout-caching kind
             text = label_class()(0.0, 0.0, "", fontsize=frame.key.spec.font_size * 0.8, animated=True, clip_on=False,
@@ -492,114 +420,27 @@ class ChartRenderer:
         return facts
 
     def _draw(self, frame: _Frame, s: ChartStructure, limits: tuple[float, float]) -> ChartFacts:
+        """One render over the frame: the axes layer, the marks, their data labels, the
+        legend on top; the pixels and what they show."""
         t, spec = s.table, s.spec
-        fig, ax, canvas = frame.fig, frame.ax, frame.canvas
-        renderer = canvas.get_renderer()
         values = np.array([[np.nan if v is None else v for v in row] for row in t.values], dtype=float)
-        n_rows, n_series = values.shape
         labels = list(frame.static_labels)
-        boxes: list[list[float] | None] = []
-        anchors: list[tuple[float, float, str, str]] = []
-        if spec.chart_type != "pie":
-            horizontal = spec.chart_type == "hbar"
-            positions = np.arange(n_rows, dtype=float)
-            if horizontal:
-                ax.set_ylim(n_rows - 0.5, -0.5)
-                ax.set_xlim(*limits)
+        if spec.chart_type == "pie":
+            frame.canvas.restore_region(frame.background)
+            boxes, anchors = _draw_wedges(frame, values[:, 0])
+        else:
+            labels += self._draw_axes(frame, t.rows, limits, spec)
+            if spec.chart_type in BAR_TYPES:
+                boxes, anchors = _draw_bars(frame, values, spec.chart_type)
             else:
-                ax.set_xlim(-0.5, n_rows - 0.5)
-                ax.set_ylim(*limits)
-            labels += self._axes_layer(frame, t.rows, limits, spec.gridlines)
-        else:
-            canvas.restore_region(frame.background)
-        if spec.chart_type in BAR_TYPES:
-            grouped = spec.chart_type in ("grouped_bar", "hbar") and n_series > 1
-            width = 0.8 / n_series if grouped else 0.7
-            bottoms = np.zeros(n_rows)
-            bar_paths: list[tuple] = []
-            for i in range(n_rows):
-                for j in range(n_series):
-                    v = values[i, j]
-                    offset = (j - (n_series - 1) / 2.0) * width if grouped else 0.0
-                    base = bottoms[i] if spec.chart_type == "stacked_bar" else 0.0
-                    length = 0.0 if np.isnan(v) else v
-                    patch = self._bar(frame, j, i)
-                    if horizontal:
-                        patch.set_bounds(base, i + offset - width / 2.0, length, width)
-                    else:
-                        patch.set_bounds(i + offset - width / 2.0, base, width, length)
-                    if spec.chart_type == "stacked_bar":
-                        bottoms[i] += length
-                    if np.isnan(v):
-                        boxes.append(None)
-                        anchors.append((0.0, 0.0, "center", "center"))
-                        continue
-                    bar_paths.append(_path_args(patch))
-                    boxes.append(_data_box(ax, patch.get_x(), patch.get_y(), patch.get_width(), patch.get_height(),
-                                           frame.height))
-                    mid = i + offset
-                    if spec.chart_type == "stacked_bar":
-                        anchors.append((mid, base + length / 2.0, "center", "center"))
-                    elif horizontal:
-                        anchors.append((base + length, mid, "left" if v >= 0 else "right", "center"))
-                    else:
-                        anchors.append((mid, base + length, "center", "bottom" if v >= 0 else "top"))
-            if bar_paths:
-                # every bar has the same edge, clip and snapping (only its fill differs): one
-                # graphics context for all, in the order they would be drawn one by one
-                frame.bars[0][0]._draw_paths_with_artist_properties(renderer, bar_paths)
-        elif spec.chart_type == "line":
-            half = 4.0 * self.dpi / 72.0
-            for j, name in enumerate(t.series):
-                frame.lines[name].set_data(positions, values[:, j])
-                fig.draw_artist(frame.lines[name])
-            for i in range(n_rows):
-                for j in range(n_series):
-                    v = values[i, j]
-                    if np.isnan(v):
-                        boxes.append(None)
-                        anchors.append((0.0, 0.0, "center", "center"))
-                        continue
-                    px, py = ax.transData.transform((positions[i], v))
-                    boxes.append([round(px - half, 1), round(frame.height - py - half, 1),
-                                  round(px + half, 1), round(frame.height - py + half, 1)])
-                    anchors.append((positions[i], v, "center", "bottom"))
-        else:
-            column = values[:, 0]
-            total = float(column.sum())
-            angle = 90.0
-            for k, wedge in enumerate(frame.wedges):
-                sweep = 360.0 * column[k] / total
-                wedge.set_theta1(angle - sweep)
-                wedge.set_theta2(angle)
-                mid = math.radians(angle - sweep / 2.0)
-                angle -= sweep
-                fig.draw_artist(wedge)
-                boxes.append(_box(wedge.get_window_extent(renderer), frame.height) if column[k] > 0 else None)
-                anchors.append((0.7 * math.cos(mid), 0.7 * math.sin(mid), "center", "center"))
-
-        marks = []
-        k_text = 0
-        for k in range(n_rows * n_series):
-            i, j = divmod(k, n_series)
-            v = t.values[i][j]
-            marks.append({"row": t.rows[i], "series": t.series[j], "value": v, "box": boxes[k]})
-            if spec.data_labels and v is not None:
-                text = self._text(frame, k_text)
-                k_text += 1
-                x, y, ha, va = anchors[k]
-                text.set_position(_nudged(ax, x, y, ha, va))
-                text.set_text(format_number(v) + (t.unit if t.unit == "%" else ""))
-                text.set_horizontalalignment(ha)
-                text.set_verticalalignment(va)
-                fig.draw_artist(text)
-                labels.append({"kind": "data_label", "text": text.get_text(), "row": t.rows[i], "series": t.series[j],
-                               "box": _box(text.get_window_extent(renderer), frame.height)})
+                boxes, anchors = _draw_lines(frame, t.series, values, self.dpi)
+        marks, data_labels = self._draw_data_labels(frame, t, spec.data_labels, boxes, anchors)
+        labels += data_labels
         if frame.legend_on_top is not None:
-            fig.draw_artist(frame.legend_on_top)
+            frame.fig.draw_artist(frame.legend_on_top)
         import cv2
 
-        image = cv2.cvtColor(np.asarray(canvas.buffer_rgba()), cv2.COLOR_RGBA2RGB)
+        image = cv2.cvtColor(np.asarray(frame.canvas.buffer_rgba()), cv2.COLOR_RGBA2RGB)
         names = t.rows if spec.chart_type == "pie" else t.series
         facts = {
             "legend_box": frame.legend_box,
@@ -611,12 +452,251 @@ class ChartRenderer:
         }
         return ChartFacts(image=image, marks=marks, labels=labels, value_limits=limits, facts=facts)
 
+    def _draw_axes(self, frame: _Frame, rows: tuple[str, ...], limits: tuple[float, float],
+                   spec: ChartSpec) -> list[dict[str, Any]]:
+        """The data limits of this render, and the axes layer over the frame; its tick
+        labels' facts."""
+        ax, n_rows = frame.ax, len(rows)
+        if spec.chart_type == "hbar":
+            ax.set_ylim(n_rows - 0.5, -0.5)
+            ax.set_xlim(*limits)
+        else:
+            ax.set_xlim(-0.5, n_rows - 0.5)
+            ax.set_ylim(*limits)
+        return self._axes_layer(frame, rows, limits, spec.gridlines)
 
-def _path_args(patch: Any) -> tuple:
-    """What ``Patch.draw`` hands the renderer for ``patch``: its path, transform and fill."""
-    transform = patch.get_transform()
-    face = patch.get_facecolor()
-    return transform.transform_path_non_affine(patch.get_path()), transform.get_affine(), face if face[3] else None
+    def _draw_data_labels(self, frame: _Frame, t: Table, data_labels: bool, boxes: list[Any],
+                          anchors: list[tuple[float, float, str, str]]) -> tuple[list[dict], list[dict]]:
+        """Every mark's fact and, with data labels, its printed value at its anchor."""
+        fig, ax, renderer = frame.fig, frame.ax, frame.canvas.get_renderer()
+        n_series = len(t.series)
+        marks, labels = [], []
+        k_text = 0
+        for k in range(len(t.rows) * n_series):
+            i, j = divmod(k, n_series)
+            v = t.values[i][j]
+            marks.append({"row": t.rows[i], "series": t.series[j], "value": v, "box": boxes[k]})
+            if data_labels and v is not None:
+                text = self._text(frame, k_text)
+                k_text += 1
+                x, y, ha, va = anchors[k]
+                text.set_position(_nudged(ax, x, y, ha, va))
+                text.set_text(format_number(v) + (t.unit if t.unit == "%" else ""))
+                text.set_horizontalalignment(ha)
+                text.set_verticalalignment(va)
+                fig.draw_artist(text)
+                labels.append({"kind": "data_label", "text": text.get_text(), "row": t.rows[i], "series": t.series[j],
+                               "box": _box(text.get_window_extent(renderer), frame.height)})
+        return marks, labels
+
+
+def _pooled_bar(frame: _Frame, series_index: int, i: int) -> Any:
+    """Bar ``i`` of a series, from the frame's pools (they grow on demand; unused bars are
+    simply not drawn)."""
+    from matplotlib.patches import Rectangle
+
+    while len(frame.bars) <= series_index:
+        frame.bars.append([])
+    pool = frame.bars[series_index]
+    while len(pool) <= i:
+        patch = Rectangle((0.0, 0.0), 0.0, 0.0, facecolor=frame.colors[series_index], animated=True)
+        frame.ax.add_patch(patch)
+        pool.append(patch)
+    return pool[i]
+
+
+_NO_ANCHOR = (0.0, 0.0, "center", "center")
+
+
+def _draw_bars(frame: _Frame, values: np.ndarray, chart_type: str) -> tuple[list[Any], list[tuple]]:
+    """Bars from the frame's pools, drawn through one graphics context; each mark's box and
+    its data label's anchor (a missing value has neither)."""
+    n_rows, n_series = values.shape
+    horizontal, stacked = chart_type == "hbar", chart_type == "stacked_bar"
+    grouped = chart_type in ("grouped_bar", "hbar") and n_series > 1
+    width = 0.8 / n_series if grouped else 0.7
+    bottoms = np.zeros(n_rows)
+    boxes: list[Any] = []
+    anchors: list[tuple] = []
+    bar_paths: list[tuple] = []
+    for i in range(n_rows):
+        for j in range(n_series):
+            v = values[i, j]
+            offset = (j - (n_series - 1) / 2.0) * width if grouped else 0.0
+            base = bottoms[i] if stacked else 0.0
+            length = 0.0 if np.isnan(v) else v
+            patch = _pooled_bar(frame, j, i)
+            if horizontal:
+                patch.set_bounds(base, i + offset - width / 2.0, length, width)
+            else:
+                patch.set_bounds(i + offset - width / 2.0, base, width, length)
+            if stacked:
+                bottoms[i] += length
+            if np.isnan(v):
+                boxes.append(None)
+                anchors.append(_NO_ANCHOR)
+                continue
+            bar_paths.append(path_args(patch))
+            boxes.append(_data_box(frame.ax, patch.get_x(), patch.get_y(), patch.get_width(), patch.get_height(),
+                                   frame.height))
+            mid = i + offset
+            if stacked:
+                anchors.append((mid, base + length / 2.0, "center", "center"))
+            elif horizontal:
+                anchors.append((base + length, mid, "left" if v >= 0 else "right", "center"))
+            else:
+                anchors.append((mid, base + length, "center", "bottom" if v >= 0 else "top"))
+    if bar_paths:
+        # every bar has the same edge, clip and snapping (only its fill differs): one
+        # graphics context for all, in the order they would be drawn one by one
+        draw_patches(frame.bars[0][0], frame.canvas.get_renderer(), bar_paths)
+    return boxes, anchors
+
+
+def _draw_lines(frame: _Frame, series: tuple[str, ...], values: np.ndarray, dpi: int) -> tuple[list[Any], list[tuple]]:
+    """The series' lines; each point's box and its data label's anchor."""
+    n_rows, n_series = values.shape
+    positions = np.arange(n_rows, dtype=float)
+    half = 4.0 * dpi / 72.0
+    for j, name in enumerate(series):
+        frame.lines[name].set_data(positions, values[:, j])
+        frame.fig.draw_artist(frame.lines[name])
+    boxes: list[Any] = []
+    anchors: list[tuple] = []
+    for i in range(n_rows):
+        for j in range(n_series):
+            v = values[i, j]
+            if np.isnan(v):
+                boxes.append(None)
+                anchors.append(_NO_ANCHOR)
+                continue
+            px, py = frame.ax.transData.transform((positions[i], v))
+            boxes.append([round(px - half, 1), round(frame.height - py - half, 1),
+                          round(px + half, 1), round(frame.height - py + half, 1)])
+            anchors.append((positions[i], v, "center", "bottom"))
+    return boxes, anchors
+
+
+def _draw_wedges(frame: _Frame, column: np.ndarray) -> tuple[list[Any], list[tuple]]:
+    """A pie's wedges, clockwise from the top; each wedge's box and its label's anchor."""
+    renderer = frame.canvas.get_renderer()
+    total = float(column.sum())
+    angle = 90.0
+    boxes: list[Any] = []
+    anchors: list[tuple] = []
+    for k, wedge in enumerate(frame.wedges):
+        sweep = 360.0 * column[k] / total
+        wedge.set_theta1(angle - sweep)
+        wedge.set_theta2(angle)
+        mid = math.radians(angle - sweep / 2.0)
+        angle -= sweep
+        frame.fig.draw_artist(wedge)
+        boxes.append(_box(wedge.get_window_extent(renderer), frame.height) if column[k] > 0 else None)
+        anchors.append((0.7 * math.cos(mid), 0.7 * math.sin(mid), "center", "center"))
+    return boxes, anchors
+
+
+def _set_up_pie(ax: Any, key: FrameKey, colors: list[Any]) -> list[Any]:
+    """A pie's axes (square, no axis); its legend handles."""
+    from matplotlib.patches import Patch
+
+    ax.set_xlim(-1.25, 1.25)
+    ax.set_ylim(-1.25, 1.25)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    return [Patch(facecolor=c, edgecolor="white", label=r) for r, c in zip(key.pie_rows, colors)]
+
+
+def _set_up_axes(fig: Any, ax: Any, key: FrameKey, spare: "_Frame | None", colors: list[Any]) -> tuple:
+    """The axes of a chart with axes: animated (the frame's tick pools draw them), turned
+    labels where the key turns them; the legend handles, the tick pools and the axis
+    titles (bottom, left)."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    spec = key.spec
+    cat_axis, val_axis = _category_and_value_axes(ax, spec.chart_type)
+    cat_axis.set_animated(True)
+    val_axis.set_animated(True)
+    if key.rotation and (spare is None or spare.key.rotation != key.rotation):
+        ax.tick_params(axis="x", labelrotation=key.rotation)
+    axis_artists = spare.axis_artists if spare is not None else (_AxisArtists(fig), _AxisArtists(fig))
+    axis_artists[0].style(val_axis, 0.0)
+    axis_artists[1].style(cat_axis, key.rotation)
+    titles = (spec.y_label, spec.x_label) if spec.chart_type == "hbar" else (spec.x_label, spec.y_label)
+    if spec.chart_type == "line":
+        handles = [Line2D([], [], color=c, marker="o", markersize=4, label=n) for n, c in zip(key.series, colors)]
+    else:
+        handles = [Patch(facecolor=c, label=n) for n, c in zip(key.series, colors)]
+    return handles, axis_artists, titles
+
+
+def _place_legend(ax: Any, spec: ChartSpec, handles: list[Any]) -> None:
+    """The legend where the spec puts it ("best" placement would depend on the marks, which
+    the frame does not hold); a single series is named in the legend too."""
+    if spec.legend == "none":
+        return
+    fs = spec.font_size
+    if spec.legend == "outside":
+        ax.legend(handles=handles, loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=fs * 0.85, frameon=False)
+    else:
+        loc = "upper center" if spec.legend == "top" else spec.legend
+        # inside the plot the legend goes over the marks: drawn after them, every render
+        ax.legend(handles=handles, loc=loc, fontsize=fs * 0.85, framealpha=0.85).set_animated(True)
+    for text in ax.get_legend().get_texts():
+        text.set_parse_math(False)
+
+
+def _axis_titles(fig: Any, ax: Any, spec: ChartSpec, bottom: str, left: str) -> list[Any]:
+    """Axis titles as static text of the frame, not part of the animated axes."""
+    titles = []
+    box = ax.get_position()
+    if bottom:
+        titles.append(fig.text((box.x0 + box.x1) / 2.0, 4.0 / fig.bbox.height, bottom, fontsize=spec.font_size,
+                               ha="center", va="bottom", parse_math=False))
+    if left:
+        titles.append(fig.text(4.0 / fig.bbox.width, (box.y0 + box.y1) / 2.0, left, fontsize=spec.font_size,
+                               ha="left", va="center", rotation=90, parse_math=False))
+    return titles
+
+
+def _measure(frame: _Frame) -> None:
+    """What the drawn frame shows: the plot box, the boxes of its texts, its legend's box
+    and entries (a legend on top of the marks is laid out now, to measure it)."""
+    ax, renderer = frame.ax, frame.canvas.get_renderer()
+    frame.plot_box = _box(ax.get_window_extent(renderer), frame.height)
+    texts = [("title", ax.title)] if frame.key.spec.title else []
+    texts += [("axis_title", artist) for artist in frame.axis_titles]
+    legend = ax.get_legend()
+    if legend is not None:
+        texts += [("legend", lab) for lab in legend.get_texts()]
+        if legend.get_animated():  # not in the background: lay it out now to measure it
+            legend.draw(renderer)
+            frame.legend_on_top = legend
+        frame.legend_box = _box(legend.get_window_extent(renderer), frame.height)
+        for text, handle, color in zip(legend.get_texts(), legend.legend_handles, frame.colors):
+            frame.legend_entries.append({"text": text.get_text(), "color": rgb255(color),
+                                         "box": _box(text.get_window_extent(renderer), frame.height),
+                                         "handle_box": _box(handle.get_window_extent(renderer), frame.height)})
+    for kind, artist in texts:
+        if artist.get_visible() and artist.get_text():
+            frame.static_labels.append({"kind": kind, "text": artist.get_text(),
+                                        "box": _box(artist.get_window_extent(renderer), frame.height)})
+
+
+def _add_animated_marks(frame: _Frame) -> None:
+    """A line chart's lines and a pie's wedges, drawn per render."""
+    spec = frame.key.spec
+    if spec.chart_type == "line":
+        for name, color in zip(frame.key.series, frame.colors):
+            (frame.lines[name],) = frame.ax.plot([], [], marker="o", markersize=4, color=color, animated=True)
+    if spec.chart_type == "pie":
+        from matplotlib.patches import Wedge
+
+        for color in frame.colors:
+            wedge = Wedge((0.0, 0.0), 1.0, 0.0, 1.0, facecolor=color, edgecolor="white", linewidth=1.0, animated=True)
+            frame.ax.add_patch(wedge)
+            frame.wedges.append(wedge)
 
 
 LABEL_GAP_PX = 3.0  # data labels sit this far off the end of their mark, not on it
@@ -704,38 +784,6 @@ def _box(bbox: Any, height: int) -> list[float]:
 
 
 # -- tick marks, gridlines and labels, from pools -------------------------------------------
-_LABEL_CLASS: Any = None
-_LAYOUTS: dict[tuple, Any] = {}
-
-
-def label_class() -> type:
-    """A matplotlib ``Text`` whose layout (its lines' sizes and offsets from the anchor,
-    which depend on the string, font, rotation and alignment, never on the position) is
-    computed once per such combination and reused: ``Text._get_layout`` is the costliest
-    step of drawing a short label."""
-    global _LABEL_CLASS
-    if _LABEL_CLASS is None:
-        from matplotlib.text import Text
-
-        class Label(Text):
-            def _get_layout(self, renderer: Any) -> Any:
-                if self.get_wrap() or self.get_usetex() or self._bbox_patch is not None:
-                    return super()._get_layout(renderer)
-                key = (self.get_text(), prop_key(self._fontproperties), self.get_rotation(), self._horizontalalignment,
-                       self._verticalalignment, self.get_rotation_mode(), self._linespacing,
-                       self._get_multialignment(), self.get_parse_math(), self.get_figure(root=True).dpi,
-                       type(renderer))
-                found = _LAYOUTS.get(key)
-                if found is None:
-                    if len(_LAYOUTS) > TEXT_CACHE_LIMIT:
-                        _LAYOUTS.clear()
-                    found = _LAYOUTS.setdefault(key, super()._get_layout(renderer))
-                return found
-
-        _LABEL_CLASS = Label
-    return _LABEL_CLASS
-
-
 class _AxisArtists:
     """One axis' ticks, drawn from pools: a line with a tick mark at every tick, and a
     gridline and a label per tick, set up in the style of the axis' own first tick (its
@@ -817,133 +865,3 @@ class _AxisArtists:
             label.set_position((0.0, loc) if self.vertical else (loc, 0.0))
             label.draw(renderer)
         return self.labels[:len(locs)]
-
-
-# -- text, measured and rasterised once ------------------------------------------------------
-#: what the cached renderer keeps, bounded: entries are small (a string's size, a glyph's
-#: coverage bitmap), and charts reuse few strings and fewer glyphs
-TEXT_CACHE_LIMIT = 200_000
-_CANVAS: Any = None
-
-
-def text_cached_canvas() -> type:
-    """An Agg canvas whose renderer measures each (string, font, size) once and rasterises
-    each glyph once per (font, size, angle, sub-pixel position): the same FreeType calls
-    with the same arguments give the same coverage, so the pixels are the ones plain Agg
-    draws, bit for bit (``tests/test_renderers_chart.py`` compares them)."""
-    global _CANVAS
-    if _CANVAS is None:
-        _CANVAS = _make_canvas_class()
-    return _CANVAS
-
-
-def prop_key(prop: Any) -> tuple:
-    """What a FontProperties selects and sizes, as a hashable key."""
-    return (tuple(prop.get_family()), prop.get_style(), prop.get_variant(), prop.get_weight(), prop.get_stretch(),
-            prop.get_size_in_points(), prop.get_file(), prop.get_math_fontfamily())
-
-
-def _make_canvas_class() -> type:
-    import threading
-
-    # the caches call the FreeType steps Agg takes, through matplotlib 3.11's private font
-    # API (the version pyproject.toml pins; the tests compare the pixels with plain Agg's)
-    from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg, get_hinting_flag
-    from matplotlib.ft2font import RenderMode
-
-    sizes: dict[tuple, tuple[float, float, float]] = {}
-    # a layout holds the FreeType font objects that draw its glyphs, which matplotlib keeps
-    # one per thread and which must not be used from two threads at once (renderers run
-    # side by side in threads, one per environment): layouts are kept per thread; sizes,
-    # heights and glyph bitmaps are plain values, shared
-    per_thread = threading.local()
-    glyphs: dict[tuple, tuple[np.ndarray, int, int]] = {}
-    heights: dict[tuple, tuple] = {}
-
-    def bounded(cache: dict) -> dict:
-        if len(cache) > TEXT_CACHE_LIMIT:
-            cache.clear()
-        return cache
-
-    def font_height_metrics(prop: Any, dpi: float) -> tuple:
-        # as Text._get_layout measures a font's line height when the renderer does not
-        from matplotlib.font_manager import fontManager, get_font
-
-        font = get_font(fontManager._find_fonts_by_props(prop))
-        for table_name, gap_key, ascent_key, descent_key in (
-                ("OS/2", "sTypoLineGap", "sTypoAscender", "sTypoDescender"), ("hhea", "lineGap", "ascent", "descent")):
-            table = font.get_sfnt_table(table_name)
-            if table is None:
-                continue
-            scale = 1 / font.get_sfnt_table("head")["unitsPerEm"] * prop.get_size_in_points() * dpi / 72
-            return table[ascent_key] * scale, -table[descent_key] * scale, table[gap_key] * scale
-        return None, None, None
-
-    class CachedTextRenderer(RendererAgg):
-        def _get_font_height_metrics(self, prop: Any) -> tuple:
-            # Text._get_layout asks a renderer that has this for a font's line height
-            # (ascent, descent, gap) before it reads them from the font's tables itself
-            key = (prop_key(prop), self.dpi)
-            found = heights.get(key)
-            if found is None:
-                found = bounded(heights).setdefault(key, font_height_metrics(prop, self.dpi))
-            return found
-
-        def get_text_width_height_descent(self, s: str, prop: Any, ismath: Any) -> Any:
-            if ismath:
-                return super().get_text_width_height_descent(s, prop, ismath)
-            key = (s, prop_key(prop), self.dpi, get_hinting_flag())
-            found = sizes.get(key)
-            if found is None:
-                found = bounded(sizes).setdefault(key, super().get_text_width_height_descent(s, prop, ismath))
-            return found
-
-        def draw_text(self, gc: Any, x: float, y: float, s: str, prop: Any, angle: float, ismath: Any = False,
-                      mtext: Any = None) -> None:
-            if ismath:
-                return super().draw_text(gc, x, y, s, prop, angle, ismath, mtext)
-            flags = get_hinting_flag()
-            features = mtext.get_fontfeatures() if mtext is not None else None
-            language = mtext.get_language() if mtext is not None else None
-            key = (s, prop_key(prop), self.dpi, flags, features, language)
-            layouts = per_thread.__dict__.setdefault("layouts", {})
-            items = layouts.get(key)
-            if items is None:
-                font = self._prepare_font(prop)
-                items = bounded(layouts).setdefault(key, [
-                    (item.ft_object, item.glyph_index, item.x, item.y)
-                    for item in font._layout(s, flags=flags, features=features, language=language)])
-            size = prop.get_size_in_points()
-            cos, sin = math.cos(math.radians(angle)), math.sin(math.radians(angle))
-            matrix = (0x10000 * np.array([[cos, -sin], [sin, cos]])).round().astype(int)
-            antialiased = gc.get_antialiased()
-            for font, glyph_index, dx, dy in items:  # as RendererAgg._draw_text_glyphs_and_boxes, dy upwards
-                tx = round(0x40 * (x + dx * cos - dy * sin))
-                ty = round(0x40 * (self.height - y + dx * sin + dy * cos))
-                # a whole-pixel shift moves FreeType's bitmap by whole pixels: cache the
-                # glyph at its sub-pixel offset only
-                gkey = (font.fname, font.family_name, font.style_name, size, self.dpi, glyph_index, flags, angle,
-                        tx & 0x3F, ty & 0x3F, antialiased)
-                glyph = glyphs.get(gkey)
-                if glyph is None:
-                    font.set_size(size, self.dpi)
-                    font._set_transform(matrix, [tx & 0x3F, ty & 0x3F])
-                    bitmap = font._render_glyph(glyph_index, flags, RenderMode.NORMAL if antialiased else RenderMode.MONO)
-                    buffer = np.array(bitmap.buffer)
-                    if not antialiased:
-                        buffer *= 0xff
-                    glyph = bounded(glyphs).setdefault(gkey, (buffer, bitmap.left, bitmap.top))
-                buffer, left, top = glyph
-                left, top = left + (tx >> 6), top + (ty >> 6)
-                self._renderer.draw_text_image(buffer, left, int(self.height) - top + buffer.shape[0], 0, gc)
-
-    class CachedTextCanvas(FigureCanvasAgg):
-        def get_renderer(self) -> Any:
-            w, h = self.get_width_height(physical=True)
-            key = w, h, self.figure.dpi
-            if self._lastKey != key:
-                self.renderer = CachedTextRenderer(w, h, self.figure.dpi)
-                self._lastKey = key
-            return self.renderer
-
-    return CachedTextCanvas

@@ -153,11 +153,11 @@ def test_text_drawn_from_the_caches_is_the_text_plain_agg_draws(monkeypatch):
     canvases use the text caches (warm from earlier charts) against one on plain Agg."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    import vicogym.renderers.chart as chart_renderer
+    import vicogym.renderers.matplotlib_private as private
 
     structures = _fresh_charts_and_edits(seed=7, count=12)
     cached = [ChartRenderer(dpi=80).render(s) for s in structures]
-    monkeypatch.setattr(chart_renderer, "_CANVAS", FigureCanvasAgg)
+    monkeypatch.setattr(private, "_CANVAS", FigureCanvasAgg)
     plain = [ChartRenderer(dpi=80).render(s) for s in structures]
     for a, b in zip(cached, plain):
         assert np.array_equal(a.image, b.image)
@@ -244,11 +244,14 @@ def test_renderers_in_threads_at_once_draw_what_plain_agg_draws(monkeypatch):
 
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    import vicogym.renderers.chart as chart_renderer
+    import threading
+
+    import vicogym.renderers.matplotlib_private as private
 
     structures = _fresh_charts_and_edits(seed=17, count=24)
-    monkeypatch.setattr(chart_renderer, "_CANVAS", None)  # new, empty text caches
-    monkeypatch.setattr(chart_renderer, "_LAYOUTS", {})
+    for name in ("_LAYOUTS", "_SIZES", "_HEIGHTS", "_GLYPHS"):  # new, empty text caches
+        monkeypatch.setattr(private, name, {})
+    monkeypatch.setattr(private, "_PER_THREAD", threading.local())
 
     def render_all(chunk):
         renderer = ChartRenderer(dpi=80, cache_size=2)
@@ -257,7 +260,7 @@ def test_renderers_in_threads_at_once_draw_what_plain_agg_draws(monkeypatch):
     chunks = [structures[i::4] for i in range(4)]
     with ThreadPoolExecutor(4) as pool:
         images = list(pool.map(render_all, chunks))
-    monkeypatch.setattr(chart_renderer, "_CANVAS", FigureCanvasAgg)
+    monkeypatch.setattr(private, "_CANVAS", FigureCanvasAgg)
     for chunk, got in zip(chunks, images):
         for structure, image in zip(chunk, got):
             assert np.array_equal(image, ChartRenderer(dpi=80).render(structure).image)
