@@ -25,6 +25,7 @@ import io
 import time
 
 import numpy as np
+
 from vicogym.validation import pick
 
 
@@ -163,8 +164,8 @@ def main() -> None:
 
     limit_threads(1)  # as generation runs: idle BLAS threads spinning would tax both sides
     from vicogym.editors.chart import apply
-    from vicogym.programs.chart import relabel
     from vicogym.images import encode_png
+    from vicogym.programs.chart import relabel
 
     env = gym.make("vicogym/Chart-v0", k=8, max_turns=10_000).unwrapped
 
@@ -217,8 +218,11 @@ def main() -> None:
         env.arm.renderer.close()
         built = env.arm.renderer.frames_built
         env_s, naive_s = run_env(episodes), run_naive(episodes)
-        print(f"{label}: {steps} steps over {args.seeds} seed samples, {env.arm.renderer.frames_built - built} frames built")
-        print(f"  env:   {steps / env_s:7.1f} edit-steps/s (edit, relabel, render, PNG; k={env.config.k} simulated actor)")
+        print(f"{label}: {steps} steps over {args.seeds} seed samples, "
+              f"{env.arm.renderer.frames_built - built} frames built")
+        print(
+            f"  env:   {steps / env_s:7.1f} edit-steps/s (edit, relabel, render, PNG; k={env.config.k} simulated actor)"
+        )
         print(f"  naive: {steps / naive_s:7.1f} edit-steps/s (same edits; pyplot rebuild + savefig PNG)")
         print(f"  ratio: {naive_s / env_s:.2f}x; answerability checks {1000 * checks[0] / steps:.2f} ms per step "
               f"({checks[0] / env_s:.1%} of the env's time)")

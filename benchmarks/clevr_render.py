@@ -57,7 +57,8 @@ def main() -> None:
         live, rebuilt = run(settings, False), run(settings, True)
         print(f"{name}:")
         print(f"  live scene: {len(live) / sum(live):6.2f} frames/s (median frame {statistics.median(live):.3f} s)")
-        print(f"  rebuilt:    {len(rebuilt) / sum(rebuilt):6.2f} frames/s (median frame {statistics.median(rebuilt):.3f} s)")
+        print(f"  rebuilt:    {len(rebuilt) / sum(rebuilt):6.2f} frames/s "
+              f"(median frame {statistics.median(rebuilt):.3f} s)")
         print(f"  ratio: {sum(rebuilt) / sum(live):.2f}x")
         stop_workers()
     print("targets: ratio >= 2x; Workbench frame < 0.15 s; Cycles (16 samples, denoised) frame < 2 s, at 320x240")

@@ -40,8 +40,10 @@ def main() -> None:
     judged = conf.judge_all(seed=args.seed, draws=args.draws)
     elapsed = time.perf_counter() - started
     rows = conf.published_prompts()
-    print(f"IFEval prompts: {'published input_data.jsonl (' + str(len(rows)) + ' prompts)' if rows else 'not installed'}"
-          f" + {args.draws} drawn kwargs per id; {len(judged)} responses judged in {elapsed:.1f} s\n")
+    print(
+        f"IFEval prompts: {'published input_data.jsonl (' + str(len(rows)) + ' prompts)' if rows else 'not installed'}"
+        f" + {args.draws} drawn kwargs per id; {len(judged)} responses judged in {elapsed:.1f} s\n"
+    )
 
     by_id: dict[str, list] = collections.defaultdict(list)
     for j in judged:
@@ -77,7 +79,9 @@ def main() -> None:
         print(f"    {divergence.reason}")
         example = next((j for j in judged if j.divergence == divergence.name), None)
         if args.examples and example:
-            print(f"    e.g. {example.kwargs} ours={example.ours} ifeval={example.reference}: {example.response[:120]!r}")
+            print(
+                f"    e.g. {example.kwargs} ours={example.ours} ifeval={example.reference}: {example.response[:120]!r}"
+            )
     print("\nNot compared (IFEval's checker cannot run offline):")
     for instruction_id, why in conf.NOT_RUN.items():
         print(f"  {instruction_id}: {why}")

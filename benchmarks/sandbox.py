@@ -113,7 +113,9 @@ def main() -> None:
             rates["admit"][name].append(per_second(admissions, len(proposals)))
     labels = {"single": "one call per child (calls/s)", "batch": f"{args.batch} calls in one child (calls/s)",
               "admit": "admission of the bank's good proposals (proposals/s)"}
-    print(f"sandbox: old (in-process layer, {args.old_commit}) against new (OS walls), {args.rounds} alternating rounds")
+    print(
+        f"sandbox: old (in-process layer, {args.old_commit}) against new (OS walls), {args.rounds} alternating rounds"
+    )
     for key, label in labels.items():
         old_rate, new_rate = statistics.median(rates[key]["old"]), statistics.median(rates[key]["new"])
         ratios = [n / o for n, o in zip(rates[key]["new"], rates[key]["old"])]

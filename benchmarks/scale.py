@@ -63,8 +63,8 @@ def slow_server(latency: float) -> str:
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             time.sleep(latency)
-            choices = [{"index": i, "finish_reason": "stop", "message": {"role": "assistant", "content": f"Answer: {i}"}}
-                       for i in range(body.get("n", 1))]
+            choices = [{"index": i, "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": f"Answer: {i}"}} for i in range(body.get("n", 1))]
             payload = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
                                   "choices": choices}).encode()
             self.send_response(200)

@@ -42,7 +42,9 @@ def measure(folder: Path, images: int) -> dict[str, float]:
     rows = list(iter_samples(folder, columns=["constraints", "profile", "round", "difficulty", "attempts"]))
     types = Counter(c["id"] for row in rows for c in json.loads(row["constraints"]))
     total = sum(types.values())
-    entropy = -sum(n / total * math.log(n / total) for n in types.values()) / math.log(len(types)) if len(types) > 1 else 0
+    entropy = (
+        -sum(n / total * math.log(n / total) for n in types.values()) / math.log(len(types)) if len(types) > 1 else 0
+    )
     failed, trials = Counter(), Counter()
     for row in rows:
         for entry in json.loads(row["profile"]):

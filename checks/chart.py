@@ -93,7 +93,8 @@ def check_marks_under_labels(structure: ChartStructure, facts: Any) -> None:
     marks = [m for m in facts.marks if m["box"] is not None]
     if not labels or not marks:
         return
-    hit = _overlaps(np.array([lab["box"] for lab in labels], dtype=float), np.array([m["box"] for m in marks], dtype=float))
+    hit = _overlaps(np.array([lab["box"] for lab in labels], dtype=float),
+                    np.array([m["box"] for m in marks], dtype=float))
     for i, j in np.argwhere(hit):
         label, mark = labels[i], marks[j]
         if (label["row"], label["series"]) != (mark["row"], mark["series"]):
@@ -147,7 +148,7 @@ def _turned_overlap(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     the turned text, so compare them in the text's own frame."""
     angle = np.radians(a["rotation"])
     u, n = np.array([np.cos(angle), -np.sin(angle)]), np.array([np.sin(angle), np.cos(angle)])  # image y points down
-    centre = lambda box: np.array([(box[0] + box[2]) / 2.0, (box[1] + box[3]) / 2.0])  # noqa: E731
+    centre = lambda box: np.array([(box[0] + box[2]) / 2.0, (box[1] + box[3]) / 2.0])
     d = centre(b["box"]) - centre(a["box"])
     along = abs(float(d @ u)) - (a["size"][0] + b["size"][0]) / 2.0
     across = abs(float(d @ n)) - (a["size"][1] + b["size"][1]) / 2.0
@@ -350,17 +351,23 @@ def _check_order(op: str, cells: list[tuple[str, str]], values: list[float], t: 
     ordered = sorted(range(len(values)), key=lambda k: values[k], reverse=op != "argmin")
     a, b = ordered[0], ordered[1]
     va, vb = values[a], values[b]
-    names = f"{cells[a][0]!r} and {cells[b][0]!r}" if cells[a][0] != cells[b][0] else f"{cells[a][1]!r} and {cells[b][1]!r}"
+    names = (
+        f"{cells[a][0]!r} and {cells[b][0]!r}" if cells[a][0] != cells[b][0] else f"{cells[a][1]!r} and {cells[b][1]!r}"
+    )
     if labelled:
         if format_number(va) == format_number(vb):
-            raise InvalidEdit("near_tie", f"{names} print the same value ({format_number(va)}), so the chart cannot show "
-                              f"which is larger", field="value")
+            raise InvalidEdit(
+                "near_tie",
+                f"{names} print the same value ({format_number(va)}), so the chart cannot show which is larger",
+                field="value",
+            )
         return
     if pie:
         gap = abs(va - vb) / max(t.total(), 1e-12)
         if gap < MIN_PIE_SHARE_GAP:
             raise InvalidEdit("near_tie", f"the slices of {names} differ by {gap:.1%} of the pie, less than the "
-                              f"{MIN_PIE_SHARE_GAP:.0%} a reader can tell apart; set data_labels true", field="data_labels")
+                              f"{MIN_PIE_SHARE_GAP:.0%} a reader can tell apart; set data_labels true",
+                              field="data_labels")
         return
     gap_px = abs(va - vb) * _px_per_unit(facts, spec.chart_type)
     if gap_px < MIN_GAP_PX:
@@ -376,7 +383,8 @@ def _check_threshold(threshold: float, cells: list[tuple[str, str]], values: lis
         if labelled:
             printed = float(format_number(v))
             if printed == threshold or (printed > threshold) != (v > threshold):
-                raise InvalidEdit("near_tie", f"{row!r} prints {format_number(v)}, which does not show on which side of "
+                raise InvalidEdit("near_tie",
+                                  f"{row!r} prints {format_number(v)}, which does not show on which side of "
                                   f"{shown_threshold} it lies", field="value")
             continue
         if pie:

@@ -73,7 +73,7 @@ def difficulty_features(scene: Scene, render: Any, rule: Mapping[str, Any]) -> d
     except InvalidEdit:
         asked = []
     floor = min_pixels(scene.width, scene.height)
-    share = (lambda test: sum(test(i) for i in asked) / len(asked)) if asked else (lambda test: 0.0)  # noqa: E731
+    share = (lambda test: sum(test(i) for i in asked) / len(asked)) if asked else (lambda test: 0.0)
     colors = [o.color for o in scene.objects]
     return {
         "n_objects": len(scene.objects),

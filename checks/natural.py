@@ -144,5 +144,7 @@ def distractors(answer: str, answer_type: str, known: Any = ()) -> list[str]:
         return [str(v) for v in (n + 1, n - 1, n + 2, n - 2) if v >= 0]
     if answer in COLOURS:
         return [c for c in COLOURS if c != answer]
-    others = sorted({str(a) for a in known if str(a) != answer and str(a) not in ("yes", "no") and not str(a).isdigit()})
+    others = sorted(
+        {str(a) for a in known if str(a) != answer and str(a) not in ("yes", "no") and not str(a).isdigit()}
+    )
     return others or ["something else"]

@@ -119,7 +119,8 @@ def _number(value: Any, field: str, decimals: int | None = None) -> float:
         raise InvalidEdit("bad_value", f"{field} must be a number, got {_short(value)}", field=field)
     # compare before converting: an int too large for a float would overflow
     if isinstance(value, float) and not math.isfinite(value) or abs(value) > MAX_ABS_VALUE:
-        raise InvalidEdit("bad_value", f"{field} must be finite with magnitude <= {MAX_ABS_VALUE:g}, got {_short(value)}",
+        raise InvalidEdit("bad_value",
+                          f"{field} must be finite with magnitude <= {MAX_ABS_VALUE:g}, got {_short(value)}",
                           field=field)
     if decimals is not None and not at_precision(float(value), decimals):
         raise InvalidEdit("bad_value", f"{field} {_short(value)} has more decimals than the table's values "
@@ -229,7 +230,8 @@ def _op_add_row(s: ChartStructure, op: Mapping[str, Any], rule: Mapping[str, Any
     new = _values(op["values"], len(t.series), "values", t)
     position = op.get("position", len(t.rows))
     if not is_int(position, 0, len(t.rows)):
-        raise InvalidEdit("bad_value", f"position must be an integer in [0, {len(t.rows)}], got {_short(position)}", field="position")
+        raise InvalidEdit("bad_value", f"position must be an integer in [0, {len(t.rows)}], got {_short(position)}",
+                          field="position")
     rows = list(t.rows)
     values = list(t.values)
     rows.insert(position, label)
@@ -396,17 +398,20 @@ def _apply_replace(s: ChartStructure, data: Mapping[str, Any], rule: Mapping[str
             raise InvalidEdit("duplicate_label", f"replacement {axis} repeat a label", op="replace", field=axis)
     d = diff(s, new)
     if d["index_renamed"] or d["table_kind_changed"] or d["vocabulary_changed"]:
-        raise InvalidEdit("bad_value", "index_name, unit, decimals, part_of_whole, stackable, bounds and the vocabulary "
+        raise InvalidEdit("bad_value",
+                          "index_name, unit, decimals, part_of_whole, stackable, bounds and the vocabulary "
                           "belong to the question's table and cannot change", op="replace", field="table")
     for v in new.table.all_values():
         if v is not None:
             _value(v, "values", s.table)
     if d["series_added"] and single_series_required(rule):
-        raise InvalidEdit("anchor", "the question names no series, so the chart must keep its single series", op="replace")
+        raise InvalidEdit("anchor", "the question names no series, so the chart must keep its single series",
+                          op="replace")
     table_changed = any(d[k] for k in ("rows_added", "rows_removed", "series_added", "series_removed", "cells_changed",
                                        "reordered"))
     if values_fixed(rule) and table_changed:
-        raise InvalidEdit("invariance", "this answer has no program: a replacement may change style fields only", op="replace")
+        raise InvalidEdit("invariance", "this answer has no program: a replacement may change style fields only",
+                          op="replace")
     if d["reordered"] and "position" in rule.get("refers", ()):
         raise InvalidEdit("reference", "the question refers to positions in the chart, so the row order must stay",
                           op="replace", field="rows")
@@ -421,7 +426,8 @@ def _apply_replace(s: ChartStructure, data: Mapping[str, Any], rule: Mapping[str
         for label in labels:
             problem = new_label_problem(replace(s, table=_labels_only(s.table, seen)), rule, label, axis)
             if problem is not None:
-                raise InvalidEdit(problem.code, problem.message, op="replace", field="rows" if axis == "row" else "series")
+                raise InvalidEdit(problem.code, problem.message, op="replace",
+                                  field="rows" if axis == "row" else "series")
             seen.append(label)
     try:
         _check_references(s.spec, new.spec, rule)
@@ -505,7 +511,8 @@ def sample_op(structure: ChartStructure, rng: np.random.Generator) -> dict[str, 
         base = old if old is not None else float(np.nanmean([v for v in column if v is not None] or [1.0]))
         return {"op": "set_cell", "row": row, "series": series, "value": _perturb(base, rng, t)}
     if kind == "scale_series":
-        return {"op": "scale_series", "series": series, "factor": float(rng.choice([0.5, 0.8, 0.9, 1.1, 1.25, 1.5, 2.0]))}
+        return {"op": "scale_series", "series": series,
+                "factor": float(rng.choice([0.5, 0.8, 0.9, 1.1, 1.25, 1.5, 2.0]))}
     if kind in ("add_row", "rename_row") and fresh_rows:
         label = pick(rng, fresh_rows)
         if kind == "rename_row":

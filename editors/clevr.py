@@ -73,11 +73,16 @@ OP_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 #: JSON Schemas of the ops' fields (with :data:`OP_FIELDS`, the edit schema an LLM rewriter gets)
 FIELD_SCHEMAS = {
     "object": {"type": "integer", "minimum": 0, "description": "an object's index in the scene"},
-    "a": {"type": "integer", "minimum": 0}, "b": {"type": "integer", "minimum": 0},
-    "shape": {"enum": list(ATTRIBUTES["shape"])}, "color": {"enum": list(ATTRIBUTES["color"])},
-    "material": {"enum": list(ATTRIBUTES["material"])}, "size": {"enum": list(ATTRIBUTES["size"])},
+    "a": {"type": "integer", "minimum": 0},
+    "b": {"type": "integer", "minimum": 0},
+    "shape": {"enum": list(ATTRIBUTES["shape"])},
+    "color": {"enum": list(ATTRIBUTES["color"])},
+    "material": {"enum": list(ATTRIBUTES["material"])},
+    "size": {"enum": list(ATTRIBUTES["size"])},
     **{f: {"type": "number"} for f in ("x", "y", "rotation", "dx", "dy", "dz", "intensity")},
-    **{f: {"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3} for f in ("key", "fill", "back")},
+    **{
+        f: {"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3} for f in ("key", "fill", "back")
+    },
 }
 
 
@@ -133,7 +138,8 @@ def _remove(scene: Scene, fields: Mapping[str, Any]) -> Scene:
 def _move(scene: Scene, fields: Mapping[str, Any]) -> Scene:
     i = _index(scene, fields["object"], "object")
     objects = list(scene.objects)
-    objects[i] = replace(objects[i], x=_number(fields["x"], "x", -FLOOR, FLOOR), y=_number(fields["y"], "y", -FLOOR, FLOOR))
+    objects[i] = replace(objects[i], x=_number(fields["x"], "x", -FLOOR, FLOOR),
+                         y=_number(fields["y"], "y", -FLOOR, FLOOR))
     return scene.with_objects(tuple(objects))
 
 

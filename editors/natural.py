@@ -293,7 +293,9 @@ def sample_op(scene: Scene, rng: Any) -> dict[str, Any]:
             w, h = box[2] - box[0], box[3] - box[1]
             op.update(source=box, to=[min(spot[0], frame.width - w), min(spot[1], frame.height - h)])
     elif name == "pad":
-        sides = {side: int(rng.integers(0, 49)) * int(rng.random() < 0.6) for side in ("top", "bottom", "left", "right")}
+        sides = {
+            side: int(rng.integers(0, 49)) * int(rng.random() < 0.6) for side in ("top", "bottom", "left", "right")
+        }
         if not any(sides.values()):
             sides[str(rng.choice(list(sides)))] = int(rng.integers(8, 49))
         grey = int(rng.choice([0, 128, 255]))

@@ -32,8 +32,6 @@ from vicogym.rewards import RewardConfig, difficulty_reward, in_sweet_zone
 from vicogym.spaces import TextSpace, to_charset
 from vicogym.validation import MAX_SEED, is_int, is_number
 
-
-
 #: bounds of the integer settings: a run of 10^8 actor calls per sample or an observation
 #: too short for any question is a mistake to report, not to start
 LIMITS = {"k": (1, 4096), "max_turns": (1, 10_000), "max_tries": (1, 10_000), "max_question_chars": (64, 65_536),
@@ -212,7 +210,9 @@ class VicoEnv(gym.Env):
         return self.arm.sample_edit(self.sample.structure, self.sample.label_rule,
                                     rng if rng is not None else self.np_random)
 
-    def preview(self, action: Any, rng: np.random.Generator, repeats: int = 1) -> tuple[float | None, InvalidEdit | None]:
+    def preview(
+        self, action: Any, rng: np.random.Generator, repeats: int = 1
+    ) -> tuple[float | None, InvalidEdit | None]:
         """What ``step(action)`` would give, committing nothing: the actor's pass rate on
         the edited sample (the mean of ``repeats`` probes of ``k`` answers, drawn with
         ``rng``, not the environment's generator), or the edit's rejection. For search

@@ -14,6 +14,7 @@ import numpy as np
 
 from vicogym.answers import format_number, get_scorer
 from vicogym.arm import Arm, draw_edit
+from vicogym.checks import chart as chart_checks
 from vicogym.core import SHORT_ANSWER, Edit, ExportHints, Render, Sample, Seed
 from vicogym.editors import chart as chart_editor
 from vicogym.envs.base import EnvConfig, VicoEnv
@@ -21,7 +22,6 @@ from vicogym.errors import InvalidEdit
 from vicogym.images import ImagePolicy
 from vicogym.programs import chart as chart_programs
 from vicogym.renderers.chart import ChartRenderer
-from vicogym.checks import chart as chart_checks
 from vicogym.sources.chart import TIER2_POLICIES, make_source, spec_variants
 from vicogym.structures.chart import ChartStructure, Table
 from vicogym.validation import is_int
@@ -167,7 +167,9 @@ class ChartArm(Arm):
                     return f"the {name} table differs from the table the invariant answer was read from"
         return None
 
-    def sample_edit(self, structure: ChartStructure, rule: Mapping[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+    def sample_edit(
+        self, structure: ChartStructure, rule: Mapping[str, Any], rng: np.random.Generator
+    ) -> dict[str, Any]:
         def propose() -> dict[str, Any]:
             if chart_programs.values_fixed(rule):
                 return {"ops": [chart_editor.sample_style_op(structure, rng)]}

@@ -18,13 +18,13 @@ import numpy as np
 
 from vicogym.answers import exact_match
 from vicogym.arm import Arm, draw_edit
+from vicogym.checks import clevr as clevr_checks
 from vicogym.core import SHORT_ANSWER, Edit, ExportHints, Render, Sample, Seed
 from vicogym.editors import clevr as clevr_editor
 from vicogym.envs.base import EnvConfig, VicoEnv
 from vicogym.errors import GenerationError, InvalidEdit
 from vicogym.images import ImagePolicy
 from vicogym.programs import clevr as clevr_programs
-from vicogym.checks import clevr as clevr_checks
 from vicogym.renderers.clevr import ENGINES, UNSHOWN, ClevrRenderer, RenderFailed, RenderSettings
 from vicogym.sources.clevr import make_source
 from vicogym.structures.clevr import ATTRIBUTES, ERROR_CODES, Scene

@@ -17,7 +17,6 @@ from vicogym.spaces import TextSpace, to_charset
 from vicogym.validation import MAX_SEED, is_int
 
 
-
 @dataclass(frozen=True)
 class InstructConfig:
     """Settings of :class:`InstructEnv`. JSON-serialisable."""
@@ -173,7 +172,8 @@ class InstructEnv(gym.Env):
                                      "sample_id": self.sample["id"]}
 
     def _observation(self) -> dict[str, Any]:
-        return {"image": self._image.copy(), "instruction": to_charset(self.sample["instruction"][:self.config.max_instruction_chars])}
+        return {"image": self._image.copy(),
+                "instruction": to_charset(self.sample["instruction"][: self.config.max_instruction_chars])}
 
     def step(self, action: Any):
         if self._done or self.sample is None:

@@ -19,15 +19,26 @@ import numpy as np
 
 from vicogym.answers import short_answer
 from vicogym.arm import Arm, draw_edit, payload_dict, require_module
+from vicogym.checks import natural as natural_checks
 from vicogym.core import SHORT_ANSWER, Edit, ExportHints, Render, Sample, Seed
 from vicogym.editors import natural as natural_editor
 from vicogym.envs.base import EnvConfig, VicoEnv
 from vicogym.errors import InvalidEdit, SourceError
 from vicogym.images import ImagePolicy, decode_png, encode_png, row_png
-from vicogym.checks import natural as natural_checks
-from vicogym.renderers.natural import (SAM_MODELS, BoxSegmenter, GrabCutSegmenter, NaturalFacts, OpenCVInpainter,
-                                       RePaintInpainter, SamEncoder, SamSegmenter, StableDiffusionInpainter, frame_mask,
-                                       protected_region, replay)
+from vicogym.renderers.natural import (
+    SAM_MODELS,
+    BoxSegmenter,
+    GrabCutSegmenter,
+    NaturalFacts,
+    OpenCVInpainter,
+    RePaintInpainter,
+    SamEncoder,
+    SamSegmenter,
+    StableDiffusionInpainter,
+    frame_mask,
+    protected_region,
+    replay,
+)
 from vicogym.sources.natural import RecordSource
 from vicogym.structures.natural import ERROR_CODES, Record, Scene, pack_mask, pixels_sha256, sha256
 from vicogym.validation import is_int
@@ -101,7 +112,9 @@ class NaturalEnvConfig(EnvConfig):
     def sam_encoder(self) -> SamEncoder:
         if isinstance(self.sam_model, str):
             if self.sam_model not in SAM_MODELS:
-                raise ValueError(f"expected sam_model in {sorted(SAM_MODELS)} or an encoder size, got {self.sam_model!r}")
+                raise ValueError(
+                    f"expected sam_model in {sorted(SAM_MODELS)} or an encoder size, got {self.sam_model!r}"
+                )
             return SAM_MODELS[self.sam_model]
         if isinstance(self.sam_model, Mapping):
             try:
@@ -147,7 +160,9 @@ class NaturalArm(Arm):
     def open(self) -> None:
         c = self.config
         if c.inpaint_model is not None and not Path(c.inpaint_model).is_dir():
-            raise FileNotFoundError(f"expected inpaint_model as an existing diffusers model folder, got {c.inpaint_model!r}")
+            raise FileNotFoundError(
+                f"expected inpaint_model as an existing diffusers model folder, got {c.inpaint_model!r}"
+            )
         if c.sam_checkpoint is not None and not Path(c.sam_checkpoint).is_file():
             raise FileNotFoundError(f"expected sam_checkpoint as an existing checkpoint file, got {c.sam_checkpoint!r}")
         if self.source is None:

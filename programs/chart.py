@@ -322,7 +322,8 @@ def relabel(table: Table, rule: Mapping[str, Any]) -> str:
     if kind == "invariant":
         source = Table.from_dict(rule["table"])
         if (source.rows, source.series, source.values) != (table.rows, table.series, table.values):
-            raise InvalidEdit("invariance", "this answer has no program; every row, series and value must stay as in the source")
+            raise InvalidEdit("invariance",
+                              "this answer has no program; every row, series and value must stay as in the source")
         return str(rule["answer"])
     raise ValueError(f"expected a label rule kind in ('cell', 'invariant', 'program'), got {kind!r}")
 
@@ -341,30 +342,44 @@ class Template:
     min_series: int = 1
 
 
-TEMPLATES: tuple[Template, ...] = (
-    Template("lookup", "What is the value of {series} for {a}?", "lookup", rows=1),
-    Template("lookup_how_much", "How much is the {series} value of {a}?", "lookup", rows=1),
-    Template("max", "What is the highest value of {series}?", "max"),
-    Template("min", "What is the lowest value of {series}?", "min"),
-    Template("argmax", "Which {index} has the highest {series} value?", "argmax"),
-    Template("argmin", "Which {index} has the lowest {series} value?", "argmin"),
-    Template("sum", "What is the total {series} across all {index} values shown?", "sum"),
-    Template("mean", "What is the average {series} across the {index} values shown?", "mean"),
-    Template("median", "What is the median {series} value?", "median"),
-    Template("range", "What is the difference between the highest and the lowest {series} value?", "range"),
-    Template("absdiff", "What is the difference in {series} between {a} and {b}?", "absdiff", rows=2),
-    Template("ratio", "What is the ratio of the {series} value of {a} to that of {b}?", "ratio", rows=2),
-    Template("greater", "Is the {series} value of {a} greater than that of {b}?", "greater", rows=2),
-    Template("less", "Is the {series} value of {a} less than that of {b}?", "less", rows=2),
-    Template("count_above", "For how many {index} values is the {series} value above {threshold}?", "count_above"),
-    Template("count_rows", "How many {index} values does the chart show?", "count_rows", series=0),
-    Template("row_with_value", "Which {index} has a {series} value of {value}?", "row_with_value"),
-    Template("pair_sum", "What is the sum of the {series} values of {a} and {b}?", "pair_sum", rows=2),
-    Template("pair_mean", "What is the average {series} value of {a} and {b}?", "pair_mean", rows=2),
-    Template("row_argmax", "For {a}, which series has the largest value?", "row_argmax", rows=1, series=0, min_series=2),
-    Template("row_sum", "What is the sum of all series for {a}?", "row_sum", rows=1, series=0, min_series=2),
-    Template("series_greater", "For {a}, is the {s1} value greater than the {s2} value?", "series_greater", rows=1, series=2, min_series=2),
-)
+TEMPLATES: tuple[Template, ...] = (Template("lookup", "What is the value of {series} for {a}?", "lookup", rows=1),
+                                   Template("lookup_how_much", "How much is the {series} value of {a}?", "lookup",
+                                            rows=1), Template("max", "What is the highest value of {series}?", "max"),
+                                   Template("min", "What is the lowest value of {series}?", "min"),
+                                   Template("argmax", "Which {index} has the highest {series} value?", "argmax"),
+                                   Template("argmin", "Which {index} has the lowest {series} value?", "argmin"),
+                                   Template("sum", "What is the total {series} across all {index} values shown?",
+                                            "sum"),
+                                   Template("mean", "What is the average {series} across the {index} values shown?",
+                                            "mean"), Template("median", "What is the median {series} value?", "median"),
+                                   Template("range",
+                                            "What is the difference between the highest and the lowest {series} value?",
+                                            "range"),
+                                   Template("absdiff", "What is the difference in {series} between {a} and {b}?",
+                                            "absdiff", rows=2),
+                                   Template("ratio", "What is the ratio of the {series} value of {a} to that of {b}?",
+                                            "ratio", rows=2),
+                                   Template("greater", "Is the {series} value of {a} greater than that of {b}?",
+                                            "greater", rows=2),
+                                   Template("less", "Is the {series} value of {a} less than that of {b}?", "less",
+                                            rows=2),
+                                   Template("count_above",
+                                            "For how many {index} values is the {series} value above {threshold}?",
+                                            "count_above"),
+                                   Template("count_rows", "How many {index} values does the chart show?", "count_rows",
+                                            series=0),
+                                   Template("row_with_value", "Which {index} has a {series} value of {value}?",
+                                            "row_with_value"),
+                                   Template("pair_sum", "What is the sum of the {series} values of {a} and {b}?",
+                                            "pair_sum", rows=2),
+                                   Template("pair_mean", "What is the average {series} value of {a} and {b}?",
+                                            "pair_mean", rows=2),
+                                   Template("row_argmax", "For {a}, which series has the largest value?", "row_argmax",
+                                            rows=1, series=0, min_series=2),
+                                   Template("row_sum", "What is the sum of all series for {a}?", "row_sum", rows=1,
+                                            series=0, min_series=2),
+                                   Template("series_greater", "For {a}, is the {s1} value greater than the {s2} value?",
+                                            "series_greater", rows=1, series=2, min_series=2))
 TEMPLATE_BY_ID = {t.id: t for t in TEMPLATES}
 
 

@@ -49,13 +49,16 @@ def _object(value: Any, function: str) -> int:
 
 def _filter(attribute: str) -> Handler:
     def handler(scene: Scene, inputs: list[Any], values: list[str], ctx: Context) -> Objects:
-        return [i for i in _objects(inputs[0], f"filter_{attribute}") if getattr(scene.objects[i], attribute) == values[0]]
+        return [
+            i for i in _objects(inputs[0], f"filter_{attribute}") if getattr(scene.objects[i], attribute) == values[0]
+        ]
 
     return handler
 
 
 def _query(attribute: str) -> Handler:
-    return lambda scene, inputs, values, ctx: getattr(scene.objects[_object(inputs[0], f"query_{attribute}")], attribute)
+    return lambda scene, inputs, values, ctx: getattr(scene.objects[_object(inputs[0], f"query_{attribute}")],
+                                                      attribute)
 
 
 def _same(attribute: str) -> Handler:
@@ -70,7 +73,8 @@ def _same(attribute: str) -> Handler:
 def _unique(scene: Scene, inputs: list[Any], values: list[str], ctx: Context) -> int:
     objects = _objects(inputs[0], "unique")
     if len(objects) != 1:
-        raise InvalidEdit("ambiguous", f"the question's object is not unique: {len(objects)} objects fit its description")
+        raise InvalidEdit("ambiguous",
+                          f"the question's object is not unique: {len(objects)} objects fit its description")
     return objects[0]
 
 
@@ -97,9 +101,12 @@ HANDLERS: dict[str, Handler] = {
     "scene": lambda scene, inputs, values, ctx: list(range(len(scene.objects))),
     "unique": _unique,
     "relate": _relate,
-    "union": lambda scene, inputs, values, ctx: sorted(set(_objects(inputs[0], "union")) | set(_objects(inputs[1], "union"))),
-    "intersect": lambda scene, inputs, values, ctx: sorted(set(_objects(inputs[0], "intersect"))
-                                                           & set(_objects(inputs[1], "intersect"))),
+    "union": lambda scene, inputs, values, ctx: sorted(
+        set(_objects(inputs[0], "union")) | set(_objects(inputs[1], "union"))
+    ),
+    "intersect": lambda scene, inputs, values, ctx: sorted(
+        set(_objects(inputs[0], "intersect")) & set(_objects(inputs[1], "intersect"))
+    ),
     "count": lambda scene, inputs, values, ctx: len(_objects(inputs[0], "count")),
     "exist": lambda scene, inputs, values, ctx: len(_objects(inputs[0], "exist")) > 0,
     "equal_integer": _integers(lambda a, b: a == b),
@@ -153,7 +160,8 @@ def run(scene: Scene, program: Sequence[Mapping[str, Any]]) -> list[Any]:
     ctx = Context(scene.relationships())
     outputs: list[Any] = []
     for node in program:
-        outputs.append(HANDLERS[node["function"]](scene, [outputs[i] for i in node["inputs"]], node["value_inputs"], ctx))
+        outputs.append(HANDLERS[node["function"]](scene, [outputs[i] for i in node["inputs"]], node["value_inputs"],
+                                                  ctx))
     return outputs
 
 

@@ -525,6 +525,6 @@ def frame_mask(mask: np.ndarray, ops: tuple) -> np.ndarray:
     return np.ascontiguousarray(mask)
 
 
-__all__ = ["SAM_MODELS", "BoxSegmenter", "GrabCutSegmenter", "OpenCVInpainter", "RePaintInpainter", "SamEncoder", "SamSegmenter",
-           "StableDiffusionInpainter", "NaturalFacts", "build_sam", "box_mask", "frame_mask", "polygon_mask",
-           "protected_region", "replay"]
+__all__ = ["SAM_MODELS", "BoxSegmenter", "GrabCutSegmenter", "OpenCVInpainter", "RePaintInpainter", "SamEncoder",
+           "SamSegmenter", "StableDiffusionInpainter", "NaturalFacts", "build_sam", "box_mask", "frame_mask",
+           "polygon_mask", "protected_region", "replay"]

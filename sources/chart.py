@@ -136,9 +136,14 @@ def procedural_seed(rng: np.random.Generator, max_tries: int = 16, templates: tu
             stackable=bool(topic.get("stackable", False)) and len(series) > 1,
             bounds=topic_bounds(topic),
         )
-        candidates = ("bar", "hbar", "grouped_bar", "stacked_bar", "line", "pie") if ordered else ("bar", "hbar", "grouped_bar", "stacked_bar", "pie")
+        candidates = (
+            ("bar", "hbar", "grouped_bar", "stacked_bar", "line", "pie")
+            if ordered
+            else ("bar", "hbar", "grouped_bar", "stacked_bar", "pie")
+        )
         chart_types = [c for c in candidates if chart_type_fits(table, c) is None]
-        weights = np.array([{"bar": 3, "hbar": 2, "grouped_bar": 3, "stacked_bar": 1, "line": 2, "pie": 1}[c] for c in chart_types], float)
+        weights = np.array([{"bar": 3, "hbar": 2, "grouped_bar": 3, "stacked_bar": 1, "line": 2,
+                             "pie": 1}[c] for c in chart_types], float)
         chart_type = chart_types[int(rng.choice(len(chart_types), p=weights / weights.sum()))]
         index_word = topic["index_name"].lower()
         spec = ChartSpec(
@@ -228,13 +233,17 @@ def load_chartqa_table(path: str | Path) -> Table:
     except UnicodeDecodeError as exc:
         raise SourceError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save the CSV as UTF-8") from None
     except pd.errors.EmptyDataError:
-        raise SourceError(f"{path}: the file is empty; expected a header row (category, series ...) and data rows") from None
+        raise SourceError(
+            f"{path}: the file is empty; expected a header row (category, series ...) and data rows"
+        ) from None
     except pd.errors.ParserError as exc:
         reason = str(exc).replace("Error tokenizing data. C error: ", "").strip()
         raise SourceError(f"{path}: {reason}; quote fields that contain commas so that every row has as many fields "
                           f"as the header") from None
     if frame.shape[1] < 2:
-        raise SourceError(f"{path}:1: expected a category column and at least one series column, got {list(frame.columns)}")
+        raise SourceError(
+            f"{path}:1: expected a category column and at least one series column, got {list(frame.columns)}"
+        )
     frame = frame[~(frame == "").all(axis=1)]
     if frame.empty:
         raise SourceError(f"{path}: no data rows; expected at least one row under the header")
@@ -285,7 +294,9 @@ def _year(label: str) -> int | None:
 
 def _years_descending(rows: tuple[str, ...]) -> bool:
     years = [_year(r) for r in rows]
-    return len(rows) >= 2 and None not in years and years == sorted(years, reverse=True) and len(set(years)) == len(years)
+    return (
+        len(rows) >= 2 and None not in years and years == sorted(years, reverse=True) and len(set(years)) == len(years)
+    )
 
 
 def observed_bounds(values: list[float], unit: str) -> tuple[float, float] | None:
@@ -566,7 +577,9 @@ def load_chartqa_records(folder: str | Path) -> list[ChartQARecord]:
     """The records of ``qa.jsonl``; :class:`SourceError` names the line of a bad one."""
     qa_path = Path(folder) / "qa.jsonl"
     if not qa_path.is_file():
-        raise SourceError(f"expected ChartQA records at {qa_path} (one JSON object per line with imgname, query, label)")
+        raise SourceError(
+            f"expected ChartQA records at {qa_path} (one JSON object per line with imgname, query, label)"
+        )
     records = []
     try:
         lines = qa_path.read_text(encoding="utf-8").splitlines()
@@ -581,7 +594,9 @@ def load_chartqa_records(folder: str | Path) -> list[ChartQARecord]:
             raise SourceError(f"{qa_path}:{n}: not valid JSON ({exc.msg} at column {exc.colno}); each line must be one "
                               f"object with imgname, query, label") from None
         if not isinstance(data, dict):
-            raise SourceError(f"{qa_path}:{n}: expected a JSON object with imgname, query, label, got {type(data).__name__}")
+            raise SourceError(
+                f"{qa_path}:{n}: expected a JSON object with imgname, query, label, got {type(data).__name__}"
+            )
         missing = [k for k in RECORD_KEYS if k not in data]
         if missing:
             raise SourceError(f"{qa_path}:{n}: missing {missing}; each record needs imgname, query and label")

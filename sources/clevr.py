@@ -83,7 +83,8 @@ class ProceduralSource:
     def scene(self, rng: np.random.Generator) -> Scene:
         return procedural_scene(rng, self.width, self.height, self.min_objects, self.max_objects, self.max_tries)
 
-    def ask(self, scene: Scene, rng: np.random.Generator, source: str = "procedural", source_id: str | None = None) -> Seed:
+    def ask(self, scene: Scene, rng: np.random.Generator, source: str = "procedural",
+            source_id: str | None = None) -> Seed:
         question, rule, answer = generate_question(scene, rng, self.templates, self.max_tries * 2, self.unasked)
         return Seed(scene, question, answer, rule, source, source_id or f"procedural-{scene_id(scene, rule)}")
 
@@ -176,8 +177,8 @@ class ReleaseSource:
         return kept
 
     def summary(self) -> dict[str, Any]:
-        return {"scenes": len(self.scenes), "questions_used": len(self.questions), "questions_skipped": dict(self.skipped),
-                "split": self.split}
+        return {"scenes": len(self.scenes), "questions_used": len(self.questions),
+                "questions_skipped": dict(self.skipped), "split": self.split}
 
     def seed(self, index: int, rng: np.random.Generator) -> Seed:
         if self.questions:
@@ -189,7 +190,8 @@ class ReleaseSource:
         keys = sorted(self.scenes)
         if not 0 <= index < len(keys):
             raise ValueError(f"expected a scene index in [0, {len(keys)}), got {index}")
-        return self.procedural.ask(self.scenes[keys[index]], rng, "clevr", f"CLEVR_{self.split}_scenes.json#{keys[index]}")
+        return self.procedural.ask(self.scenes[keys[index]], rng, "clevr",
+                                   f"CLEVR_{self.split}_scenes.json#{keys[index]}")
 
     def sample(self, rng: np.random.Generator) -> Seed:
         count = len(self.questions) if self.questions else len(self.scenes)

@@ -54,14 +54,21 @@ def chart_facts(structure: ChartStructure, render_facts: Any = None) -> dict[str
     tolerance = None
     if labels is not None:
         missing = (_field(render_facts, "facts") or {}).get("missing_glyphs") or {}
-        texts = [collapse_spaces(lab["text"]) for lab in labels if lab.get("kind") in TEXT_KINDS and lab["text"] not in missing]
+        texts = [
+            collapse_spaces(lab["text"])
+            for lab in labels
+            if lab.get("kind") in TEXT_KINDS and lab["text"] not in missing
+        ]
         if not any(lab.get("kind") == "data_label" for lab in labels):
             # values are read off the axis: as precisely as its gridlines allow
-            ticks = sorted({float(lab["value"]) for lab in labels if lab.get("kind") == "value_tick" and "value" in lab})
+            ticks = sorted(
+                {float(lab["value"]) for lab in labels if lab.get("kind") == "value_tick" and "value" in lab}
+            )
             steps = [b - a for a, b in zip(ticks, ticks[1:]) if b > a]
             tolerance = TICK_SHARE * min(steps) if steps else -1.0  # -1: a pie, no axis
     else:
-        texts = [collapse_spaces(t) for t in (spec.title, spec.x_label, spec.y_label, *table.rows) if collapse_spaces(t)]
+        texts = [collapse_spaces(t) for t in (spec.title, spec.x_label, spec.y_label,
+                                              *table.rows) if collapse_spaces(t)]
     unit = 10.0 ** -table.decimals
     rows = []
     for label, values in zip(table.rows, table.values):

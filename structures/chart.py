@@ -95,8 +95,8 @@ class Table:
                 raise TypeError(f"expected {name} to be true or false, got {getattr(self, name)!r}")
         if self.bounds is not None:
             b = self.bounds
-            if (not isinstance(b, (list, tuple)) or len(b) != 2 or not all(_is_number(v) and math.isfinite(v) for v in b)
-                    or not b[0] < b[1]):
+            if (not isinstance(b, (list, tuple)) or len(b) != 2
+                    or not all(_is_number(v) and math.isfinite(v) for v in b) or not b[0] < b[1]):
                 raise ValueError(f"expected bounds as [low, high] with low < high, got {b!r}")
             object.__setattr__(self, "bounds", (float(b[0]), float(b[1])))
         if len(self.values) != len(self.rows):

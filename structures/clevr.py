@@ -110,7 +110,8 @@ class Lights:
     def __post_init__(self) -> None:
         for name in ("key", "fill", "back"):
             value = getattr(self, name)
-            if not isinstance(value, (list, tuple)) or len(value) != 3 or not all(_finite(v) and abs(v) <= 2 for v in value):
+            if (not isinstance(value, (list, tuple)) or len(value) != 3
+                    or not all(_finite(v) and abs(v) <= 2 for v in value)):
                 raise ValueError(f"expected light {name} jitter as three numbers within [-2, 2], got {value!r}")
             object.__setattr__(self, name, tuple(float(v) for v in value))
         if not _finite(self.intensity) or not 0.5 <= self.intensity <= 1.5:
@@ -201,8 +202,10 @@ class Scene:
         out: dict[str, list[list[int]]] = {}
         for rel in RELATIONS:
             d = np.asarray(directions[rel])
-            out[rel] = [[j for j in range(len(self.objects)) if j != i and float((coords[j] - coords[i]) @ d) > RELATION_EPS]
-                        for i in range(len(self.objects))]
+            out[rel] = [
+                [j for j in range(len(self.objects)) if j != i and float((coords[j] - coords[i]) @ d) > RELATION_EPS]
+                for i in range(len(self.objects))
+            ]
         return out
 
     def pixel_coords(self) -> list[list[float]]:

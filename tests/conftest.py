@@ -4,11 +4,11 @@ import os
 for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "1")
 
-from pathlib import Path  # noqa: E402
+from pathlib import Path
 
-import pytest  # noqa: E402
+import pytest
 
-import vicogym  # noqa: E402
+import vicogym
 
 REPO = Path(__file__).resolve().parents[1]
 REQUIRE_DATA = os.environ.get("VICOGYM_REQUIRE_DATA") == "1"

@@ -10,8 +10,8 @@ from vicogym.structures.chart import Table
 def reference(table: Table, program: dict):
     """The answer of ``program`` on ``table``, or ``None`` where it is ambiguous."""
     op = program["op"]
-    col = lambda s: np.array(table.column(s), dtype=float)  # noqa: E731
-    cell = lambda r, s: table.cell(r, s)  # noqa: E731
+    col = lambda s: np.array(table.column(s), dtype=float)
+    cell = lambda r, s: table.cell(r, s)
     if op == "lookup":
         return cell(program["row"], program["series"])
     if op in ("max", "min", "sum", "mean", "median", "range"):
@@ -41,7 +41,7 @@ def reference(table: Table, program: dict):
     if op == "count_rows":
         return float(len(table.rows))
     if op == "row_with_value":
-        shown = lambda v: round(v, 2) if abs(v) >= 1 else float(f"{v:.4g}")  # noqa: E731  (as charts print)
+        shown = lambda v: round(v, 2) if abs(v) >= 1 else float(f"{v:.4g}")
         hits = [r for r, v in zip(table.rows, col(program["series"])) if shown(v) == shown(program["value"])]
         return hits[0] if len(hits) == 1 else None
     row = np.array(table.values[table.rows.index(program["row"])], dtype=float)

@@ -33,7 +33,8 @@ def _table(values, rows=YEARS[:4], series=("Sales",), **kwargs):
 
 def test_a_plain_readable_chart_passes():
     t = _table([[10], [20], [35], [28]])
-    assert _code(ChartStructure(t, ChartSpec(data_labels=True)), program_rule({"op": "argmax", "series": "Sales"}))[0] is None
+    assert (_code(ChartStructure(t, ChartSpec(data_labels=True)),
+                  program_rule({"op": "argmax", "series": "Sales"}))[0] is None)
     assert _code(ChartStructure(t), program_rule({"op": "lookup", "row": "2017", "series": "Sales"}))[0] is None
 
 

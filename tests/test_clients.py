@@ -35,8 +35,8 @@ class ChatServer:
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with server.lock:
-                    server.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
-                                            "body": body})
+                    server.requests.append({"path": self.path,
+                                            "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body})
                     step = server.script.pop(0) if len(server.script) > 1 else server.script[0]
                     server.in_flight += 1
                     server.most_in_flight = max(server.most_in_flight, server.in_flight)
@@ -172,7 +172,8 @@ def test_the_rewriter_reads_the_sample_and_schema_and_its_answers_are_checked(se
     env = gym.make("vicogym/Chart-v0", k=2, max_turns=4)
     obs, info = env.reset(seed=0)
     edit = env.unwrapped.sample_edit(obs, np.random.default_rng(0))
-    server = serve(("ok", ["Here is my edit:\n```json\n" + json.dumps(edit) + "\n```"]), ("ok", ["I would rather not."]))
+    server = serve(("ok", ["Here is my edit:\n```json\n" + json.dumps(edit) + "\n```"]),
+                   ("ok", ["I would rather not."]))
     rewriter = OpenAIRewriter.for_env(env, model="writer", base_url=server.url)
     _, _, _, _, info = env.step(rewriter.propose(obs, np.random.default_rng(0)))
     assert info["valid"], info["error"]
@@ -191,6 +192,7 @@ def test_edits_are_parsed_from_fences_or_bare_objects():
 
 def test_a_local_image_text_to_text_model_answers_in_batches_and_repeats_itself(tmp_path):
     from tiny_models import tiny_image_text_to_text
+
     from vicogym.clients import TransformersActor
 
     model = tiny_image_text_to_text(tmp_path)

@@ -1,9 +1,8 @@
 import json
 import math
 
-import pytest
-
 import numpy as np
+import pytest
 
 from vicogym.core import Edit, Sample, canonical_json
 from vicogym.errors import CORE_ERROR_CODES, EDIT_ERROR_CODES, InvalidEdit, error_code_owner, register_error_codes
@@ -35,11 +34,17 @@ def test_edit_parse_replace_and_stop():
 @pytest.mark.parametrize(
     "raw, message",
     [
-        ("{not json", "[malformed] edit is not valid JSON (Expecting property name enclosed in double quotes at position 1)"),
+        (
+            "{not json",
+            "[malformed] edit is not valid JSON (Expecting property name enclosed in double quotes at position 1)",
+        ),
         (42, "[malformed] expected a JSON object or list of ops, got int"),
         ({"ops": []}, "[malformed] expected 'ops' to be a non-empty list"),
         ({"ops": [1]}, "[malformed] expected ops[0] to be an object with a string 'op'"),
-        ({"ops": [], "replace": {}}, "[malformed] expected exactly one key, 'ops' or 'replace', got ['ops', 'replace']"),
+        (
+            {"ops": [], "replace": {}},
+            "[malformed] expected exactly one key, 'ops' or 'replace', got ['ops', 'replace']",
+        ),
         ({"replace": 3}, "[malformed] expected 'replace' to be a structure object"),
     ],
 )
@@ -54,7 +59,8 @@ def test_invalid_edit_codes_are_closed_and_located():
     with pytest.raises(ValueError, match="expected an edit error code"):
         InvalidEdit("nope", "x")
     error = InvalidEdit("not_found", "row 'X' is not in the table", field="row").at("ops[1] set_cell")
-    assert error.to_dict() == {"code": "not_found", "message": "row 'X' is not in the table", "op": "ops[1] set_cell", "field": "row"}
+    assert error.to_dict() == {"code": "not_found", "message": "row 'X' is not in the table", "op": "ops[1] set_cell",
+                               "field": "row"}
     assert str(error) == "[not_found] ops[1] set_cell: row 'X' is not in the table"
     assert isinstance(error, ValueError)
     import pickle
@@ -76,15 +82,11 @@ def test_core_codes_are_generic_and_arms_register_their_own():
         register_error_codes("toy2", {"not an identifier": "x"})
 
 
-@pytest.mark.parametrize(
-    "raw, message",
-    [
-        ("[" * 100000 + "]" * 100000, '[malformed] edit is nested too deeply to parse; send a flat {"ops": [...]} object'),
-        ('{"op": "x", "v": ' + "9" * 5000 + "}", None),
-        (b"\xff\xfe", None),
-        ("", "[malformed] edit is not valid JSON (Expecting value at position 0)"),
-    ],
-)
+@pytest.mark.parametrize("raw, message",
+                         [("[" * 100000 + "]" * 100000,
+                           '[malformed] edit is nested too deeply to parse; send a flat {"ops": [...]} object'),
+                          ('{"op": "x", "v": ' + "9" * 5000 + "}", None), (b"\xff\xfe", None),
+                          ("", "[malformed] edit is not valid JSON (Expecting value at position 0)")])
 def test_edit_parse_never_raises_anything_but_invalid_edit(raw, message):
     with pytest.raises(InvalidEdit) as info:
         Edit.parse(raw)

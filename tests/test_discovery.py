@@ -7,11 +7,24 @@ import json
 
 import numpy as np
 import pytest
+from test_clients import ChatServer
 
 import vicogym.instruct.discovery as discovery
-from test_clients import ChatServer
-from vicogym.instruct.discovery import (ADVERSARIAL, BANK, GOOD, DiscoveredType, OpenAIProposer, Proposal, Rejected,
-                               SimulatedProposer, admit, admit_all, adversarial_calls, discovered, make_proposer)
+from vicogym.instruct.discovery import (
+    ADVERSARIAL,
+    BANK,
+    GOOD,
+    DiscoveredType,
+    OpenAIProposer,
+    Proposal,
+    Rejected,
+    SimulatedProposer,
+    admit,
+    admit_all,
+    adversarial_calls,
+    discovered,
+    make_proposer,
+)
 from vicogym.instruct.judge import SimulatedJudge, verify_sample
 from vicogym.programs.instruct import REGISTRY
 
@@ -169,7 +182,9 @@ def test_an_admitted_type_round_trips_through_its_record(children):
 def test_the_simulated_proposer_is_deterministic_and_proposes_what_is_new():
     proposer = SimulatedProposer(flawed=0.0)
     texts = [proposer.propose_text({}, REGISTRY, np.random.default_rng(7)) for _ in range(2)]
-    assert texts[0] == texts[1] and Proposal.from_json(texts[0]) == proposer.propose({}, REGISTRY, np.random.default_rng(7))
+    assert texts[0] == texts[1] and Proposal.from_json(texts[0]) == proposer.propose(
+        {}, REGISTRY, np.random.default_rng(7)
+    )
     assert Proposal.from_json(texts[0]).id in GOOD
     known, admitted = set(REGISTRY), []
     rng = np.random.default_rng(0)
@@ -218,7 +233,8 @@ def test_judge_track_proposals_are_admitted_by_the_judge():
         admit(json.dumps(wrong), judge=SimulatedJudge())
     contract = admit(json.dumps(judged), judge="simulated")
     assert contract.track == "judge" and contract.verify is None and contract.origin == "discovered"
-    result = verify_sample("It is sunny.", [{"id": "mentions_weather", "params": {"weather": "sunny"}}], judge="simulated")
+    result = verify_sample("It is sunny.", [{"id": "mentions_weather", "params": {"weather": "sunny"}}],
+                           judge="simulated")
     assert result[0]["pass"]
 
 

@@ -5,15 +5,16 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from reference_chart import reference
 from strategies import LABELS, VALUES, structures
+
 from vicogym.editors.chart import OP_FIELDS, apply, diff, sample_edit
 from vicogym.errors import GenerationError, InvalidEdit
 from vicogym.programs.chart import cell_rule, generate_question, invariant_rule, program_rule, relabel
 from vicogym.structures.chart import ChartSpec, ChartStructure, Table, Vocabulary
 
-T = Table("Country", ("France", "Spain", "Italy"), ("2020", "2021"), ((10.0, 12.0), (30.0, 8.0), (20.0, 9.0)), decimals=1)
+T = Table("Country", ("France", "Spain", "Italy"), ("2020", "2021"), ((10.0, 12.0), (30.0, 8.0), (20.0, 9.0)),
+          decimals=1)
 VOCABULARY = Vocabulary(rows=("Peru", "Chile", "Kenya", "Espana", "SPAIN*", "France"), series=("2022", "2019"))
 S = ChartStructure(T, ChartSpec(chart_type="grouped_bar"), VOCABULARY)
 CELL = cell_rule("Spain", "2020")
@@ -50,34 +51,80 @@ def test_every_op_applies():
 @pytest.mark.parametrize(
     "op, rule, message",
     [
-        ({"op": "set_cell", "row": "Peru", "series": "2020", "value": 1}, CELL,
-         "[not_found] ops[0] set_cell: row 'Peru' is not in the table; it has ['France', 'Spain', 'Italy']"),
-        ({"op": "set_cell", "row": "Spain", "series": "2020", "value": "12"}, CELL,
-         "[bad_value] ops[0] set_cell: value must be a number, got '12'"),
-        ({"op": "set_cell", "row": "Spain", "series": "2020", "value": float("nan")}, CELL,
-         "[bad_value] ops[0] set_cell: value must be finite with magnitude <= 1e+12, got nan"),
-        ({"op": "set_cell", "row": "Spain", "series": "2020"}, CELL,
-         "[bad_field] ops[0] set_cell: missing field 'value'; set_cell needs ['row', 'series', 'value']"),
-        ({"op": "set_cell", "row": "Spain", "series": "2020", "value": 1, "col": 2}, CELL,
-         "[bad_field] ops[0] set_cell: unknown field 'col'; set_cell takes ['row', 'series', 'value']"),
-        ({"op": "explode"}, CELL,
-         "[unknown_op] ops[0] explode: unknown op 'explode'; expected one of ['add_row', 'add_series', 'remove_row', 'remove_series', 'rename_row', 'reorder_rows', 'scale_series', 'set_cell', 'set_style', 'stop']"),
-        ({"op": "add_row", "row": "Italy", "values": [1, 2]}, CELL,
-         "[duplicate_label] ops[0] add_row: row 'Italy' is already in the table"),
-        ({"op": "remove_row", "row": "Spain"}, CELL,
-         "[anchor] ops[0] remove_row: row 'Spain' anchors the answer and must stay"),
-        ({"op": "rename_row", "row": "Spain", "to": "Espana"}, CELL,
-         "[anchor] ops[0] rename_row: row 'Spain' anchors the answer and must stay"),
-        ({"op": "remove_series", "series": "2020"}, CELL,
-         "[anchor] ops[0] remove_series: series '2020' anchors the answer and must stay"),
-        ({"op": "set_cell", "row": "Italy", "series": "2020", "value": 1}, invariant_rule(T, "Spain"),
-         "[invariance] ops[0] set_cell: set_cell changes the table, but this answer has no program: only set_style edits are allowed"),
-        ({"op": "set_style", "chart_type": "pie"}, CELL,
-         "[chart_type] ops[0] set_style: pie draws exactly one series, the table has 2; change chart_type with set_style first"),
-        ({"op": "set_style", "font_size": 99}, CELL,
-         "[bad_value] ops[0] set_style: expected font_size between 6 and 20, got 99"),
-        ({"op": "scale_series", "series": "2020", "factor": 0}, CELL,
-         "[bad_value] ops[0] scale_series: factor must be in (0, 100], got 0.0"),
+        (
+            {"op": "set_cell", "row": "Peru", "series": "2020", "value": 1},
+            CELL,
+            "[not_found] ops[0] set_cell: row 'Peru' is not in the table; it has ['France', 'Spain', 'Italy']",
+        ),
+        (
+            {"op": "set_cell", "row": "Spain", "series": "2020", "value": "12"},
+            CELL,
+            "[bad_value] ops[0] set_cell: value must be a number, got '12'",
+        ),
+        (
+            {"op": "set_cell", "row": "Spain", "series": "2020", "value": float("nan")},
+            CELL,
+            "[bad_value] ops[0] set_cell: value must be finite with magnitude <= 1e+12, got nan",
+        ),
+        (
+            {"op": "set_cell", "row": "Spain", "series": "2020"},
+            CELL,
+            "[bad_field] ops[0] set_cell: missing field 'value'; set_cell needs ['row', 'series', 'value']",
+        ),
+        (
+            {"op": "set_cell", "row": "Spain", "series": "2020", "value": 1, "col": 2},
+            CELL,
+            "[bad_field] ops[0] set_cell: unknown field 'col'; set_cell takes ['row', 'series', 'value']",
+        ),
+        (
+            {"op": "explode"},
+            CELL,
+            "[unknown_op] ops[0] explode: unknown op 'explode'; expected one of ['add_row', 'add_series', "
+            "'remove_row', 'remove_series', 'rename_row', 'reorder_rows', 'scale_series', 'set_cell', 'set_style', "
+            "'stop']",
+        ),
+        (
+            {"op": "add_row", "row": "Italy", "values": [1, 2]},
+            CELL,
+            "[duplicate_label] ops[0] add_row: row 'Italy' is already in the table",
+        ),
+        (
+            {"op": "remove_row", "row": "Spain"},
+            CELL,
+            "[anchor] ops[0] remove_row: row 'Spain' anchors the answer and must stay",
+        ),
+        (
+            {"op": "rename_row", "row": "Spain", "to": "Espana"},
+            CELL,
+            "[anchor] ops[0] rename_row: row 'Spain' anchors the answer and must stay",
+        ),
+        (
+            {"op": "remove_series", "series": "2020"},
+            CELL,
+            "[anchor] ops[0] remove_series: series '2020' anchors the answer and must stay",
+        ),
+        (
+            {"op": "set_cell", "row": "Italy", "series": "2020", "value": 1},
+            invariant_rule(T, "Spain"),
+            "[invariance] ops[0] set_cell: set_cell changes the table, but this answer has no program: only set_style "
+            "edits are allowed",
+        ),
+        (
+            {"op": "set_style", "chart_type": "pie"},
+            CELL,
+            "[chart_type] ops[0] set_style: pie draws exactly one series, the table has 2; change chart_type with "
+            "set_style first",
+        ),
+        (
+            {"op": "set_style", "font_size": 99},
+            CELL,
+            "[bad_value] ops[0] set_style: expected font_size between 6 and 20, got 99",
+        ),
+        (
+            {"op": "scale_series", "series": "2020", "factor": 0},
+            CELL,
+            "[bad_value] ops[0] scale_series: factor must be in (0, 100], got 0.0",
+        ),
         ({"op": "remove_row", "row": "France"}, program_rule({"op": "argmax", "series": "2021"}), None),
     ],
 )

@@ -3,10 +3,10 @@ import json
 
 import numpy as np
 import pytest
+import reference_clevr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import reference_clevr
 from vicogym.editors.clevr import OP_FIELDS, apply, sample_op
 from vicogym.errors import GenerationError, InvalidEdit
 from vicogym.programs.clevr import generate_question, relabel
@@ -52,23 +52,23 @@ def test_every_op_applies_and_the_answer_follows():
     assert SCENE.objects[1].color == "blue"  # inputs untouched
 
 
-@pytest.mark.parametrize("op, message", [
-    ({"op": "set_color", "object": 9, "color": "red"}, "[not_found] ops[0] set_color: object 9 is not an object; the "
-                                                       "scene has objects 0-3"),
-    ({"op": "set_color", "object": 0, "color": "pink"}, "[bad_value] ops[0] set_color: color must be one of ['gray', "
-                                                        "'red', 'blue', 'green', 'brown', 'purple', 'cyan', 'yellow'], "
-                                                        "got 'pink'"),
-    ({"op": "move", "object": 0, "x": 9, "y": 0}, "[bad_value] ops[0] move: x must be within [-3, 3], got 9"),
-    ({"op": "move", "object": 0, "x": 1.278, "y": 2.231}, "[spacing] ops[0] move: objects 0 and 1 are 0.00 apart, closer "
-                                                      "than 0.25; move one of them"),
-    ({"op": "remove_object", "object": 0}, None),
-    ({"op": "swap", "a": 1, "b": 1}, "[bad_value] ops[0] swap: swap needs two different objects"),
-    ({"op": "jitter_camera", "dx": 0.9, "dy": 0, "dz": 0}, "[bad_value] ops[0] jitter_camera: dx must be within "
-                                                          "[-0.5, 0.5], got 0.9"),
-    ({"op": "jitter_lights"}, "[bad_field] ops[0] jitter_lights: jitter_lights needs at least one of ['key', 'fill', "
-                              "'back', 'intensity']"),
-    ({"op": "explode"}, None),
-])
+@pytest.mark.parametrize("op, message",
+                         [({"op": "set_color", "object": 9, "color": "red"},
+                           "[not_found] ops[0] set_color: object 9 is not an object; the scene has objects 0-3"),
+                          ({"op": "set_color", "object": 0, "color": "pink"},
+                           "[bad_value] ops[0] set_color: color must be one of ['gray', "
+                           "'red', 'blue', 'green', 'brown', 'purple', 'cyan', 'yellow'], " "got 'pink'"),
+                          ({"op": "move", "object": 0, "x": 9, "y": 0},
+                           "[bad_value] ops[0] move: x must be within [-3, 3], got 9"),
+                          ({"op": "move", "object": 0, "x": 1.278, "y": 2.231},
+                           "[spacing] ops[0] move: objects 0 and 1 are 0.00 apart, closer than 0.25; move one of them"),
+                          ({"op": "remove_object", "object": 0}, None),
+                          ({"op": "swap", "a": 1, "b": 1}, "[bad_value] ops[0] swap: swap needs two different objects"),
+                          ({"op": "jitter_camera", "dx": 0.9, "dy": 0, "dz": 0},
+                           "[bad_value] ops[0] jitter_camera: dx must be within [-0.5, 0.5], got 0.9"),
+                          ({"op": "jitter_lights"},
+                           "[bad_field] ops[0] jitter_lights: jitter_lights needs at least one of ['key', 'fill', "
+                           "'back', 'intensity']"), ({"op": "explode"}, None)])
 def test_rejections_name_op_field_and_reason(op, message):
     before = SCENE.to_json()
     if message is None:
@@ -108,8 +108,10 @@ def test_replacement_is_validated():
     assert info.value.code == "malformed"
     with pytest.raises(InvalidEdit) as info:
         apply(SCENE, {"replace": dict(json.loads(SCENE.to_json()), camera={"foo": 1})}, CUBE_COLOR)
-    assert str(info.value) == ("[malformed] replace: replacement scene: expected 'camera' as an object with fields from "
-                               "['location', 'rotation', 'lens', 'sensor'], got ['foo']")
+    assert str(info.value) == (
+        "[malformed] replace: replacement scene: expected 'camera' as an object with fields from "
+        "['location', 'rotation', 'lens', 'sensor'], got ['foo']"
+    )
 
 
 def test_removing_stops_at_three_objects_however_many_ops_ask():

@@ -3,7 +3,6 @@
 import json
 
 import numpy as np
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -16,9 +15,11 @@ SUIT = Record.from_dict({"id": "suit", "image": "skimage:astronaut", "question":
                          "answer": "orange", "answer_type": "other",
                          "targets": [{"label": "suit", "box": [15, 230, 380, 512]}]})
 COINS = Record.from_dict({"id": "coins", "image": "skimage:coins", "question": "How many coins are in the top row?",
-                          "answer": "6", "answer_type": "number", "targets": [{"label": "coin", "box": [15, 22, 378, 88]}]})
+                          "answer": "6", "answer_type": "number",
+                          "targets": [{"label": "coin", "box": [15, 22, 378, 88]}]})
 FLAG = Record.from_dict({"id": "flag", "image": "skimage:astronaut", "question": "Is there a flag in the picture?",
-                         "answer": "yes", "answer_type": "yes/no", "targets": [{"label": "flag", "box": [0, 0, 100, 512]}]})
+                         "answer": "yes", "answer_type": "yes/no",
+                         "targets": [{"label": "flag", "box": [0, 0, 100, 512]}]})
 ASTRONAUT = Scene(FLAG, 512, 512)
 
 
@@ -33,37 +34,81 @@ def test_ops_append_in_canonical_form_and_the_canvas_follows_pads_and_crops():
     assert apply(scene, {"op": "stop"}) is scene and ASTRONAUT.ops == ()
 
 
-@pytest.mark.parametrize("scene, op, message", [
-    (ASTRONAUT, {"op": "remove", "box": [50, 50, 150, 150]},
-     "[protected] ops[0] remove: box [50, 50, 150, 150] reaches the flag (its box grown by 8 px is [-8, -8, 108, 520]); "
-     "choose a region clear of the targets"),
-    (ASTRONAUT, {"op": "crop", "box": [50, 0, 512, 512]},
-     "[protected] ops[0] crop: box [50, 0, 512, 512] cuts the flag (its box grown by 8 px is [-8, -8, 108, 520]); every "
-     "target must stay whole"),
-    (ASTRONAUT, {"op": "crop", "box": [0, 0, 107, 512]},
-     "[protected] ops[0] crop: box [0, 0, 107, 512] cuts the flag (its box grown by 8 px is [-8, -8, 108, 520]); every "
-     "target must stay whole"),
-    (Scene(COINS, 384, 303), {"op": "paste", "source": [0, 200, 40, 240], "to": [300, 200]},
-     "[guarded] ops[0] paste: paste is refused for a counting question: an uncounted coin could lie where it reaches"),
-    (Scene(SUIT, 512, 512), {"op": "recolor", "hue": 40},
-     "[guarded] ops[0] recolor: recolor over the whole image is refused for a colour question; give a box clear of the "
-     "targets"),
-    (Scene(SUIT, 512, 512), {"op": "recolor", "hue": 40, "box": [0, 0, 512, 240]},
-     "[protected] ops[0] recolor: box [0, 0, 512, 240] reaches the suit (its box grown by 8 px is [7, 222, 388, 520]); "
-     "choose a region clear of the targets"),
-    (ASTRONAUT, {"op": "brightness", "delta": 0}, "[no_change] ops[0] brightness: delta 0 changes nothing"),
-    (ASTRONAUT, {"op": "blur", "sigma": 9}, "[bad_value] ops[0] blur: sigma must be within [0.5, 8], got 9"),
-    (ASTRONAUT, {"op": "noise", "sigma": 5, "box": [400, 400, 600, 500]},
-     "[bad_value] ops[0] noise: box [400, 400, 600, 500] must be a non-empty box inside the 512 x 512 canvas"),
-    (ASTRONAUT, {"op": "pad", "top": 0, "bottom": 0, "left": 0, "right": 0},
-     "[no_change] ops[0] pad: a pad of 0 on every side changes nothing"),
-    (ASTRONAUT, {"op": "jpeg", "quality": 50, "box": [0, 0, 1, 1]},
-     "[bad_field] ops[0] jpeg: unknown field 'box'; jpeg takes ['quality']"),
-    (ASTRONAUT, {"op": "warp"}, "[unknown_op] ops[0] warp: unknown op 'warp'; expected one of " + str(sorted(OP_FIELDS))),
-    (ASTRONAUT, {"replace": {"image": "other.png"}},
-     "[malformed] replace: the natural-image arm edits by ops only; a replacement image cannot be proved to keep the "
-     "answer"),
-])
+@pytest.mark.parametrize(
+    "scene, op, message",
+    [
+        (
+            ASTRONAUT,
+            {"op": "remove", "box": [50, 50, 150, 150]},
+            "[protected] ops[0] remove: box [50, 50, 150, 150] reaches the flag (its box grown by 8 px is [-8, -8, "
+            "108, 520]); "
+            "choose a region clear of the targets",
+        ),
+        (
+            ASTRONAUT,
+            {"op": "crop", "box": [50, 0, 512, 512]},
+            "[protected] ops[0] crop: box [50, 0, 512, 512] cuts the flag (its box grown by 8 px is [-8, -8, 108, "
+            "520]); every "
+            "target must stay whole",
+        ),
+        (
+            ASTRONAUT,
+            {"op": "crop", "box": [0, 0, 107, 512]},
+            "[protected] ops[0] crop: box [0, 0, 107, 512] cuts the flag (its box grown by 8 px is [-8, -8, 108, "
+            "520]); every "
+            "target must stay whole",
+        ),
+        (
+            Scene(COINS, 384, 303),
+            {"op": "paste", "source": [0, 200, 40, 240], "to": [300, 200]},
+            "[guarded] ops[0] paste: paste is refused for a counting question: an uncounted coin could lie where it "
+            "reaches",
+        ),
+        (
+            Scene(SUIT, 512, 512),
+            {"op": "recolor", "hue": 40},
+            "[guarded] ops[0] recolor: recolor over the whole image is refused for a colour question; give a box "
+            "clear of the "
+            "targets",
+        ),
+        (
+            Scene(SUIT, 512, 512),
+            {"op": "recolor", "hue": 40, "box": [0, 0, 512, 240]},
+            "[protected] ops[0] recolor: box [0, 0, 512, 240] reaches the suit (its box grown by 8 px is [7, 222, "
+            "388, 520]); "
+            "choose a region clear of the targets",
+        ),
+        (ASTRONAUT, {"op": "brightness", "delta": 0}, "[no_change] ops[0] brightness: delta 0 changes nothing"),
+        (ASTRONAUT, {"op": "blur", "sigma": 9}, "[bad_value] ops[0] blur: sigma must be within [0.5, 8], got 9"),
+        (
+            ASTRONAUT,
+            {"op": "noise", "sigma": 5, "box": [400, 400, 600, 500]},
+            "[bad_value] ops[0] noise: box [400, 400, 600, 500] must be a non-empty box inside the 512 x 512 canvas",
+        ),
+        (
+            ASTRONAUT,
+            {"op": "pad", "top": 0, "bottom": 0, "left": 0, "right": 0},
+            "[no_change] ops[0] pad: a pad of 0 on every side changes nothing",
+        ),
+        (
+            ASTRONAUT,
+            {"op": "jpeg", "quality": 50, "box": [0, 0, 1, 1]},
+            "[bad_field] ops[0] jpeg: unknown field 'box'; jpeg takes ['quality']",
+        ),
+        (
+            ASTRONAUT,
+            {"op": "warp"},
+            "[unknown_op] ops[0] warp: unknown op 'warp'; expected one of " + str(sorted(OP_FIELDS)),
+        ),
+        (
+            ASTRONAUT,
+            {"replace": {"image": "other.png"}},
+            "[malformed] replace: the natural-image arm edits by ops only; a replacement image cannot be proved to "
+            "keep the "
+            "answer",
+        ),
+    ],
+)
 def test_rejections_name_op_field_and_reason(scene, op, message):
     with pytest.raises(InvalidEdit) as info:
         apply(scene, op)
@@ -97,7 +142,8 @@ def _only_fields(op):
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.sampled_from([ASTRONAUT, Scene(SUIT, 512, 512), Scene(COINS, 384, 303)]), st.lists(OP, min_size=1, max_size=6))
+@given(st.sampled_from([ASTRONAUT, Scene(SUIT, 512, 512), Scene(COINS, 384, 303)]),
+       st.lists(OP, min_size=1, max_size=6))
 def test_accepted_edits_keep_every_target_inside_and_clear(scene, ops):
     for op in ops:
         try:
@@ -119,14 +165,16 @@ def test_accepted_edits_keep_every_target_inside_and_clear(scene, ops):
         scene = after
 
 
-@pytest.mark.parametrize("record, op, message", [
-    (Record.from_dict({"id": "left", "image": "skimage:astronaut", "question": "Is the flag on the left side?",
-                       "answer": "yes", "answer_type": "yes/no", "targets": [{"label": "flag", "box": [0, 0, 100, 512]}]}),
-     {"op": "pad", "top": 0, "bottom": 0, "left": 40, "right": 0}, "where things lie"),
-    (Record.from_dict({"id": "dog", "image": "skimage:astronaut", "question": "Is there a dog?", "answer": "no",
-                       "answer_type": "yes/no", "targets": [{"label": "astronaut", "box": [15, 10, 380, 512]}]}),
-     {"op": "paste", "source": [400, 0, 440, 40], "to": [450, 50]}, "answer is no"),
-])
+@pytest.mark.parametrize("record, op, message",
+                         [(Record.from_dict({"id": "left", "image": "skimage:astronaut",
+                                             "question": "Is the flag on the left side?", "answer": "yes",
+                                             "answer_type": "yes/no",
+                                             "targets": [{"label": "flag", "box": [0, 0, 100, 512]}]}),
+                           {"op": "pad", "top": 0, "bottom": 0, "left": 40, "right": 0}, "where things lie"),
+                          (Record.from_dict({"id": "dog", "image": "skimage:astronaut", "question": "Is there a dog?",
+                                             "answer": "no", "answer_type": "yes/no",
+                                             "targets": [{"label": "astronaut", "box": [15, 10, 380, 512]}]}),
+                           {"op": "paste", "source": [400, 0, 440, 40], "to": [450, 50]}, "answer is no")])
 def test_frame_and_paste_guards_name_their_reason(record, op, message):
     with pytest.raises(InvalidEdit, match=message) as caught:
         apply(Scene(record, 512, 512), op)

@@ -63,7 +63,8 @@ def test_tier1_chartqa_answer_follows_the_cell(chartqa):
             assert info["answer"] == format_number(value)
             checked += 1
         else:
-            assert info["error"]["code"] in ("unreadable", "near_tie", "overlap", "clipped", "chart_type"), info["error"]
+            assert info["error"]["code"] in ("unreadable", "near_tie", "overlap", "clipped",
+                                             "chart_type"), info["error"]
         if checked == 5:
             break
     assert checked == 5
@@ -76,7 +77,9 @@ def test_config_errors_say_what_to_change():
         gym.make("vicogym/Chart-v0", max_question_chars=1)
     with pytest.raises(SourceError, match="expected source 'procedural' or a ChartQA folder"):
         gym.make("vicogym/Chart-v0", source="/no/such/folder")
-    with pytest.raises(ValueError, match="expected actor name in \\['openai', 'simulated', 'transformers'\\] or a spec 'openai:MODEL@URL', got 'gpt'"):
+    expected = ("expected actor name in \\['openai', 'simulated', 'transformers'\\] or a spec 'openai:MODEL@URL', "
+                "got 'gpt'")
+    with pytest.raises(ValueError, match=expected):
         gym.make("vicogym/Chart-v0", actor="gpt")
 
 

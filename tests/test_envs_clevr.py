@@ -6,12 +6,12 @@ import json
 import gymnasium as gym
 import numpy as np
 import pytest
-
 import reference_clevr
+
 from vicogym.checks.clevr import difficulty, difficulty_features, distractors
 from vicogym.errors import InvalidEdit
-from vicogym.programs import clevr as clevr_programs
 from vicogym.policies import RandomRewriter, SimulatedActor
+from vicogym.programs import clevr as clevr_programs
 from vicogym.renderers.clevr import ClevrFacts
 from vicogym.structures.clevr import COLORS, Obj, Scene
 
@@ -71,7 +71,8 @@ def test_a_relation_the_picture_contradicts_is_rejected():
                    {"function": "relate", "inputs": [2], "value_inputs": ["left"]},
                    {"function": "count", "inputs": [3], "value_inputs": []}]
     rule = {"kind": "program", "question": "How many things are left of the red thing?", "program": left_of_red}
-    far = Scene((Obj("cube", "red", "metal", "large", 0.063, -2.12), Obj("sphere", "blue", "rubber", "small", -2.463, -0.426),
+    far = Scene((Obj("cube", "red", "metal", "large", 0.063, -2.12),
+                 Obj("sphere", "blue", "rubber", "small", -2.463, -0.426),
                  Obj("cylinder", "green", "rubber", "small", -1.5, 2.5)))
     with pytest.raises(InvalidEdit) as caught:
         arm.validate(far, arm.render(far, np.random.default_rng(0)), rule)
@@ -97,14 +98,16 @@ def test_difficulty_rises_with_occlusion_small_metal_and_hops():
     assert difficulty({**f_easy, "hops": 2, "program_length": 8}) > difficulty(f_easy)
 
 
-@pytest.mark.parametrize("answer, kind", [("yes", {"no"}), ("no", {"yes"}), ("0", {"1", "2"}), ("3", {"1", "2", "4", "5"}),
-                                          ("red", set(COLORS) - {"red"}), ("metal", {"rubber"}),
-                                          ("cylinder", {"cube", "sphere"}), ("large", {"small"})])
+@pytest.mark.parametrize("answer, kind",
+                         [("yes", {"no"}), ("no", {"yes"}), ("0", {"1", "2"}), ("3", {"1", "2", "4", "5"}),
+                          ("red", set(COLORS) - {"red"}), ("metal", {"rubber"}), ("cylinder", {"cube", "sphere"}),
+                          ("large", {"small"})])
 def test_wrong_answers_are_of_the_answers_kind(answer, kind):
     assert set(distractors(answer)) == kind
     actor = SimulatedActor(skill=-20.0)  # always wrong
     out = actor.answer(np.zeros((4, 4, 3), np.uint8), "q", 50, rng=np.random.default_rng(0),
-                       context={"answer": answer, "difficulty": 1.0, "distractors": distractors(answer), "closed": True})
+                       context={"answer": answer, "difficulty": 1.0, "distractors": distractors(answer),
+                                "closed": True})
     assert set(out) <= kind and answer not in out
 
 

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 import vicogym
 from vicogym.editors import instruct as writers
 from vicogym.instruct.run_folder import iter_samples
+from vicogym.instruct.synthesis import SynthesizeConfig, synthesize
 from vicogym.programs.instruct import REGISTRY
 from vicogym.registry import env_class, env_kind
-from vicogym.instruct.synthesis import SynthesizeConfig, synthesize
 
 ENV_ID = "vicogym/Instruct-v0"
 SMOKE = dict(env_class(ENV_ID).smoke_settings)
@@ -79,7 +79,8 @@ def _passes(response, spec):
     return contract(response, **spec["params"]).passed
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(st.one_of(st.text(max_size=300), st.none(), st.integers(), st.lists(st.text(max_size=5), max_size=3),
                  st.binary(max_size=20)))
 def test_any_action_gets_a_result_never_an_exception(action):

@@ -57,14 +57,14 @@ def test_features_need_a_target():
 
 
 # -- the environment -----------------------------------------------------------------------
-import json  # noqa: E402
+import json
 
-import gymnasium as gym  # noqa: E402
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+import gymnasium as gym
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tiny_models import TINY_SAM, tiny_ddpm, tiny_sam_checkpoint, tiny_stable_diffusion
 
-from tiny_models import TINY_SAM, tiny_ddpm, tiny_sam_checkpoint, tiny_stable_diffusion  # noqa: E402
-from vicogym.renderers.natural import frame_mask  # noqa: E402
+from vicogym.renderers.natural import frame_mask
 
 
 def _small_source(folder):
@@ -104,19 +104,18 @@ def _protected_pixels_hold(env):
 #: any op, with boxes anywhere (many reach the target and must be refused)
 _BOX = st.tuples(st.integers(-5, 100), st.integers(-5, 85), st.integers(1, 60), st.integers(1, 60)).map(
     lambda t: [t[0], t[1], t[0] + t[2], t[1] + t[3]])
-_OP = st.one_of(
-    st.builds(lambda b: {"op": "remove", "box": b}, _BOX),
-    st.builds(lambda h, b: {"op": "recolor", "hue": h, "box": b}, st.integers(-180, 180), _BOX),
-    st.builds(lambda a: {"op": "desaturate", "amount": a}, st.floats(0, 1)),
-    st.builds(lambda s, b: {"op": "blur", "sigma": s, "box": b}, st.floats(0.5, 8), _BOX),
-    st.builds(lambda s: {"op": "noise", "sigma": s}, st.floats(1, 40)),
-    st.builds(lambda f: {"op": "contrast", "factor": f}, st.floats(0.5, 1.5)),
-    st.builds(lambda d, b: {"op": "brightness", "delta": d, "box": b}, st.integers(-60, 60), _BOX),
-    st.builds(lambda q: {"op": "jpeg", "quality": q}, st.integers(10, 95)),
-    st.builds(lambda s, x, y: {"op": "paste", "source": s, "to": [x, y]}, _BOX, st.integers(0, 90), st.integers(0, 75)),
-    st.builds(lambda t, b, l, r: {"op": "pad", "top": t, "bottom": b, "left": l, "right": r}, *[st.integers(0, 12)] * 4),
-    st.builds(lambda b: {"op": "crop", "box": b}, _BOX),
-)
+_OP = st.one_of(st.builds(lambda b: {"op": "remove", "box": b}, _BOX),
+                st.builds(lambda h, b: {"op": "recolor", "hue": h, "box": b}, st.integers(-180, 180), _BOX),
+                st.builds(lambda a: {"op": "desaturate", "amount": a}, st.floats(0, 1)),
+                st.builds(lambda s, b: {"op": "blur", "sigma": s, "box": b}, st.floats(0.5, 8), _BOX),
+                st.builds(lambda s: {"op": "noise", "sigma": s}, st.floats(1, 40)),
+                st.builds(lambda f: {"op": "contrast", "factor": f}, st.floats(0.5, 1.5)),
+                st.builds(lambda d, b: {"op": "brightness", "delta": d, "box": b}, st.integers(-60, 60), _BOX),
+                st.builds(lambda q: {"op": "jpeg", "quality": q}, st.integers(10, 95)),
+                st.builds(lambda s, x, y: {"op": "paste", "source": s, "to": [x, y]}, _BOX, st.integers(0, 90),
+                          st.integers(0, 75)),
+                st.builds(lambda t, b, l, r: {"op": "pad", "top": t, "bottom": b, "left": l, "right": r},
+                          *[st.integers(0, 12)] * 4), st.builds(lambda b: {"op": "crop", "box": b}, _BOX))
 
 
 @pytest.fixture(scope="module")
@@ -272,8 +271,8 @@ def test_verify_rechecks_protected_pixels_against_the_stored_source(tmp_path):
     import shutil
 
     from vicogym.images import decode_png, encode_png
-    from vicogym.runs.generate import GenerateConfig, generate
     from vicogym.registry import make_arm
+    from vicogym.runs.generate import GenerateConfig, generate
     from vicogym.runs.verify import iter_rows, verify
 
     out = tmp_path / "run"

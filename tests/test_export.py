@@ -9,9 +9,9 @@ from typer.testing import CliRunner
 
 from vicogym.cli import app
 from vicogym.core import Edit
-from vicogym.runs.generate import GenerateConfig, generate
 from vicogym.registry import make_arm
 from vicogym.rewards import weight
+from vicogym.runs.generate import GenerateConfig, generate
 
 
 @pytest.fixture(scope="module")

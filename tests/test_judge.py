@@ -8,7 +8,15 @@ import numpy as np
 import pytest
 
 from vicogym.errors import ModelError
-from vicogym.instruct.judge import OpenAIJudge, SimulatedJudge, check_judge_cases, fill, make_judge, parse_verdicts, verify_sample
+from vicogym.instruct.judge import (
+    OpenAIJudge,
+    SimulatedJudge,
+    check_judge_cases,
+    fill,
+    make_judge,
+    parse_verdicts,
+    verify_sample,
+)
 from vicogym.programs.instruct import REGISTRY, Case, Contract, register
 
 TEXT = {"type": "string", "minLength": 1}
@@ -48,7 +56,10 @@ def test_the_simulated_judge_passes_on_a_filled_cue_and_says_which(judged):
     results = verify_sample(response, SAMPLE, judge=SimulatedJudge())
     assert [r["id"] for r in results] == [s["id"] for s in SAMPLE]
     assert [r["pass"] for r in results] == [True, True, False, True]
-    assert "'warm light'" in results[1]["detail"] and results[1]["expected"] == "The response describes the lighting as warm."
+    assert (
+        "'warm light'" in results[1]["detail"]
+        and results[1]["expected"] == "The response describes the lighting as warm."
+    )
     cold = verify_sample("Cold light.", SAMPLE[1:2], judge="simulated")[0]
     assert not cold["pass"] and "['warm light']" in cold["detail"]
     assert verify_sample(response, SAMPLE, judge=SimulatedJudge()) == results  # deterministic
@@ -82,14 +93,16 @@ def test_a_sample_without_judge_constraints_sends_nothing_and_needs_no_judge(ser
 
 
 def test_a_malformed_reply_is_asked_again_once_then_named(serve, judged):
-    server = serve(("ok", ["Sure! Both constraints look fine to me."]), ("ok", [reply((1, True, "ok"), (2, True, "ok"))]))
+    server = serve(("ok", ["Sure! Both constraints look fine to me."]),
+                   ("ok", [reply((1, True, "ok"), (2, True, "ok"))]))
     judge = OpenAIJudge(model="judge", base_url=server.url)
     results = verify_sample("warm light, thank you", SAMPLE, judge=judge)
     assert [r["pass"] for r in results] == [True, True, False, True] and len(server.requests) == 2
     reask = server.requests[1]["body"]["messages"][-1]["content"][-1]["text"]
     assert "could not be used" in reask and "expected a JSON array" in reask and "Sure! Both" in reask
     bad = serve(("ok", [reply((1, True, "ok"))]))  # one verdict for two constraints, twice
-    with pytest.raises(ModelError, match="no usable verdicts in 2 replies: expected 2 verdicts, one per constraint, got 1"):
+    with pytest.raises(ModelError,
+                       match="no usable verdicts in 2 replies: expected 2 verdicts, one per constraint, got 1"):
         verify_sample("warm light", SAMPLE, judge=OpenAIJudge(model="judge", base_url=bad.url))
     assert len(bad.requests) == 2
     none = serve(("ok", ["nope"]))
@@ -114,13 +127,15 @@ def test_judge_replies_are_parsed_strictly(text, problem):
 
 def test_fenced_and_bare_replies_and_duplicate_indices():
     assert parse_verdicts('[{"index": 1, "pass": true}]', 1) == [(True, "")]
-    assert parse_verdicts('Verdicts:\n```json\n[{"index": 1, "pass": false, "diagnostic": "no"}]\n```', 1) == [(False, "no")]
+    assert parse_verdicts('Verdicts:\n```json\n[{"index": 1, "pass": false, "diagnostic": "no"}]\n```',
+                          1) == [(False, "no")]
     with pytest.raises(ValueError, match="index 1 twice"):
         parse_verdicts('[{"index": 1, "pass": true}, {"index": 1, "pass": false}]', 2)
 
 
 def test_verify_sample_names_a_missing_judge_and_unknown_ids(judged):
-    with pytest.raises(ValueError, match=r"\['test_lighting_mood', 'test_polite'\] are judged by an LLM judge; pass judge="):
+    with pytest.raises(ValueError,
+                       match=r"\['test_lighting_mood', 'test_polite'\] are judged by an LLM judge; pass judge="):
         verify_sample("x", SAMPLE)
     with pytest.raises(ValueError, match="unknown constraint id 'nope' at position 1"):
         verify_sample("x", [SAMPLE[0], {"id": "nope"}], judge="simulated")

@@ -7,7 +7,6 @@ import ast
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO
 
 LAYERS = ("structures", "programs", "editors", "checks", "renderers", "sources", "envs")
@@ -87,7 +86,9 @@ def test_the_rules_refuse_what_the_architecture_forbids():
     assert not allowed(room(kernel), "vicogym.runs.generate") and not allowed(room(kernel), "vicogym.envs.chart")
     assert not allowed(room(runs), "vicogym.instruct.synthesis") and not allowed(room(runs), "vicogym.programs.chart")
     instruct = REPO / "vicogym" / "instruct" / "synthesis.py"
-    assert allowed(room(instruct), "vicogym.programs.instruct.text") and not allowed(room(instruct), "vicogym.programs.chart")
+    assert allowed(room(instruct), "vicogym.programs.instruct.text") and not allowed(
+        room(instruct), "vicogym.programs.chart"
+    )
     assert not allowed("renderers", "vicogym.programs.chart") and allowed("checks", "vicogym.programs.chart")
     assert not allowed("editors", "vicogym.instruct.synthesis") and allowed("envs", "vicogym.instruct.synthesis")
 

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from vicogym.policies import RandomRewriter, SimulatedActor, make_actor, plausible_wrong
 from vicogym.answers import relaxed_accuracy
+from vicogym.policies import RandomRewriter, SimulatedActor, make_actor, plausible_wrong
 
 
 def _pass_rate(actor, difficulty, seed=0, k=400):

@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from reference_chart import reference
 from strategies import tables
+
 from vicogym.answers import anls, exact_match, format_number, parse_number, relaxed_accuracy
 from vicogym.errors import GenerationError, InvalidEdit
 from vicogym.programs.chart import (
@@ -58,14 +58,12 @@ def test_every_op_on_a_known_table(program, expected):
     assert answer_text(execute(T, program)) == expected
 
 
-@pytest.mark.parametrize(
-    "program, message",
-    [
-        ({"op": "argmin", "series": "2021"}, "[ambiguous] 2 labels tie at 8: ['Spain', 'Italy']"),
-        ({"op": "greater", "a": "Spain", "b": "Italy", "series": "2021"}, "[ambiguous] the compared values are equal (8)"),
-        ({"op": "lookup", "row": "Peru", "series": "2020"}, "[not_found] row 'Peru' is not in the table"),
-    ],
-)
+@pytest.mark.parametrize("program, message",
+                         [({"op": "argmin", "series": "2021"}, "[ambiguous] 2 labels tie at 8: ['Spain', 'Italy']"),
+                          ({"op": "greater", "a": "Spain", "b": "Italy", "series": "2021"},
+                           "[ambiguous] the compared values are equal (8)"),
+                          ({"op": "lookup", "row": "Peru", "series": "2020"},
+                           "[not_found] row 'Peru' is not in the table")])
 def test_ambiguity_is_rejected_not_guessed(program, message):
     with pytest.raises(InvalidEdit) as info:
         execute(T, program)
@@ -181,7 +179,8 @@ def test_format_number_round_trips_within_relaxed_tolerance(x):
         assert float(text) == pytest.approx(x, rel=0.01, abs=0.006)
 
 
-@pytest.mark.parametrize("x, text", [(80.0, "80"), (0.6666, "0.6666"), (2.6666, "2.67"), (1327.7, "1327.7"), (-3.5, "-3.5"),
-                                     (0.00123456, "0.001235"), (-0.0, "0"), (1e15, "1000000000000000")])
+@pytest.mark.parametrize("x, text",
+                         [(80.0, "80"), (0.6666, "0.6666"), (2.6666, "2.67"), (1327.7, "1327.7"), (-3.5, "-3.5"),
+                          (0.00123456, "0.001235"), (-0.0, "0"), (1e15, "1000000000000000")])
 def test_format_number_known_values(x, text):
     assert format_number(x) == text

@@ -4,10 +4,10 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+import reference_clevr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import reference_clevr
 from vicogym.errors import GenerationError, InvalidEdit
 from vicogym.programs.clevr import (
     FAMILIES,
@@ -47,9 +47,11 @@ def test_relationships_follow_the_camera():
 @pytest.mark.parametrize("program, expected", [
     ([node("scene"), node("filter_color", [0], ["red"]), node("count", [1])], 3),
     ([node("scene"), node("filter_shape", [0], ["sphere"]), node("exist", [1])], True),
-    ([node("scene"), node("filter_material", [0], ["rubber"]), node("filter_size", [1], ["small"]), node("count", [2])], 2),
+    ([node("scene"), node("filter_material", [0], ["rubber"]), node("filter_size", [1], ["small"]),
+      node("count", [2])], 2),
     ([node("scene"), node("filter_shape", [0], ["cube"]), node("unique", [1]), node("query_color", [2])], "red"),
-    ([node("scene"), node("filter_shape", [0], ["cylinder"]), node("unique", [1]), node("query_shape", [2])], "cylinder"),
+    ([node("scene"), node("filter_shape", [0], ["cylinder"]), node("unique", [1]), node("query_shape", [2])],
+     "cylinder"),
     ([node("scene"), node("filter_color", [0], ["blue"]), node("unique", [1]), node("query_size", [2])], "small"),
     ([node("scene"), node("filter_color", [0], ["blue"]), node("unique", [1]), node("query_material", [2])], "rubber"),
     ([node("scene"), node("filter_shape", [0], ["cube"]), node("unique", [1]), node("relate", [2], ["left"]),
@@ -58,10 +60,12 @@ def test_relationships_follow_the_camera():
       node("count", [3])], 4),
     ([node("scene"), node("filter_color", [0], ["red"]), node("filter_material", [0], ["metal"]),
       node("intersect", [1, 2]), node("count", [3])], 2),
-    ([node("scene"), node("filter_shape", [0], ["cube"]), node("unique", [1]), node("same_color", [2]), node("count", [3])], 2),
-    ([node("scene"), node("filter_shape", [0], ["cube"]), node("unique", [1]), node("same_size", [2]), node("count", [3])], 0),
-    ([node("scene"), node("filter_shape", [0], ["cube"]), node("unique", [1]), node("same_shape", [2]), node("exist", [3])],
-     False),
+    ([node("scene"), node("filter_shape", [0], ["cube"]), node("unique", [1]), node("same_color", [2]),
+      node("count", [3])], 2),
+    ([node("scene"), node("filter_shape", [0], ["cube"]), node("unique", [1]), node("same_size", [2]),
+      node("count", [3])], 0),
+    ([node("scene"), node("filter_shape", [0], ["cube"]), node("unique", [1]), node("same_shape", [2]),
+      node("exist", [3])], False),
     ([node("scene"), node("filter_shape", [0], ["sphere"]), node("unique", [1])], None),  # two spheres: no answer
     ([node("scene"), node("filter_shape", [0], ["cube"]), node("unique", [1]), node("query_material", [2]),
       node("filter_shape", [0], ["cylinder"]), node("unique", [4]), node("query_material", [5]),
@@ -92,13 +96,15 @@ def test_every_function_of_clevr_has_a_handler():
 
 def test_programs_load_in_either_spelling_and_are_checked():
     generator_spelling = [{"type": "scene", "inputs": [], "side_inputs": []},
-                          {"type": "filter_color", "inputs": [0], "side_inputs": ["red"]}, {"type": "count", "inputs": [1]}]
+                          {"type": "filter_color", "inputs": [0], "side_inputs": ["red"]},
+                          {"type": "count", "inputs": [1]}]
     released = normalize_program(generator_spelling)
     assert released == [node("scene"), node("filter_color", [0], ["red"]), node("count", [1])]
     assert normalize_program(released) == released
     for bad, message in [
         ([{"function": "fly"}], "program node 0: unknown function 'fly'"),
-        ([node("scene"), node("count", [2])], "program node 1 (count): inputs must be indices of earlier nodes, got [2]"),
+        ([node("scene"), node("count", [2])],
+         "program node 1 (count): inputs must be indices of earlier nodes, got [2]"),
         ([node("scene"), node("filter_color", [0])], "program node 1 (filter_color) takes 1 inputs and 1 value inputs, "
                                                       "got 1 and 0"),
         ([], "expected a program as a non-empty list of nodes, got list"),
@@ -151,9 +157,10 @@ def test_answers_are_balanced_and_families_mixed():
 def test_a_relation_the_picture_does_not_show_is_reported():
     # the sphere is 0.5 left of the cube on the floor, but 2.5 behind it: perspective draws it
     # almost straight above the cube
-    left_of_red = [node("scene"), node("filter_color", [0], ["red"]), node("unique", [1]), node("relate", [2], ["left"]),
-                   node("count", [3])]
-    far = Scene((Obj("cube", "red", "metal", "large", 0.063, -2.12), Obj("sphere", "blue", "rubber", "small", -2.463, -0.426),
+    left_of_red = [node("scene"), node("filter_color", [0], ["red"]), node("unique", [1]),
+                   node("relate", [2], ["left"]), node("count", [3])]
+    far = Scene((Obj("cube", "red", "metal", "large", 0.063, -2.12),
+                 Obj("sphere", "blue", "rubber", "small", -2.463, -0.426),
                  Obj("cylinder", "green", "rubber", "small", -1.5, 2.5)), width=320, height=240)
     assert far.relationships()["left"][0] == [1]
     assert relation_problem(far, left_of_red, 6) == ("object 1 is left of object 0 on the floor but 2 px left of it in "
@@ -165,7 +172,8 @@ def test_a_relation_the_picture_does_not_show_is_reported():
 
 def test_attributes_read_are_those_of_filter_query_same_and_equal_nodes():
     assert attributes_read([node("scene"), node("filter_material", [0], ["metal"]), node("count", [1])]) == {"material"}
-    assert attributes_read([node("scene"), node("unique", [0]), node("same_shape", [1]), node("exist", [2])]) == {"shape"}
+    assert attributes_read([node("scene"), node("unique", [0]), node("same_shape", [1]),
+                            node("exist", [2])]) == {"shape"}
     assert attributes_read([{"type": "scene"}, {"type": "relate", "side_inputs": ["left"]}]) == set()
 
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vicogym.programs import instruct
-from vicogym.programs.instruct import CATEGORIES, REGISTRY, Contract, Case, Verdict, pass_rate, register, verify_all
+from vicogym.programs.instruct import CATEGORIES, REGISTRY, Case, Contract, Verdict, pass_rate, register, verify_all
 
 
 def test_every_registered_type_passes_its_own_cases_and_is_well_formed():
@@ -110,8 +110,9 @@ def test_parameters_are_checked_against_the_schema(params, message):
 
 
 def test_verify_all_and_the_pass_rate_reward():
-    verdicts = verify_all("hello world", [{"id": "word_count", "params": {"n": 2, "relation": "exactly"}},
-                                          {"id": "uppercase"}, {"id": "include_keywords", "params": {"keywords": ["world"]}}])
+    verdicts = verify_all("hello world",
+                          [{"id": "word_count", "params": {"n": 2, "relation": "exactly"}}, {"id": "uppercase"},
+                           {"id": "include_keywords", "params": {"keywords": ["world"]}}])
     assert [v["pass"] for v in verdicts] == [True, False, True] and pass_rate(verdicts) == pytest.approx(2 / 3)
     assert pass_rate([]) == 1.0
     blank = verify_all(" \n", [{"id": "no_commas"}, {"id": "word_count", "params": {"n": 50, "relation": "at most"}}])

@@ -30,7 +30,8 @@ def facts(draw):
     series = draw(st.lists(WORD, min_size=1, max_size=2, unique=True))
     rows = [{"label": label, "series": s, "value": draw(VALUE)} for label in labels for s in series]
     texts = draw(st.lists(st.text(alphabet="abcXYZ 12", min_size=1, max_size=20), max_size=4))
-    return {"source": draw(st.sampled_from(["clevr", "clevr", "natural"])), "objects": objects, "rows": rows, "texts": texts}
+    return {"source": draw(st.sampled_from(["clevr", "clevr", "natural"])), "objects": objects, "rows": rows,
+            "texts": texts}
 
 
 @st.composite
@@ -121,26 +122,30 @@ def test_ground_returns_none_when_the_image_cannot_support_the_type():
     assert REGISTRY["spatial_relation"].ground(close, rng) is None  # too close to call
 
 
-@pytest.mark.parametrize("id, text, params, passed", [
-    ("object_count", "I count 2 spheres and three red cubes.", {"noun": "red cube", "count": 3}, True),
-    ("object_count", "There are 3 cubes, 2 red cubes.", {"noun": "red cube", "count": 3}, False),
-    ("chart_value", "In 2019 sales were 1,234.5 units.", {"label": "2019", "series": "", "value": 1234.5,
-                                                          "tolerance": 0.1}, True),
-    ("chart_value", "Q1 is 40 and Q2 is 12.", {"label": "Q2", "series": "", "value": 40.0, "tolerance": 1.0}, False),
-    ("chart_extreme", "Europe is small while Asia is the highest.", {"series": "", "extreme": "largest", "label": "Asia",
-                                                                     "labels": ["Asia", "Europe"]}, True),
-    ("spatial_relation", "The red cube is above the blue sphere; the blue sphere is below it.",
-     {"first": "red cube", "second": "blue sphere", "relation": "above", "choices": "above or below"}, True),
-    ("spatial_relation", "The blue sphere is left of the red cube.",
-     {"first": "red cube", "second": "blue sphere", "relation": "right", "choices": "left or right"}, False),
-    ("attribute_describe", "The cube is grey, and the sphere is blue.", {"object": "cube", "attribute": "color",
-                                                                         "value": "gray", "wrong": ["blue"]}, True),
-    ("visual_include", "Two Red Cubes.", {"names": ["red cube"]}, True),
-    ("visual_exclude", "A reddish cube.", {"names": ["red cube"]}, True),
-    ("ocr_content", "It says Sales  by\nRegion.", {"text": "Sales by Region"}, True),
-    ("temporal_sequence", "- First look\n- Then count\n- Finally answer", {"markers": ["First", "Then", "Finally"]}, True),
-    ("conditional_if", "It would shine if it were metal.", {}, False),
-])
+@pytest.mark.parametrize("id, text, params, passed",
+                         [("object_count", "I count 2 spheres and three red cubes.", {"noun": "red cube", "count": 3},
+                           True),
+                          ("object_count", "There are 3 cubes, 2 red cubes.", {"noun": "red cube", "count": 3}, False),
+                          ("chart_value", "In 2019 sales were 1,234.5 units.",
+                           {"label": "2019", "series": "", "value": 1234.5, "tolerance": 0.1}, True),
+                          ("chart_value", "Q1 is 40 and Q2 is 12.",
+                           {"label": "Q2", "series": "", "value": 40.0, "tolerance": 1.0}, False),
+                          ("chart_extreme", "Europe is small while Asia is the highest.",
+                           {"series": "", "extreme": "largest", "label": "Asia", "labels": ["Asia", "Europe"]}, True),
+                          ("spatial_relation", "The red cube is above the blue sphere; the blue sphere is below it.",
+                           {"first": "red cube", "second": "blue sphere", "relation": "above",
+                            "choices": "above or below"}, True),
+                          ("spatial_relation", "The blue sphere is left of the red cube.",
+                           {"first": "red cube", "second": "blue sphere", "relation": "right",
+                            "choices": "left or right"}, False),
+                          ("attribute_describe", "The cube is grey, and the sphere is blue.",
+                           {"object": "cube", "attribute": "color", "value": "gray", "wrong": ["blue"]}, True),
+                          ("visual_include", "Two Red Cubes.", {"names": ["red cube"]}, True),
+                          ("visual_exclude", "A reddish cube.", {"names": ["red cube"]}, True),
+                          ("ocr_content", "It says Sales  by\nRegion.", {"text": "Sales by Region"}, True),
+                          ("temporal_sequence", "- First look\n- Then count\n- Finally answer",
+                           {"markers": ["First", "Then", "Finally"]}, True),
+                          ("conditional_if", "It would shine if it were metal.", {}, False)])
 def test_verifiers_read_numbers_words_and_clauses(id, text, params, passed):
     assert _check(id, text, params) is passed
 
@@ -160,7 +165,7 @@ def test_ungrounded_writers_draw_and_edit(data):
             assert _check(id, good, params) and not _check(id, bad, params), (id, base)
         else:  # the simulated judge reads cues: satisfy adds one, violate leaves none
             import re
-            cue = lambda t: any(re.search(r"(?<!\w)" + re.escape(c) + r"(?!\w)", t, re.I) for c in contract.cues)  # noqa: E731
+            cue = lambda t: any(re.search(r"(?<!\w)" + re.escape(c) + r"(?!\w)", t, re.I) for c in contract.cues)
             assert contract.rubric and cue(good) and not cue(bad), (id, base, bad)
 
 
@@ -170,8 +175,8 @@ def test_every_new_type_has_a_writer_and_the_grounded_ones_need_facts():
     for id in added:
         contract, writer = REGISTRY[id], edits.EDITS[id]
         assert (id in GROUNDED) == bool(contract.needs) == (writer.draw is None), id
-    assert {REGISTRY[i].category for i in added} >= {"attribute", "spatial", "counting", "object_grounded", "ocr_grounded",
-                                                     "causal", "conditional"}
+    assert {REGISTRY[i].category for i in added} >= {"attribute", "spatial", "counting", "object_grounded",
+                                                     "ocr_grounded", "causal", "conditional"}
     assert position(0.1, 0.1) == "top left" and position(0.5, 0.5) == "centre" and position(1.0, 1.0) == "bottom right"
 
 

@@ -1,6 +1,5 @@
 import gymnasium as gym
 import pytest
-
 from conftest import REPO
 
 import vicogym

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 import vicogym
 from vicogym.errors import EDIT_ERROR_CODES
-from vicogym.runs.generate import GenerateConfig, generate
 from vicogym.registry import env_class, env_kind
+from vicogym.runs.generate import GenerateConfig, generate
 from vicogym.runs.verify import verify
 
 #: environments a rewriter edits (the instruction-following environment, whose action is a

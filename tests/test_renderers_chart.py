@@ -8,7 +8,9 @@ from vicogym.structures.chart import ChartSpec, ChartStructure, Table
 MULTI = Table("Country", ("France", "Germany", "Italy", "Spain"), ("2019", "2020"),
               ((1.0, 2.0), (3.5, 4.0), (2.0, None), (5.0, 1.5)), "%")
 SINGLE = Table("Product", ("A", "B", "C"), ("Sales",), ((10.0,), (20.0,), (30.0,)))
-CASES = [(MULTI, t) for t in ("hbar", "grouped_bar", "stacked_bar", "line")] + [(SINGLE, t) for t in ("bar", "hbar", "line", "pie")]
+CASES = [(MULTI, t) for t in ("hbar", "grouped_bar", "stacked_bar", "line")] + [
+    (SINGLE, t) for t in ("bar", "hbar", "line", "pie")
+]
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +104,7 @@ def test_dollar_signs_are_drawn_as_written_not_as_math(renderer):
     table = Table("Price", ("$5 to $10", "5 to 10"), ("Share",), ((1.0,), (2.0,)))
     out = renderer.render(ChartStructure(table, ChartSpec(title="Price in $ and $ per unit")))
     boxes = {lab["text"]: lab["box"] for lab in out.labels}
-    width = lambda text: boxes[text][2] - boxes[text][0]  # noqa: E731
+    width = lambda text: boxes[text][2] - boxes[text][0]
     assert width("$5 to $10") > width("5 to 10")  # math mode would have dropped the dollars
     assert out.facts["missing_glyphs"] == {}
     # titles, axis titles and legend entries too (a fresh figure and a reshaped one)
@@ -240,11 +242,10 @@ def test_renderers_in_threads_at_once_draw_what_plain_agg_draws(monkeypatch):
     with its own renderer, sharing the text caches from cold: FreeType font objects are
     never used from two threads (they once were, through shared glyph layouts: wrong
     glyphs, FreeType errors, aborts), and every image is plain Agg's."""
+    import threading
     from concurrent.futures import ThreadPoolExecutor
 
     from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    import threading
 
     import vicogym.renderers.matplotlib_private as private
 

@@ -8,7 +8,8 @@ import pytest
 
 pytest.importorskip("bpy", reason="the CLEVR renderer needs the [clevr] extra (bpy)")
 
-from vicogym.renderers.clevr import (  # noqa: E402
+from vicogym.images import same_image
+from vicogym.renderers.clevr import (
     _PALETTE,
     _WORKERS,
     ClevrRenderer,
@@ -17,13 +18,13 @@ from vicogym.renderers.clevr import (  # noqa: E402
     _mask_labels,
     stop_workers,
 )
-from vicogym.images import same_image  # noqa: E402
-from vicogym.sources.clevr import procedural_scene  # noqa: E402
-from vicogym.structures.clevr import Camera, Lights, Obj, Scene  # noqa: E402
+from vicogym.sources.clevr import procedural_scene
+from vicogym.structures.clevr import Camera, Lights, Obj, Scene
 
 WORKBENCH = RenderSettings(engine="workbench")
 CYCLES = RenderSettings(engine="cycles", samples=4)
-SCENE = Scene((Obj("cube", "red", "metal", "large", 0.0, 0.0, 30.0), Obj("sphere", "blue", "rubber", "small", 1.278, 2.231),
+SCENE = Scene((Obj("cube", "red", "metal", "large", 0.0, 0.0, 30.0),
+               Obj("sphere", "blue", "rubber", "small", 1.278, 2.231),
                Obj("cylinder", "yellow", "rubber", "large", -1.278, -2.231)), width=160, height=120)
 
 
@@ -43,13 +44,17 @@ def test_same_scene_same_seed_same_image_live_or_rebuilt(settings):
 
 #: a scene of eight mostly metal objects where, with Cycles' light tree on, a few pixels landed
 #: on a rounding boundary and flipped by 1 in about one process in three
-METAL = Scene((Obj("sphere", "green", "metal", "large", -2.644, -2.553, 258.52), Obj("cube", "yellow", "metal", "small", 1.553, -2.633, 135.78),
-               Obj("sphere", "blue", "metal", "large", -2.002, 2.654, 247.64), Obj("cylinder", "red", "metal", "large", 1.863, 0.14, 254.6),
-               Obj("cube", "blue", "rubber", "large", -0.701, 0.229, 260.68), Obj("sphere", "green", "metal", "large", -0.242, 2.982, 125.56),
-               Obj("sphere", "gray", "metal", "large", 2.366, 1.773, 325.46), Obj("cube", "yellow", "metal", "large", -0.388, -2.893, 95.91)),
+METAL = Scene((Obj("sphere", "green", "metal", "large", -2.644, -2.553, 258.52),
+               Obj("cube", "yellow", "metal", "small", 1.553, -2.633, 135.78),
+               Obj("sphere", "blue", "metal", "large", -2.002, 2.654, 247.64),
+               Obj("cylinder", "red", "metal", "large", 1.863, 0.14, 254.6),
+               Obj("cube", "blue", "rubber", "large", -0.701, 0.229, 260.68),
+               Obj("sphere", "green", "metal", "large", -0.242, 2.982, 125.56),
+               Obj("sphere", "gray", "metal", "large", 2.366, 1.773, 325.46),
+               Obj("cube", "yellow", "metal", "large", -0.388, -2.893, 95.91)),
               Camera(location=(6.8842, -7.1951, 4.9579)),
-              Lights(key=(0.37, -0.55, 0.13), fill=(0.014, -0.041, -0.159), back=(0.764, -0.582, -0.229), intensity=1.12),
-              width=320, height=240)
+              Lights(key=(0.37, -0.55, 0.13), fill=(0.014, -0.041, -0.159), back=(0.764, -0.582, -0.229),
+                     intensity=1.12), width=320, height=240)
 
 
 @pytest.mark.slow
@@ -104,7 +109,8 @@ def test_mask_colours_map_to_the_nearest_palette_entry():
 def test_masks_are_reused_only_while_the_geometry_is_the_same():
     renderer = ClevrRenderer(WORKBENCH)
     base = renderer.render(SCENE, seed=0)
-    recoloured = replace(SCENE, objects=(replace(SCENE.objects[0], color="green", material="rubber"),) + SCENE.objects[1:])
+    recoloured = replace(SCENE,
+                         objects=(replace(SCENE.objects[0], color="green", material="rubber"),) + SCENE.objects[1:])
     moved = replace(SCENE, objects=SCENE.objects[:2] + (replace(SCENE.objects[2], x=-0.5, y=-2.6),))
     for scene in (recoloured, moved, SCENE):  # each against a fresh scene's masks
         live, fresh = renderer.render(scene, seed=0), renderer.render(scene, seed=0, rebuild=True)
@@ -148,7 +154,8 @@ def test_projection_matches_blenders_camera():
         for point in [(0.0, 0.0, 0.35), (2.0, -1.5, 0.7), (-2.5, 2.5, 0.35)]:
             view = world_to_camera_view(scene, obj, Vector(point))
             x, y, depth = camera.project(point, 480, 320)
-            assert (x, y) == pytest.approx((view.x * 480, (1 - view.y) * 320), abs=1e-3) and depth == pytest.approx(view.z)
+            assert (x, y) == pytest.approx((view.x * 480, (1 - view.y) * 320),
+                                           abs=1e-3) and depth == pytest.approx(view.z)
 
 
 @pytest.mark.parametrize("shape", ["cube", "sphere"])
@@ -157,8 +164,8 @@ def test_gray_metal_reads_as_silver_not_black(shape):
     # gray metal darker than gray rubber, near black (median about 47 of 255)
     medians = {}
     for material in ("metal", "rubber"):
-        scene = Scene((Obj(shape, "gray", material, "large", 0.0, 0.0, 30.0), Obj("cube", "red", "rubber", "small", 2.5, 2.5)),
-                      width=160, height=120)
+        scene = Scene((Obj(shape, "gray", material, "large", 0.0, 0.0, 30.0),
+                       Obj("cube", "red", "rubber", "small", 2.5, 2.5)), width=160, height=120)
         out = ClevrRenderer(CYCLES).render(scene, seed=1)
         x0, y0, x1, y1 = out.boxes[0]
         medians[material] = float(np.median(out.image[y0:y1, x0:x1].mean(axis=2)))

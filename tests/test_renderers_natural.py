@@ -3,10 +3,10 @@
 import cv2
 import numpy as np
 import pytest
+from tiny_models import tiny_ddpm, tiny_sam_checkpoint, tiny_stable_diffusion
 
 from vicogym.renderers.natural import GrabCutSegmenter, box_mask, polygon_mask, protected_region
 from vicogym.structures.natural import Target
-from tiny_models import tiny_ddpm, tiny_sam_checkpoint, tiny_stable_diffusion
 
 
 def _disc_image():
@@ -59,9 +59,9 @@ def _astronaut_flag():
     return source, protected
 
 
-EVERY_OP = [{"op": "remove", "box": [420, 20, 500, 120]}, {"op": "recolor", "hue": 60}, {"op": "desaturate", "amount": 0.7},
-            {"op": "blur", "sigma": 3}, {"op": "noise", "sigma": 20}, {"op": "contrast", "factor": 1.4},
-            {"op": "brightness", "delta": -40}, {"op": "jpeg", "quality": 15},
+EVERY_OP = [{"op": "remove", "box": [420, 20, 500, 120]}, {"op": "recolor", "hue": 60},
+            {"op": "desaturate", "amount": 0.7}, {"op": "blur", "sigma": 3}, {"op": "noise", "sigma": 20},
+            {"op": "contrast", "factor": 1.4}, {"op": "brightness", "delta": -40}, {"op": "jpeg", "quality": 15},
             {"op": "paste", "source": [400, 300, 480, 380], "to": [200, 20]},
             {"op": "pad", "top": 12, "bottom": 0, "left": 30, "right": 4, "fill": [255, 0, 0]},
             {"op": "crop", "box": [0, 0, 400, 512]}]

@@ -14,11 +14,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from vicogym.instruct import discovery
 from vicogym.errors import RunError, UnknownConstraintType
+from vicogym.instruct import discovery
 from vicogym.instruct.run_folder import iter_samples, load_types, verify_instruct
-from vicogym.programs.instruct import REGISTRY
 from vicogym.instruct.synthesis import TYPES_FILE, SynthesizeConfig, synthesize
+from vicogym.programs.instruct import REGISTRY
 from vicogym.verl_reward import compute_score
 
 pytestmark = pytest.mark.usefixtures("walls")
@@ -76,7 +76,10 @@ def test_rows_name_their_types_by_hash_and_the_code_lives_once_in_the_run(run):
     assert by_id and all(hashlib.sha256(t["proposal"]["code"].encode()).hexdigest() == t["sha256"]
                          for t in by_id.values())
     listed = manifest["types"]
-    assert listed["file"] == TYPES_FILE and listed["sha256"] == hashlib.sha256((folder / TYPES_FILE).read_bytes()).hexdigest()
+    assert (
+        listed["file"] == TYPES_FILE
+        and listed["sha256"] == hashlib.sha256((folder / TYPES_FILE).read_bytes()).hexdigest()
+    )
     assert {(t["id"], t["sha256"]) for t in listed["types"]} == {(t, e["sha256"]) for t, e in by_id.items()}
     for row in rows:
         named = json.loads(row["discovered"])

@@ -17,7 +17,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -121,9 +120,21 @@ def attack(ctx):
             os.setsid()
             os.execv(ctx["python"], [ctx["python"], "-c", "import time\nopen(%r, 'w').close()\ntime.sleep(30)"
                                      % ctx["marker"], ctx["token"]])
-        for _ in range(1000):  # answer once the child is out of reach
-            if os.getsid(pid) == pid:
+        def shown():  # out of reach, and running the new interpreter (its command line names the token)
+            try:
+                fd = os.open("/proc/%d/cmdline" % pid, os.O_RDONLY)
+                try:
+                    return os.getsid(pid) == pid and ctx["token"].encode() in os.read(fd, 65536)
+                finally:
+                    os.close(fd)
+            except OSError:
+                return False
+
+        sleep = unlock().__import__("time").sleep
+        for _ in range(1000):  # answer once the child has shown (up to 5 s: a loaded machine is slow to exec)
+            if shown():
                 break
+            sleep(0.005)
         return pid
     return attempt({}, "fork", fork)
 ''',
@@ -732,13 +743,21 @@ def test_the_walls_are_the_ones_described():
     for flag in ("--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--clearenv", "--seccomp"):
         assert flag in command
     assert command[command.index("--uid") + 1] == "65534" and "--proc" not in command and "--dev" not in command
-    assert {command[i + 2] for i, part in enumerate(command) if part == "--ro-bind"} <= {"/usr", "/etc", "/root", "/home",
-                                                                                         "/opt", "/lib", "/lib64"}
+    assert {command[i + 2] for i, part in enumerate(command) if part == "--ro-bind"} <= {
+        "/usr",
+        "/etc",
+        "/root",
+        "/home",
+        "/opt",
+        "/lib",
+        "/lib64",
+    }
     staged = Path(command[command.index("--ro-bind") + 1]).parent
     view = {"/" + str(p.relative_to(staged)) for p in staged.rglob("*") if p.is_file()}
     assert sandbox._interpreter() in view and "/etc/ld.so.cache" in view
     assert any(p.endswith("/json/decoder.py") for p in view) and any(p.endswith("/encodings/latin_1.py") for p in view)
-    for absent in ("site-packages", "/socket.py", "/subprocess.py", "_posixsubprocess", "_socket", str(SOURCE.parents[1])):
+    absents = ("site-packages", "/socket.py", "/subprocess.py", "_posixsubprocess", "_socket", str(SOURCE.parents[1]))
+    for absent in absents:
         assert not any(absent in p for p in view), absent
     assert len(first) % 8 == 0 and len(second) % 8 == 0 and first != second
 

@@ -2,8 +2,8 @@ import json
 
 import numpy as np
 import pytest
-
 import reference_clevr
+
 from vicogym.errors import SourceError
 from vicogym.sources.clevr import ReleaseSource, make_source, procedural_scene
 from vicogym.structures.clevr import COLORS, Scene, camera_facing, placement_problem
@@ -57,7 +57,9 @@ def _release(tmp_path, questions):
     (tmp_path / "scenes" / "CLEVR_val_scenes.json").write_text(json.dumps({"info": {"split": "val"}, "scenes": scenes}))
     if questions is not None:
         (tmp_path / "questions").mkdir()
-        (tmp_path / "questions" / "CLEVR_val_questions.json").write_text(json.dumps({"info": {}, "questions": questions}))
+        (tmp_path / "questions" / "CLEVR_val_questions.json").write_text(
+            json.dumps({"info": {}, "questions": questions})
+        )
     return tmp_path, scenes
 
 
@@ -134,8 +136,10 @@ def test_a_questions_file_with_nothing_usable_is_an_error_not_a_silent_fallback(
     folder, scenes = _release(tmp_path, None)
     color = scenes[0]["objects"][0]["color"]
     wrong = str(sum(o["color"] == color for o in scenes[0]["objects"]) + 1)
-    _questions_file(folder, [{"image_index": 0, "question": "How many?", "program": _count_program(color), "answer": wrong}])
-    with pytest.raises(SourceError, match=r"none of its 1 questions can be used \(skipped: \{'answer_not_reproduced': 1\}\)"):
+    _questions_file(folder,
+                    [{"image_index": 0, "question": "How many?", "program": _count_program(color), "answer": wrong}])
+    with pytest.raises(SourceError,
+                       match=r"none of its 1 questions can be used \(skipped: \{'answer_not_reproduced': 1\}\)"):
         ReleaseSource(folder, 320, 240)
 
 

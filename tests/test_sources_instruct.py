@@ -71,7 +71,12 @@ def test_clevr_facts_are_the_scene_graph_with_projected_centres():
         facts = clevr_facts(scene)
         assert facts["source"] == "clevr" and len(facts["objects"]) == len(scene.objects)
         for o, obj, (px, py, _) in zip(facts["objects"], scene.objects, scene.pixel_coords()):
-            assert (o["category"], o["color"], o["size"], o["material"]) == (obj.shape, obj.color, obj.size, obj.material)
+            assert (o["category"], o["color"], o["size"], o["material"]) == (
+                obj.shape,
+                obj.color,
+                obj.size,
+                obj.material,
+            )
             assert o["x"] == pytest.approx(px / 160, abs=1e-3) and o["y"] == pytest.approx(py / 120, abs=1e-3)
         got = _grounds(facts, rng)
         assert {"object_count", "visual_include", "visual_exclude"} <= set(got)
@@ -80,7 +85,8 @@ def test_clevr_facts_are_the_scene_graph_with_projected_centres():
 
 
 def test_clevr_image_left_agrees_with_clevrs_left_when_clear():
-    scene = Scene((Obj("cube", "red", "metal", "large", 0.0, 0.0), Obj("sphere", "blue", "rubber", "small", 1.278, 2.231),
+    scene = Scene((Obj("cube", "red", "metal", "large", 0.0, 0.0),
+                   Obj("sphere", "blue", "rubber", "small", 1.278, 2.231),
                    Obj("cylinder", "yellow", "rubber", "large", -1.278, -2.231)), width=160, height=120)
     objects = clevr_facts(scene)["objects"]
     left = scene.relationships()["left"]

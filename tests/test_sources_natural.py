@@ -58,32 +58,51 @@ def test_records_round_trip_and_normalise_answers():
         record.check_inside(20, 20)
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"answer_type": "colour"}, "record.answer_type: expected one of ['yes/no', 'number', 'other'], got 'colour'"),
-    ({"answer": "maybe", "answer_type": "yes/no"}, "record.answer: expected yes or no for a yes/no question, got 'maybe'"),
-    ({"answer": "three"}, "record.answer: expected a whole number for a number question, got 'three'"),
-    ({"answer": True}, "record.answer: expected a string (or a whole number for a number question), got True"),
-    ({"targets": []}, "record.targets: expected a non-empty list of targets (what the answer depends on), got []"),
-    ({"targets": [{"label": "coin"}]}, "record.targets[0] (coin): expected exactly one of ['box', 'points', 'polygon'], "
-                                      "got none"),
-    ({"targets": [{"label": "coin", "box": [5, 5, 5, 9]}]}, "record.targets[0].box: expected x1 > x0 and y1 > y0, got "
-                                                            "[5, 5, 5, 9]"),
-    ({"targets": [{"label": "coin", "box": [0, 0, 1.5, 2]}]}, "record.targets[0].box: expected [x0, y0, x1, y1] as four "
-                                                              "whole numbers of pixels, got [0, 0, 1.5, 2]"),
-    ({"targets": [{"label": "coin", "polygon": [[0, 0], [1, 1]]}]}, "record.targets[0].polygon: expected a list of at "
-                                                                    "least 3 [x, y] pairs"),
-    ({"targets": [{"label": "coin", "box": [0, 0, 1, 1], "mask": "rle"}]}, "record.targets[0]: unknown field 'mask'"),
-    ({"question": " "}, "record.question: expected a non-empty string, got ' '"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"answer_type": "colour"}, "record.answer_type: expected one of ['yes/no', 'number', 'other'], got 'colour'"),
+        (
+            {"answer": "maybe", "answer_type": "yes/no"},
+            "record.answer: expected yes or no for a yes/no question, got 'maybe'",
+        ),
+        ({"answer": "three"}, "record.answer: expected a whole number for a number question, got 'three'"),
+        ({"answer": True}, "record.answer: expected a string (or a whole number for a number question), got True"),
+        ({"targets": []}, "record.targets: expected a non-empty list of targets (what the answer depends on), got []"),
+        (
+            {"targets": [{"label": "coin"}]},
+            "record.targets[0] (coin): expected exactly one of ['box', 'points', 'polygon'], got none",
+        ),
+        (
+            {"targets": [{"label": "coin", "box": [5, 5, 5, 9]}]},
+            "record.targets[0].box: expected x1 > x0 and y1 > y0, got [5, 5, 5, 9]",
+        ),
+        (
+            {"targets": [{"label": "coin", "box": [0, 0, 1.5, 2]}]},
+            "record.targets[0].box: expected [x0, y0, x1, y1] as four whole numbers of pixels, got [0, 0, 1.5, 2]",
+        ),
+        (
+            {"targets": [{"label": "coin", "polygon": [[0, 0], [1, 1]]}]},
+            "record.targets[0].polygon: expected a list of at least 3 [x, y] pairs",
+        ),
+        (
+            {"targets": [{"label": "coin", "box": [0, 0, 1, 1], "mask": "rle"}]},
+            "record.targets[0]: unknown field 'mask'",
+        ),
+        ({"question": " "}, "record.question: expected a non-empty string, got ' '"),
+    ],
+)
 def test_bad_records_name_the_field(change, message):
     with pytest.raises(ValueError) as info:
         Record.from_dict(dict(GOOD, **change))
     assert str(info.value).startswith(message)
 
 
-JSONISH = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
-                       lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-                       max_leaves=12)
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
 
 
 @settings(max_examples=300, deadline=None)

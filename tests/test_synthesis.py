@@ -11,14 +11,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from vicogym.instruct import synthesis
 from vicogym.cli import app
 from vicogym.errors import RunError
-from vicogym.instruct.run_folder import export_instruct, iter_samples, write_report_page, statistics, verify_instruct
+from vicogym.instruct import synthesis
 from vicogym.instruct.memory import Memory
+from vicogym.instruct.run_folder import export_instruct, iter_samples, statistics, verify_instruct, write_report_page
+from vicogym.instruct.synthesis import (
+    SynthesizeConfig,
+    Synthesizer,
+    choose_recovery,
+    conflicts,
+    synthesize,
+    type_weights,
+    witness,
+)
 from vicogym.programs.instruct import REGISTRY
-from vicogym.instruct.synthesis import (SynthesizeConfig, Synthesizer, choose_recovery, conflicts, synthesize, type_weights,
-                               witness)
 from vicogym.verl_reward import compute_score
 
 SMALL = {"images": ["vicogym/Chart-v0", "vicogym/Natural-v0"], "per_round": 4, "probes": 2, "candidates": 2,

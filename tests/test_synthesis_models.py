@@ -8,11 +8,20 @@ import numpy as np
 import pytest
 
 from vicogym.errors import ModelError
+from vicogym.instruct.models import (
+    HashingEmbedder,
+    OpenAIComposer,
+    OpenAIPerceiver,
+    OpenAITarget,
+    OpenAIWriter,
+    TemplateComposer,
+    TransformersEmbedder,
+    make_model,
+    missing_values,
+)
 from vicogym.instruct.run_folder import iter_samples
-from vicogym.programs.instruct import REGISTRY
 from vicogym.instruct.synthesis import SynthesizeConfig, synthesize
-from vicogym.instruct.models import (HashingEmbedder, OpenAIComposer, OpenAIPerceiver, OpenAITarget, OpenAIWriter,
-                                      TemplateComposer, TransformersEmbedder, make_model, missing_values)
+from vicogym.programs.instruct import REGISTRY
 
 IMAGE = np.full((32, 48, 3), 200, np.uint8)
 FACTS = {"source": "chart", "rows": [{"label": "A", "series": "s", "value": 3.0}], "texts": ["Title"]}

@@ -10,9 +10,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from vicogym.runs.trainer_columns import verl_prompt
 from vicogym.runs.generate import GenerateConfig, generate
 from vicogym.runs.shards import file_sha256, row_hash
+from vicogym.runs.trainer_columns import verl_prompt
 from vicogym.runs.verify import verify
 
 

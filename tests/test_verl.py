@@ -81,7 +81,9 @@ def test_verl_loads_vicogyms_reward_function_and_its_own_knows_no_vicogym_data()
 
     import vicogym.verl_reward as module
 
-    config = OmegaConf.create({"reward": {"custom_reward_function": {"path": module.__file__, "name": "compute_score"}}})
+    config = OmegaConf.create(
+        {"reward": {"custom_reward_function": {"path": module.__file__, "name": "compute_score"}}}
+    )
     score = get_custom_reward_fn(config)
     assert score(data_source="vicogym/Chart-v0", solution_str="The bars say\nAnswer: 12.0", ground_truth="12",
                  extra_info={}) == 1.0

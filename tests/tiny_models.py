@@ -63,8 +63,9 @@ def tiny_stable_diffusion(folder: Path) -> Path:
     (folder / "merges.txt").write_text("#version: 0.2\n", encoding="utf-8")
     tokenizer = transformers.CLIPTokenizer(str(folder / "vocab.json"), str(folder / "merges.txt"), model_max_length=77)
     pipe = diffusers.StableDiffusionInpaintPipeline(vae=vae, text_encoder=text, tokenizer=tokenizer, unet=unet,
-                                                    scheduler=diffusers.DDIMScheduler(steps_offset=1), safety_checker=None,
-                                                    feature_extractor=None, requires_safety_checker=False)
+                                                    scheduler=diffusers.DDIMScheduler(steps_offset=1),
+                                                    safety_checker=None, feature_extractor=None,
+                                                    requires_safety_checker=False)
     path = folder / "sd-inpaint"
     pipe.save_pretrained(path)
     return path
@@ -75,7 +76,8 @@ def tiny_image_text_to_text(folder: Path) -> Path:
     few thousand weights) with its processor: a word-level tokenizer trained here on a few
     words, a CLIP image processor and a chat template; saved with ``save_pretrained``."""
     torch = pytest.importorskip("torch", reason="the local actor needs the [natural] extra (torch)")
-    transformers = pytest.importorskip("transformers", reason="the local actor needs the [natural] extra (transformers)")
+    transformers = pytest.importorskip("transformers",
+                                       reason="the local actor needs the [natural] extra (transformers)")
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
     words = ["what is the answer yes no one two three four red blue green how many bars are there with a single "

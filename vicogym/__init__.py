@@ -8,8 +8,8 @@ Importing the package registers its environments with Gymnasium::
 
 __version__ = "0.1.0"
 
-from vicogym import spaces as _spaces  # noqa: E402,F401  (text observations in vector envs)
-from vicogym.registry import list_environments, make, register  # noqa: E402
+from vicogym import spaces as _spaces  # noqa: F401  (text observations in vector envs)
+from vicogym.registry import list_environments, make, register
 
 register(
     "vicogym/Chart-v0",

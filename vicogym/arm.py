@@ -222,9 +222,7 @@ def install_command(extra: str) -> str:
     otherwise."""
     from pathlib import Path
 
-    import vicogym
-
-    root = Path(vicogym.__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[1]  # this file is vicogym/arm.py
     if (root / "pyproject.toml").is_file() and (root / "vicogym").is_dir():
         return f"pip install -e '{root}[{extra}]'"
     return f"pip install 'vicogym[{extra}]'"

@@ -80,7 +80,9 @@ def load_config_file(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise ValueError(f"--config {path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8") from None
+        raise ValueError(
+            f"--config {path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8"
+        ) from None
     try:
         if path.suffix.lower() == ".toml":
             data = tomllib.loads(text)
@@ -91,7 +93,9 @@ def load_config_file(path: Path) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"--config {path}: not valid TOML ({exc})") from None
     except json.JSONDecodeError as exc:
-        raise ValueError(f"--config {path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+        raise ValueError(
+            f"--config {path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
+        ) from None
     if not isinstance(data, dict):
         raise ValueError(f"--config {path}: expected a table of settings, got {type(data).__name__}")
     return data
@@ -129,7 +133,8 @@ def generate(
     seed: Optional[int] = typer.Option(None, "--seed", help="run seed: same seed, same bytes [0]"),
     workers: Optional[int] = WORKERS,
     keep: Optional[str] = typer.Option(None, "--keep", help="final | all | sweet [final]"),
-    episodes_per_shard: Optional[int] = typer.Option(None, "--episodes-per-shard", help="episodes per Parquet shard [16]"),
+    episodes_per_shard: Optional[int] = typer.Option(None, "--episodes-per-shard",
+                                                     help="episodes per Parquet shard [16]"),
     max_episodes: Optional[int] = typer.Option(None, "--max-episodes", help="episode budget [max(4n, 32)]"),
     k: Optional[int] = typer.Option(None, "--k", help="actor rollouts per sample (same as --set k=K) [8]"),
     actor: Optional[str] = typer.Option(None, "--actor", help=ACTOR + " [simulated]"),
@@ -157,8 +162,8 @@ def generate(
 
     try:
         data = load_config_file(config_file) if config_file is not None else {}
-        flags = {"env_id": env_id, "n": n, "out": out, "seed": seed, "workers": workers, "keep": keep, "rewriter": rewriter,
-                 "episodes_per_shard": episodes_per_shard, "max_episodes": max_episodes}
+        flags = {"env_id": env_id, "n": n, "out": out, "seed": seed, "workers": workers, "keep": keep,
+                 "rewriter": rewriter, "episodes_per_shard": episodes_per_shard, "max_episodes": max_episodes}
         data.update({key: value for key, value in flags.items() if value is not None})
         data.update(_runtime(arguments))
         env_kwargs = data.get("env_kwargs") or {}
@@ -177,8 +182,10 @@ def generate(
         raise _fail(str(exc)) from None
     counts = manifest["counts"]
     _summary(manifest)
-    console.print(f"wrote {counts['samples']} samples from {counts['episodes']} episodes to {config.out} "
-                  f"({counts['rejected_steps']} of {counts['steps']} edits rejected: {json.dumps(manifest['rejections'])})")
+    console.print(
+        f"wrote {counts['samples']} samples from {counts['episodes']} episodes to {config.out} "
+        f"({counts['rejected_steps']} of {counts['steps']} edits rejected: {json.dumps(manifest['rejections'])})"
+    )
     if not manifest["complete"]:
         console.print(f"[yellow]only {counts['samples']} of {config.n} samples within the episode budget[/yellow]")
         raise typer.Exit(1)
@@ -237,8 +244,9 @@ def export(
     out: Path = typer.Option(..., "--out", help="folder for the exported files"),
     format: str = typer.Option("llamafactory", "--format", help="llamafactory: the rewriter's edits as multimodal "
                                "ShareGPT with a dataset_info.json entry"),
-    pairs: bool = typer.Option(False, "--pairs/--no-pairs", help="also preference pairs (ranking): each sweet-zone edit "
-                               "against a rejected or off-zone edit from the same state"),
+    pairs: bool = typer.Option(False, "--pairs/--no-pairs",
+                               help="also preference pairs (ranking): each sweet-zone edit against a rejected or "
+                               "off-zone edit from the same state"),
 ) -> None:
     """Export a run's edit transitions as training data for the rewriter."""
     from vicogym.errors import VicogymError
@@ -269,8 +277,8 @@ def evolve(
     n: int = typer.Option(64, "--n", help="samples per round"),
     out: str = typer.Option("vicogym-evolve", "--out", help="output folder, resumable"),
     seed: int = typer.Option(0, "--seed", help="round r generates with seed + r"),
-    workers: int = typer.Option(1, "--workers", help="worker processes (local) or Ray actors (ray); the output does not "
-                                "depend on it"),
+    workers: int = typer.Option(1, "--workers",
+                                help="worker processes (local) or Ray actors (ray); the output does not depend on it"),
     actor: str = typer.Option("simulated", "--actor", help="the first round's actor: " + ACTOR),
     rewriter: str = typer.Option("search", "--rewriter", help=REWRITER),
     train_actor: Optional[str] = typer.Option(None, "--train-actor", help="shell command run after each round; "
@@ -327,8 +335,8 @@ def evolve(
 
 @app.command()
 def synthesize(
-    n: Optional[int] = typer.Option(None, "--n", help="accepted samples wanted; whole rounds run, so a few more may come "
-                                    "[64]"),
+    n: Optional[int] = typer.Option(None, "--n",
+                                    help="accepted samples wanted; whole rounds run, so a few more may come [64]"),
     out: Optional[str] = typer.Option(None, "--out", help="run folder with memory.sqlite, resumable and extendable "
                                       "[runs/instruct]"),
     seed: Optional[int] = typer.Option(None, "--seed", help="run seed: same seed, same samples [0]"),
@@ -346,7 +354,8 @@ def synthesize(
                                         "openai:MODEL@URL"),
     composer: Optional[str] = typer.Option(None, "--composer", help="template | openai:MODEL@URL"),
     embedder: Optional[str] = typer.Option(None, "--embedder", help="hashing | a local Hugging Face model folder"),
-    perceiver: Optional[str] = typer.Option(None, "--perceiver", help="for image folders: simulated | openai:MODEL@URL"),
+    perceiver: Optional[str] = typer.Option(None, "--perceiver",
+                                            help="for image folders: simulated | openai:MODEL@URL"),
     proposer: Optional[str] = typer.Option(None, "--proposer", help="new constraint types: simulated | "
                                            "openai:MODEL@URL"),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", help="samples executed side by side (model "

@@ -159,15 +159,19 @@ class _ChatClient:
                     max_tokens=self.max_tokens, **({"seed": seed} if seed is not None else {}))
                 return [(choice.message.content or "") for choice in response.choices]
             except openai.APIStatusError as exc:
-                retried = f" after {self.max_retries} retries" if exc.status_code == 429 or exc.status_code >= 500 else ""
+                retried = (
+                    f" after {self.max_retries} retries" if exc.status_code == 429 or exc.status_code >= 500 else ""
+                )
                 raise ModelError(f"{self.base_url} answered {exc.status_code} for model {self.model!r}{retried}: "
                                  f"{_short(exc.message)}") from None
             except openai.APIConnectionError as exc:  # time-outs included
                 raise ModelError(f"{self.base_url} did not answer for model {self.model!r} after {self.max_retries} "
                                  f"retries ({type(exc).__name__}); is the server running?") from None
             except Exception as exc:  # a 200 that is no chat completion (HTML, another API)
-                raise ModelError(f"{self.base_url} did not answer with a chat completion for model {self.model!r} "
-                                 f"({type(exc).__name__}: {_short(exc)}); is it an OpenAI-compatible /v1 endpoint?") from None
+                raise ModelError(
+                    f"{self.base_url} did not answer with a chat completion for model {self.model!r} "
+                    f"({type(exc).__name__}: {_short(exc)}); is it an OpenAI-compatible /v1 endpoint?"
+                ) from None
 
 
 def _short(text: Any, limit: int = 200) -> str:
@@ -216,9 +220,11 @@ def edit_prompt(structure: str, question: str, answer: str, pass_rate: float | N
     if pass_rate is None:
         direction = f"bring the actor's pass rate into [{low}, {high}]"
     elif pass_rate > high:
-        direction = f"make the question harder to answer from the image: lower the pass rate from {pass_rate:.2f} into [{low}, {high}]"
+        direction = (f"make the question harder to answer from the image: lower the pass rate from {pass_rate:.2f} "
+                     f"into [{low}, {high}]")
     elif pass_rate < low:
-        direction = f"make the question easier to answer from the image: raise the pass rate from {pass_rate:.2f} into [{low}, {high}]"
+        direction = (f"make the question easier to answer from the image: raise the pass rate from {pass_rate:.2f} "
+                     f"into [{low}, {high}]")
     else:
         direction = f"keep the pass rate ({pass_rate:.2f}) within [{low}, {high}] while changing the image"
     return (f"You edit the structure behind a visual question so that a vision-language model finds it just hard "
@@ -294,7 +300,9 @@ class TransformersActor:
         from pathlib import Path
 
         if not isinstance(self.model_dir, str) or not (Path(self.model_dir) / "config.json").is_file():
-            raise ValueError(f"expected model_dir as a transformers model folder with config.json, got {self.model_dir!r}")
+            raise ValueError(
+                f"expected model_dir as a transformers model folder with config.json, got {self.model_dir!r}"
+            )
         for name in ("batch_size", "max_new_tokens"):
             v = getattr(self, name)
             if not is_int(v, 1):
@@ -309,7 +317,9 @@ class TransformersActor:
                 self._processor = AutoProcessor.from_pretrained(self.model_dir, local_files_only=True)
                 model = AutoModelForImageTextToText.from_pretrained(self.model_dir, local_files_only=True)
             except (OSError, ValueError) as exc:
-                raise ModelError(f"{self.model_dir} is not an image-text-to-text model folder ({_short(exc)})") from None
+                raise ModelError(
+                    f"{self.model_dir} is not an image-text-to-text model folder ({_short(exc)})"
+                ) from None
             self._model = model.to(self.device).eval()
 
     def answer(self, image: np.ndarray, question: str, k: int, *, rng: np.random.Generator,
@@ -335,5 +345,5 @@ class TransformersActor:
         return answers
 
 
-__all__ = ["EXTRACTORS", "OpenAIActor", "TransformersActor", "OpenAIRewriter", "edit_prompt", "extract_answer", "image_data_url",
-           "parse_edit", "parse_spec"]
+__all__ = ["EXTRACTORS", "OpenAIActor", "TransformersActor", "OpenAIRewriter", "edit_prompt", "extract_answer",
+           "image_data_url", "parse_edit", "parse_spec"]

@@ -120,10 +120,20 @@ def edit_schema(op_fields: OpFields | None, field_schemas: Mapping[str, Any] | N
     if not op_fields:
         item: dict[str, Any] = {"type": "object", "required": ["op"], "properties": {"op": {"type": "string"}}}
     else:
-        item = {"oneOf": [{
-            "type": "object", "additionalProperties": False, "required": ["op", *required],
-            "properties": {"op": {"const": name}, **{f: dict(field_schemas.get(f, {})) for f in (*required, *optional)}},
-        } for name, (required, optional) in sorted(op_fields.items())]}
+        item = {
+            "oneOf": [
+                {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["op", *required],
+                    "properties": {
+                        "op": {"const": name},
+                        **{f: dict(field_schemas.get(f, {})) for f in (*required, *optional)},
+                    },
+                }
+                for name, (required, optional) in sorted(op_fields.items())
+            ]
+        }
     return {"type": "object", "additionalProperties": False, "required": ["ops"],
             "properties": {"ops": {"type": "array", "minItems": 1, "items": item}}}
 
@@ -155,7 +165,8 @@ def _loads(text: str | bytes) -> Any:
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InvalidEdit("malformed", f"edit is not valid JSON ({exc.msg} at position {exc.pos})") from None
     except RecursionError:
-        raise InvalidEdit("malformed", "edit is nested too deeply to parse; send a flat {\"ops\": [...]} object") from None
+        raise InvalidEdit("malformed",
+                          'edit is nested too deeply to parse; send a flat {"ops": [...]} object') from None
     except ValueError as exc:  # e.g. an integer literal longer than Python converts
         raise InvalidEdit("malformed", f"edit could not be parsed ({exc})") from None
 

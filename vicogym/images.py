@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
+
 from vicogym.validation import is_int
 
 POLICY_MODES = ("fixed", "pad", "letterbox")

@@ -9,7 +9,7 @@ Built in:
 - :class:`SimulatedActor` -- a *stand-in* for dry runs and tests, not a model. Its chance
   of answering correctly is ``sigmoid(sharpness * (skill - difficulty))``, where
   ``difficulty`` is computed by the environment from explicit visual features of the
-  rendered sample (documented per arm, e.g. :func:`vicogym.envs.chart.difficulty_features`)
+  rendered sample (documented per arm, e.g. :func:`vicogym.checks.chart.difficulty_features`)
   and handed over in ``context``. Wrong answers are plausible strings (nearby values,
   other labels, the other polarity; with ``context["closed"]``, only the arm's
   ``distractors``, for answers from a closed set such as CLEVR's counts and colours),

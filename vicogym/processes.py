@@ -10,6 +10,7 @@ import os
 import threading
 import time
 from typing import Any
+
 from vicogym.validation import is_number
 
 

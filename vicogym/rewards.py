@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 from typing import Iterable
+
 from vicogym.validation import is_number
 
 SHAPES = ("band", "triangle", "gaussian")

@@ -28,8 +28,9 @@ firejail, a setuid program with a much larger attack surface), and that child ha
   ``io_uring``, ``bpf``, ``perf_event_open``, ``userfaultfd``, keyrings and module loading,
   System V and POSIX IPC (memory outside the address-space limit), locks, leases and
   watches, and answers ENOSYS to every call added since Linux 5.1 that it does not name
-  (so a new kernel's calls are refused until named); and a second filter the driver loads before it reads the code that refuses ``execve``,
-  ``execveat``, ``prctl`` and ``seccomp`` (bwrap must still ``exec`` the interpreter once);
+  (so a new kernel's calls are refused until named); and a second filter the driver
+  loads before it reads the code that refuses ``execve``, ``execveat``, ``prctl`` and
+  ``seccomp`` (bwrap must still ``exec`` the interpreter once);
 - resource limits on CPU time, address space, file size (0) and open files, set by the
   driver before it reads the code.
 
@@ -162,7 +163,8 @@ def hook(event, args):  # the in-process layer: names problems early; the walls 
         raise PermissionError(f"the sandbox refuses {event}")
     if event == "open":
         mode, flags = args[1], args[2]
-        if (isinstance(mode, str) and any(c in mode for c in "wax+")) or (isinstance(flags, int) and flags & WRITE_FLAGS):
+        writes = isinstance(mode, str) and any(c in mode for c in "wax+")
+        if writes or (isinstance(flags, int) and flags & WRITE_FLAGS):
             raise PermissionError("the sandbox refuses to open files for writing")
     if event == "import" and args[0].split(".")[0] not in allowed and args[0] not in sys.modules:
         raise ImportError(f"the sandbox allows only {sorted(allowed)}, not {args[0]}")
@@ -233,7 +235,8 @@ _REFUSED_CALLS = (
     "creat", "unlink", "unlinkat", "rmdir", "rename", "renameat", "renameat2", "link", "linkat", "symlink", "symlinkat",
     "mkdir", "mkdirat", "mknod", "mknodat", "chmod", "fchmod", "fchmodat", "chown", "fchown", "lchown", "fchownat",
     "truncate", "ftruncate", "fallocate", "utime", "utimes", "utimensat", "futimesat", "setxattr", "lsetxattr",
-    "fsetxattr", "removexattr", "lremovexattr", "fremovexattr", "memfd_create", "name_to_handle_at", "open_by_handle_at",
+    "fsetxattr", "removexattr", "lremovexattr", "fremovexattr", "memfd_create", "name_to_handle_at",
+    "open_by_handle_at",
     # mounts and namespaces
     "mount", "umount2", "pivot_root", "chroot", "unshare", "setns", "move_mount", "open_tree", "fsopen", "fsmount",
     "fspick", "mount_setattr",
@@ -407,7 +410,9 @@ def _view(allowed: tuple[str, ...]) -> tuple[str, ...]:
     args: list[str] = []
     for entry in sorted(os.listdir(root)):
         path = os.path.join(root, entry)
-        args += ["--symlink", os.readlink(path), "/" + entry] if os.path.islink(path) else ["--ro-bind", path, "/" + entry]
+        args += (
+            ["--symlink", os.readlink(path), "/" + entry] if os.path.islink(path) else ["--ro-bind", path, "/" + entry]
+        )
     return tuple(args)
 
 
@@ -781,7 +786,8 @@ def _ended(child: _Child, why: str, timeout: float) -> str:
 
 
 # -- the interface -------------------------------------------------------------------------------
-def run_untrusted(code: str, entry: str, args: list[Any] | tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None, *,
+def run_untrusted(code: str, entry: str, args: list[Any] | tuple[Any, ...] = (),
+                  kwargs: dict[str, Any] | None = None, *,
                   timeout: float = 5.0, cpu_seconds: int = 2, memory_mb: int = 256, max_value_chars: int = 1_000_000,
                   allowed: tuple[str, ...] = ALLOWED_MODULES) -> SandboxResult:
     """``entry(*args, **kwargs)`` of ``code`` in a sandboxed child (see the module);

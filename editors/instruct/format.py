@@ -9,7 +9,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from vicogym.editors.instruct.edits import count_edits, edits, holds, no_params
-from vicogym.editors.instruct.text import (FILLER, chunks, draw_int, draw_relation, material, remove_all)
+from vicogym.editors.instruct.text import FILLER, chunks, draw_int, draw_relation, material, remove_all
 from vicogym.programs.instruct.format import LIST_ITEM, NUMBER, PUNCTUATION_RULES
 from vicogym.programs.instruct.text import lines
 from vicogym.validation import pick
@@ -36,14 +36,18 @@ def violate_json_format(response, params, rng):
     return 'Answer: ' + response
 
 
-edits("json_format", ("Answer in valid JSON only.", "Format your entire response as a JSON object."), satisfy_json_format, violate_json_format, draw=no_params)
+edits("json_format", ("Answer in valid JSON only.", "Format your entire response as a JSON object."),
+      satisfy_json_format, violate_json_format, draw=no_params)
 
 
 def violate_yaml_mapping(response, params, rng):
     return '- ' + json.dumps(response)
 
 
-edits("yaml_mapping", ("Answer as a YAML mapping (key: value pairs) and nothing else.", "Write the whole response as YAML with top-level keys."), satisfy_yaml_mapping, violate_yaml_mapping, draw=no_params)
+edits("yaml_mapping",
+      ("Answer as a YAML mapping (key: value pairs) and nothing else.",
+       "Write the whole response as YAML with top-level keys."), satisfy_yaml_mapping, violate_yaml_mapping,
+      draw=no_params)
 
 
 def satisfy_xml_document(response, params, rng):
@@ -54,7 +58,10 @@ def violate_xml_document(response, params, rng):
     return f'<response>{_xml_text(response)}'
 
 
-edits("xml_document", ("Wrap the whole response in a single well-formed XML element.", "Answer in XML: one root element containing everything."), satisfy_xml_document, violate_xml_document, draw=no_params)
+edits("xml_document",
+      ("Wrap the whole response in a single well-formed XML element.",
+       "Answer in XML: one root element containing everything."), satisfy_xml_document, violate_xml_document,
+      draw=no_params)
 
 
 def _table(response: str, k: int, columns: int = 2) -> str:
@@ -70,7 +77,11 @@ def build_markdown_table(response, k, params):
     return _table(response, k) + '\n\n' + response.replace('|', '/')
 
 
-edits("markdown_table", ("Include a Markdown table with at least {n} rows.", "Present the details in a Markdown table of {n} or more data rows."), *count_edits("markdown_table", build_markdown_table, relation="at least"), draw=lambda rng: {"n": draw_int(rng, 1, 4)})
+edits("markdown_table",
+      ("Include a Markdown table with at least {n} rows.",
+       "Present the details in a Markdown table of {n} or more data rows."),
+      *count_edits("markdown_table", build_markdown_table, relation="at least"),
+      draw=lambda rng: {"n": draw_int(rng, 1, 4)})
 
 
 def satisfy_title(response, params, rng):
@@ -81,7 +92,9 @@ def violate_title(response, params, rng):
     return response.replace('<', '(').replace('>', ')')
 
 
-edits("title", ("Give your answer a title wrapped in double angular brackets, such as <<poem of joy>>.", "Start with a title in double angle brackets, like <<title>>."), satisfy_title, violate_title, draw=no_params)
+edits("title",
+      ("Give your answer a title wrapped in double angular brackets, such as <<poem of joy>>.",
+       "Start with a title in double angle brackets, like <<title>>."), satisfy_title, violate_title, draw=no_params)
 
 
 def _wrap_words(response: str, k: int, mark: str) -> str:
@@ -97,7 +110,11 @@ def build_highlighted_sections(response, k, params):
     return _wrap_words(response, k, '*')
 
 
-edits("highlighted_sections", ("Highlight at least {n} sections with Markdown, i.e. *highlighted section*.", "Mark {n} or more key phrases in *italics*."), *count_edits("highlighted_sections", build_highlighted_sections, relation="at least"), draw=lambda rng: {"n": draw_int(rng, 1, 3)})
+edits("highlighted_sections",
+      ("Highlight at least {n} sections with Markdown, i.e. *highlighted section*.",
+       "Mark {n} or more key phrases in *italics*."),
+      *count_edits("highlighted_sections", build_highlighted_sections, relation="at least"),
+      draw=lambda rng: {"n": draw_int(rng, 1, 3)})
 
 
 def _sections(response: str, k: int, params: Mapping[str, Any]) -> str:
@@ -112,7 +129,10 @@ def _draw_sections(rng: np.random.Generator) -> dict[str, Any]:
     return {**params, "relation": draw_relation(rng)} if rng.random() < 0.5 else params
 
 
-edits("sections", ("Your response must have {n} sections; mark the beginning of each with {splitter} X.", "Split the answer into {n} parts, each headed '{splitter} 1', '{splitter} 2', and so on."), *count_edits("sections", _sections), draw=_draw_sections)
+edits("sections",
+      ("Your response must have {n} sections; mark the beginning of each with {splitter} X.",
+       "Split the answer into {n} parts, each headed '{splitter} 1', '{splitter} 2', and so on."),
+      *count_edits("sections", _sections), draw=_draw_sections)
 
 
 OPTIONS = (("My answer is yes.", "My answer is no.", "My answer is maybe."),
@@ -134,7 +154,10 @@ def violate_choice(response, params, rng):
     return 'I am not sure. ' + _without_options(response, params['options'])
 
 
-edits("choice", ("Does the image show more than one thing? Answer with one of the following options: {options}.", "Is everything in the picture easy to make out? Choose one of: {options}."), satisfy_choice, violate_choice, draw=lambda rng: {"options": list(pick(rng, OPTIONS))})
+edits("choice",
+      ("Does the image show more than one thing? Answer with one of the following options: {options}.",
+       "Is everything in the picture easy to make out? Choose one of: {options}."), satisfy_choice, violate_choice,
+      draw=lambda rng: {"options": list(pick(rng, OPTIONS))})
 
 
 def satisfy_code_block(response: str, params: Mapping[str, Any], rng: np.random.Generator) -> str:
@@ -146,7 +169,9 @@ def violate_code_block(response, params, rng):
     return response.replace('`', "'")
 
 
-edits("code_block", ("Include a fenced {language} code block (```{language}).", "Put the {language} code in a ``` fenced block."), satisfy_code_block, violate_code_block, draw=lambda rng: {"language": pick(rng, ("python", "json", "bash"))})
+edits("code_block",
+      ("Include a fenced {language} code block (```{language}).", "Put the {language} code in a ``` fenced block."),
+      satisfy_code_block, violate_code_block, draw=lambda rng: {"language": pick(rng, ("python", "json", "bash"))})
 
 
 def satisfy_two_responses(response: str, params: Mapping[str, Any], rng: np.random.Generator) -> str:
@@ -158,7 +183,10 @@ def violate_two_responses(response, params, rng):
     return response.replace('*', '')
 
 
-edits("two_responses", ("Give two different responses, separated by six asterisks: ******.", "Write two alternative answers split by a line of six asterisks (******)."), satisfy_two_responses, violate_two_responses, draw=no_params)
+edits("two_responses",
+      ("Give two different responses, separated by six asterisks: ******.",
+       "Write two alternative answers split by a line of six asterisks (******)."), satisfy_two_responses,
+      violate_two_responses, draw=no_params)
 
 
 def _list(response: str, k: int, marker: Callable[[int], str], strip: str) -> str:
@@ -173,14 +201,20 @@ def build_bullet_list(response, k, params):
     return _list(response, k, lambda i: '* ', '[*-]')
 
 
-edits("bullet_list", ("Your answer must contain exactly {n} bullet points, such as:\n* point one\n* point two", "Use exactly {n} Markdown bullet points."), *count_edits("bullet_list", build_bullet_list, relation="exactly"), draw=lambda rng: {"n": draw_int(rng, 1, 5)})
+edits("bullet_list",
+      ("Your answer must contain exactly {n} bullet points, such as:\n* point one\n* point two",
+       "Use exactly {n} Markdown bullet points."), *count_edits("bullet_list", build_bullet_list, relation="exactly"),
+      draw=lambda rng: {"n": draw_int(rng, 1, 5)})
 
 
 def build_numbered_list(response, k, params):
     return _list(response, k, lambda i: f'{i + 1}. ', '\\d')
 
 
-edits("numbered_list", ("Give {relation} {n} numbered items (1., 2., ...).", "Answer as a numbered list with {relation} {n} items."), *count_edits("numbered_list", build_numbered_list), draw=lambda rng: {"n": draw_int(rng, 1, 5), "relation": draw_relation(rng)})
+edits("numbered_list",
+      ("Give {relation} {n} numbered items (1., 2., ...).", "Answer as a numbered list with {relation} {n} items."),
+      *count_edits("numbered_list", build_numbered_list),
+      draw=lambda rng: {"n": draw_int(rng, 1, 5), "relation": draw_relation(rng)})
 
 
 def satisfy_punctuation_control(response: str, params: Mapping[str, Any], rng: np.random.Generator) -> str:
@@ -192,10 +226,13 @@ def satisfy_punctuation_control(response: str, params: Mapping[str, Any], rng: n
 
 
 def violate_punctuation_control(response, params, rng):
-    return response + {'no exclamation marks': ' Wow!', 'no question marks': ' Why?', 'no semicolons': ' yes; no', 'every sentence ends with a period': ' Really?'}[params['rule']]
+    return (response + {"no exclamation marks": " Wow!", "no question marks": " Why?", "no semicolons": " yes; no",
+                        "every sentence ends with a period": " Really?"}[params["rule"]])
 
 
-edits("punctuation_control", ("Punctuation rule: {rule}.", "Follow this punctuation rule throughout: {rule}."), satisfy_punctuation_control, violate_punctuation_control, draw=lambda rng: {"rule": pick(rng, list(PUNCTUATION_RULES))})
+edits("punctuation_control", ("Punctuation rule: {rule}.", "Follow this punctuation rule throughout: {rule}."),
+      satisfy_punctuation_control, violate_punctuation_control,
+      draw=lambda rng: {"rule": pick(rng, list(PUNCTUATION_RULES))})
 
 
 def satisfy_number_precision(response: str, params: Mapping[str, Any], rng: np.random.Generator) -> str:
@@ -216,28 +253,40 @@ def violate_number_precision(response: str, params: Mapping[str, Any], rng: np.r
     return response + " 7." + "5" * (params["decimals"] + 1)
 
 
-edits("number_precision", ("Write every number with exactly {decimals} decimal places.", "Give all numbers to {decimals} decimal places (e.g. 3 as 3 followed by {decimals} decimals)."), satisfy_number_precision, violate_number_precision, draw=lambda rng: {"decimals": draw_int(rng, 0, 3)})
+edits("number_precision",
+      ("Write every number with exactly {decimals} decimal places.",
+       "Give all numbers to {decimals} decimal places (e.g. 3 as 3 followed by {decimals} decimals)."),
+      satisfy_number_precision, violate_number_precision, draw=lambda rng: {"decimals": draw_int(rng, 0, 3)})
 
 
 def build_bold_count(response, k, params):
     return _wrap_words(response, k, '**')
 
 
-edits("bold_count", ("Put {relation} {n} key phrases in **bold**.", "Use **bold** for {relation} {n} terms."), *count_edits("bold_count", build_bold_count), draw=lambda rng: {"n": draw_int(rng, 1, 4), "relation": draw_relation(rng)})
+edits("bold_count", ("Put {relation} {n} key phrases in **bold**.", "Use **bold** for {relation} {n} terms."),
+      *count_edits("bold_count", build_bold_count),
+      draw=lambda rng: {"n": draw_int(rng, 1, 4), "relation": draw_relation(rng)})
 
 
 def build_italic_count(response, k, params):
     return _wrap_words(response, k, '*')
 
 
-edits("italic_count", ("Put {relation} {n} words in *italics* (single asterisks).", "Italicise {relation} {n} terms with *single asterisks*."), *count_edits("italic_count", build_italic_count), draw=lambda rng: {"n": draw_int(rng, 1, 4), "relation": draw_relation(rng)})
+edits("italic_count",
+      ("Put {relation} {n} words in *italics* (single asterisks).",
+       "Italicise {relation} {n} terms with *single asterisks*."), *count_edits("italic_count", build_italic_count),
+      draw=lambda rng: {"n": draw_int(rng, 1, 4), "relation": draw_relation(rng)})
 
 
 def build_numbered_steps(response, k, params):
     return '\n'.join((f'Step {i + 1}: {c}' for i, c in enumerate(chunks(response, k)))) if k else ''
 
 
-edits("numbered_steps", ("Lay out the answer as exactly {n} steps, each line starting 'Step 1:', 'Step 2:', ...", "Explain it in {n} steps written 'Step 1: ...', 'Step 2: ...'."), *count_edits("numbered_steps", build_numbered_steps, relation="exactly"), draw=lambda rng: {"n": draw_int(rng, 1, 5)})
+edits("numbered_steps",
+      ("Lay out the answer as exactly {n} steps, each line starting 'Step 1:', 'Step 2:', ...",
+       "Explain it in {n} steps written 'Step 1: ...', 'Step 2: ...'."),
+      *count_edits("numbered_steps", build_numbered_steps, relation="exactly"),
+      draw=lambda rng: {"n": draw_int(rng, 1, 5)})
 
 
 def satisfy_list_format(response: str, params: Mapping[str, Any], rng: np.random.Generator) -> str:
@@ -250,21 +299,29 @@ def violate_list_format(response, params, rng):
     return response + '\nIn short, that is all.'
 
 
-edits("list_format", ("Format the entire response as a {style} list, one item per line, nothing else.", "Answer only with a {style} list."), satisfy_list_format, violate_list_format, draw=lambda rng: {"style": pick(rng, list(LIST_ITEM))})
+edits("list_format",
+      ("Format the entire response as a {style} list, one item per line, nothing else.",
+       "Answer only with a {style} list."), satisfy_list_format, violate_list_format,
+      draw=lambda rng: {"style": pick(rng, list(LIST_ITEM))})
 
 
 def build_line_count(response, k, params):
     return '\n'.join(chunks(response, k)) if k else ''
 
 
-edits("line_count", ("Write {relation} {n} non-empty lines.", "Your answer should span {relation} {n} lines."), *count_edits("line_count", build_line_count), draw=lambda rng: {"n": draw_int(rng, 1, 6), "relation": draw_relation(rng)})
+edits("line_count", ("Write {relation} {n} non-empty lines.", "Your answer should span {relation} {n} lines."),
+      *count_edits("line_count", build_line_count),
+      draw=lambda rng: {"n": draw_int(rng, 1, 6), "relation": draw_relation(rng)})
 
 
 def build_blockquote(response, k, params):
     return ''.join((f'> {c}\n' for c in (chunks(response, k) if k else []))) + '\n' + response.replace('>', ')')
 
 
-edits("blockquote", ("Quote at least {n} lines as Markdown blockquotes (lines starting with '>').", "Include {n} or more '> ' quoted lines."), *count_edits("blockquote", build_blockquote, relation="at least"), draw=lambda rng: {"n": draw_int(rng, 1, 3)})
+edits("blockquote",
+      ("Quote at least {n} lines as Markdown blockquotes (lines starting with '>').",
+       "Include {n} or more '> ' quoted lines."), *count_edits("blockquote", build_blockquote, relation="at least"),
+      draw=lambda rng: {"n": draw_int(rng, 1, 3)})
 
 
 def satisfy_key_value_lines(response: str, params: Mapping[str, Any], rng: np.random.Generator) -> str:
@@ -277,15 +334,30 @@ def violate_key_value_lines(response, params, rng):
     return response.replace(':', ' -')
 
 
-edits("key_value_lines", ("Include a line for each of {keys}, written 'Key: value'.", "Give these fields, one per line as 'Key: value': {keys}."), satisfy_key_value_lines, violate_key_value_lines, draw=lambda rng: {"keys": [str(k) for k in rng.choice(["name", "color", "size", "count", "place"], draw_int(rng, 1, 3),
-                                                                 replace=False)]})
+edits(
+    "key_value_lines",
+    (
+        "Include a line for each of {keys}, written 'Key: value'.",
+        "Give these fields, one per line as 'Key: value': {keys}.",
+    ),
+    satisfy_key_value_lines,
+    violate_key_value_lines,
+    draw=lambda rng: {
+        "keys": [
+            str(k) for k in rng.choice(["name", "color", "size", "count", "place"], draw_int(rng, 1, 3), replace=False)
+        ]
+    },
+)
 
 
 def build_table_columns(response, k, params):
     return _table(response, 1, k) + '\n\n' + response.replace('|', '/')
 
 
-edits("table_columns", ("Include a Markdown table with exactly {n} columns.", "Present the data in a table of {n} columns (Markdown)."), *count_edits("table_columns", build_table_columns, relation="exactly"), draw=lambda rng: {"n": draw_int(rng, 2, 4)})
+edits("table_columns",
+      ("Include a Markdown table with exactly {n} columns.", "Present the data in a table of {n} columns (Markdown)."),
+      *count_edits("table_columns", build_table_columns, relation="exactly"),
+      draw=lambda rng: {"n": draw_int(rng, 2, 4)})
 
 
 def satisfy_end_with_question(response, params, rng):
@@ -296,4 +368,5 @@ def violate_end_with_question(response, params, rng):
     return response.rstrip().rstrip('?') + '.'
 
 
-edits("end_with_question", ("End your response with a question.", "Finish with a question to the reader."), satisfy_end_with_question, violate_end_with_question, draw=no_params)
+edits("end_with_question", ("End your response with a question.", "Finish with a question to the reader."),
+      satisfy_end_with_question, violate_end_with_question, draw=no_params)

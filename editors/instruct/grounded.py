@@ -14,8 +14,16 @@ import numpy as np
 
 from vicogym.editors.instruct.edits import edits, without_cues
 from vicogym.editors.instruct.text import append, drop_sentences, listed, without
-from vicogym.programs.instruct.grounded import (MOODS, OPPOSITE, count_stated, extreme_named, relation_clauses,
-                                                value_stated, words_of, wrong_adjacent)
+from vicogym.programs.instruct.grounded import (
+    MOODS,
+    OPPOSITE,
+    count_stated,
+    extreme_named,
+    relation_clauses,
+    value_stated,
+    words_of,
+    wrong_adjacent,
+)
 from vicogym.programs.instruct.text import clauses, has, mentions, number_text, plural
 from vicogym.validation import pick
 
@@ -35,10 +43,14 @@ def satisfy_attribute_describe(response, p, rng):
 
 
 def violate_attribute_describe(response, p, rng):
-    return append(drop_sentences(response, lambda s: _attribute_state(s, p)[0]), f"The {p['object']} is {p['wrong'][0]}.")
+    return append(drop_sentences(response, lambda s: _attribute_state(s, p)[0]),
+                  f"The {p['object']} is {p['wrong'][0]}.")
 
 
-edits("attribute_describe", ("What {attribute} is the {object}? Answer in a sentence that names the {object}.", "Tell me the {attribute} of the {object}.", "Mention the {attribute} of the {object} in your answer."), satisfy_attribute_describe, violate_attribute_describe)
+edits("attribute_describe",
+      ("What {attribute} is the {object}? Answer in a sentence that names the {object}.",
+       "Tell me the {attribute} of the {object}.", "Mention the {attribute} of the {object} in your answer."),
+      satisfy_attribute_describe, violate_attribute_describe)
 
 
 def _relation_sentence(first: str, second: str, relation: str) -> str:
@@ -96,7 +108,8 @@ def violate_visual_exclude(response, p, rng):
     return append(response, f"There is no {p['names'][0]} here.")
 
 
-edits("visual_exclude", ("Do not mention {names}.", "Avoid any reference to the following: {names}."), satisfy_visual_exclude, violate_visual_exclude)
+edits("visual_exclude", ("Do not mention {names}.", "Avoid any reference to the following: {names}."),
+      satisfy_visual_exclude, violate_visual_exclude)
 
 
 def _count_sentence(noun: str, count: int) -> str:
@@ -108,14 +121,19 @@ def _states_count(sentence: str, noun: str) -> bool:
 
 
 def satisfy_object_count(response, p, rng):
-    return append(drop_sentences(response, lambda s: _states_count(s, p["noun"])), _count_sentence(p["noun"], p["count"]))
+    return append(drop_sentences(response, lambda s: _states_count(s, p["noun"])),
+                  _count_sentence(p["noun"], p["count"]))
 
 
 def violate_object_count(response, p, rng):
-    return append(drop_sentences(response, lambda s: _states_count(s, p["noun"])), _count_sentence(p["noun"], p["count"] + 1))
+    return append(drop_sentences(response, lambda s: _states_count(s, p["noun"])),
+                  _count_sentence(p["noun"], p["count"] + 1))
 
 
-edits("object_count", ("How many {noun} objects does the image show? State the number.", "Count the objects that are a {noun} and give the number in your answer."), satisfy_object_count, violate_object_count)
+edits("object_count",
+      ("How many {noun} objects does the image show? State the number.",
+       "Count the objects that are a {noun} and give the number in your answer."), satisfy_object_count,
+      violate_object_count)
 
 
 def satisfy_object_describe(response, p, rng):
@@ -127,7 +145,9 @@ def violate_object_describe(response, p, rng):
     return append(drop_sentences(response, lambda s: has(s, p["group"])), f"There are some {plural(p['group'])}.")
 
 
-edits("object_describe", ("Describe every {group} in the image by its {attribute}.", "For each {group} in the image, mention its {attribute}."), satisfy_object_describe, violate_object_describe)
+edits("object_describe",
+      ("Describe every {group} in the image by its {attribute}.",
+       "For each {group} in the image, mention its {attribute}."), satisfy_object_describe, violate_object_describe)
 
 
 def satisfy_target_name(response, p, rng):
@@ -138,7 +158,9 @@ def violate_target_name(response, p, rng):
     return without(response, p["category"], "item" if p["category"].lower() != "item" else "thing")
 
 
-edits("target_name", ("Name the main subject shown in the {where} part of the image.", "What is the large object in the {where} of the picture? Name it."), satisfy_target_name, violate_target_name)
+edits("target_name",
+      ("Name the main subject shown in the {where} part of the image.",
+       "What is the large object in the {where} of the picture? Name it."), satisfy_target_name, violate_target_name)
 
 
 def satisfy_ocr_content(response, p, rng):
@@ -160,7 +182,9 @@ def violate_ocr_content(response, p, rng):
     return re.sub(r"\S", "_", out)  # unreachable in practice: blank every character
 
 
-edits("ocr_content", ('Quote the text "{text}" exactly as the image shows it, with the same capitalisation.', 'Include the words "{text}" from the image, copied exactly.'), satisfy_ocr_content, violate_ocr_content)
+edits("ocr_content",
+      ('Quote the text "{text}" exactly as the image shows it, with the same capitalisation.',
+       'Include the words "{text}" from the image, copied exactly.'), satisfy_ocr_content, violate_ocr_content)
 
 
 def _states_value(sentence: str, p: Mapping[str, Any]) -> bool:
@@ -182,7 +206,10 @@ def violate_chart_value(response, p, rng):
     return append(drop_sentences(response, lambda s: _states_value(s, p)), _value_sentence(p, wrong))
 
 
-edits("chart_value", ("State the value of {label} in the chart ({series}), in a sentence that names {label}.", "What value does the chart show for {label} ({series})? Give the number next to the label."), satisfy_chart_value, violate_chart_value)
+edits("chart_value",
+      ("State the value of {label} in the chart ({series}), in a sentence that names {label}.",
+       "What value does the chart show for {label} ({series})? Give the number next to the label."),
+      satisfy_chart_value, violate_chart_value)
 
 
 def _extremes(sentence: str, p: Mapping[str, Any]) -> list[str]:
@@ -201,8 +228,10 @@ def violate_chart_extreme(response, p, rng):
     return append(kept, f"{other} has the {p['extreme']} value.")
 
 
-edits("chart_extreme", ("Which row of the chart ({series}) has the {extreme} value? Name it in a sentence with the "
-        "word '{extreme}'.", "Name the category with the {extreme} {series} value in the chart."), satisfy_chart_extreme, violate_chart_extreme)
+edits("chart_extreme",
+      ("Which row of the chart ({series}) has the {extreme} value? Name it in a sentence with the word '{extreme}'.",
+       "Name the category with the {extreme} {series} value in the chart."), satisfy_chart_extreme,
+      violate_chart_extreme)
 
 
 def satisfy_chart_order(response, p, rng):
@@ -219,7 +248,10 @@ def violate_chart_order(response, p, rng):
     return append(text, f"In descending order: {', '.join(reversed(p['labels']))}.")
 
 
-edits("chart_order", ("List the chart's categories ({series}) from the largest value to the smallest, in one sentence.", "In a single sentence, rank every category of the chart ({series}) in descending order of value."), satisfy_chart_order, violate_chart_order)
+edits("chart_order",
+      ("List the chart's categories ({series}) from the largest value to the smallest, in one sentence.",
+       "In a single sentence, rank every category of the chart ({series}) in descending order of value."),
+      satisfy_chart_order, violate_chart_order)
 
 
 def satisfy_scene_mood(response: str, p: Mapping[str, Any], rng: np.random.Generator) -> str:

@@ -11,7 +11,6 @@ from vicogym.editors.instruct.edits import edits, without_cues
 from vicogym.editors.instruct.text import append, without
 from vicogym.validation import pick
 
-
 MARKERS = (("First", "Then", "Finally"), ("First", "Next", "Finally"), ("First", "Second", "Third"))
 
 
@@ -27,7 +26,10 @@ def violate_temporal_sequence(response, p, rng):
     return without(response, p["markers"][-1], "Also")
 
 
-edits("temporal_sequence", ("Describe the steps in order, opening sentences with {markers}.", "Use the markers {markers}, in that order, at the start of sentences."), satisfy_temporal_sequence, violate_temporal_sequence, draw=lambda rng: {"markers": list(pick(rng, MARKERS))})
+edits("temporal_sequence",
+      ("Describe the steps in order, opening sentences with {markers}.",
+       "Use the markers {markers}, in that order, at the start of sentences."), satisfy_temporal_sequence,
+      violate_temporal_sequence, draw=lambda rng: {"markers": list(pick(rng, MARKERS))})
 
 
 def satisfy_conditional_if(response, p, rng):
@@ -38,7 +40,10 @@ def violate_conditional_if(response, p, rng):
     return re.sub(r"\bif\b", lambda m: "When" if m.group()[0] == "I" else "when", response, flags=re.IGNORECASE)
 
 
-edits("conditional_if", ("Include at least one sentence of the form 'If ..., ...'.", "Use a conditional: one sentence starting with 'If', a condition, a comma, then what follows."), satisfy_conditional_if, violate_conditional_if, draw=lambda rng: {})
+edits("conditional_if",
+      ("Include at least one sentence of the form 'If ..., ...'.",
+       "Use a conditional: one sentence starting with 'If', a condition, a comma, then what follows."),
+      satisfy_conditional_if, violate_conditional_if, draw=lambda rng: {})
 
 
 TOPICS = ("what the image shows", "the layout of the scene", "the most noticeable feature of the image")

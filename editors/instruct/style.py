@@ -30,14 +30,18 @@ def violate_lowercase(response, params, rng):
     return response + ' NOT'
 
 
-edits("lowercase", ("Your entire response should be in lowercase letters; no capital letters are allowed.", "Write everything in lowercase."), satisfy_lowercase, violate_lowercase, draw=no_params)
+edits("lowercase",
+      ("Your entire response should be in lowercase letters; no capital letters are allowed.",
+       "Write everything in lowercase."), satisfy_lowercase, violate_lowercase, draw=no_params)
 
 
 def violate_uppercase(response, params, rng):
     return response + ' not'
 
 
-edits("uppercase", ("Your entire response should be in English, and in all capital letters.", "Write everything in CAPITAL LETTERS."), satisfy_uppercase, violate_uppercase, draw=no_params)
+edits("uppercase",
+      ("Your entire response should be in English, and in all capital letters.",
+       "Write everything in CAPITAL LETTERS."), satisfy_uppercase, violate_uppercase, draw=no_params)
 
 
 def _capitals(response: str, k: int, params: Mapping[str, Any]) -> str:
@@ -46,12 +50,15 @@ def _capitals(response: str, k: int, params: Mapping[str, Any]) -> str:
     return text + "".join(f" {w.upper()}" for w in material(response, k)[:k])
 
 
-edits("capital_words", ("Use {relation} {n} words in all capital letters.", "Write {relation} {n} words in ALL CAPS."), *count_edits("capital_words", _capitals), draw=lambda rng: {"n": draw_int(rng, 1, 4), "relation": draw_relation(rng)})
+edits("capital_words", ("Use {relation} {n} words in all capital letters.", "Write {relation} {n} words in ALL CAPS."),
+      *count_edits("capital_words", _capitals),
+      draw=lambda rng: {"n": draw_int(rng, 1, 4), "relation": draw_relation(rng)})
 
 
 
 
-SCRIPT_WORDS = {"latin": "text", "cyrillic": "текст", "greek": "κείμενο", "cjk": "文本", "arabic": "نص", "devanagari": "पाठ"}
+SCRIPT_WORDS = {"latin": "text", "cyrillic": "текст", "greek": "κείμενο", "cjk": "文本", "arabic": "نص",
+                "devanagari": "पाठ"}
 
 
 def satisfy_script(response: str, params: Mapping[str, Any], rng: np.random.Generator) -> str:
@@ -64,18 +71,22 @@ def violate_script(response, params, rng):
     return response + (' мир' if params['script'] == 'latin' else ' world')
 
 
-edits("script", ("Write using only the {script} script.", "Use {script} letters only."), satisfy_script, violate_script, draw=lambda rng: {"script": pick(rng, list(SCRIPT_WORDS))})
+edits("script", ("Write using only the {script} script.", "Use {script} letters only."), satisfy_script, violate_script,
+      draw=lambda rng: {"script": pick(rng, list(SCRIPT_WORDS))})
 
 
 LANGUAGE_TEXTS = {
     "en": "The picture shows a quiet street in the morning, with a red car parked next to a small bakery.",
     "fr": "L'image montre une rue calme le matin, avec une voiture rouge garée à côté d'une petite boulangerie.",
     "de": "Das Bild zeigt eine ruhige Straße am Morgen, mit einem roten Auto, das neben einer kleinen Bäckerei parkt.",
-    "es": "La imagen muestra una calle tranquila por la mañana, con un coche rojo aparcado junto a una pequeña panadería.",
+    "es": "La imagen muestra una calle tranquila por la mañana, con un coche rojo aparcado junto a una "
+    "pequeña panadería.",
     "it": "L'immagine mostra una strada tranquilla al mattino, con un'auto rossa parcheggiata accanto a una piccola "
-          "panetteria.",
-    "pt": "A imagem mostra uma rua tranquila de manhã, com um carro vermelho estacionado ao lado de uma pequena padaria.",
-    "nl": "De afbeelding toont een rustige straat in de ochtend, met een rode auto geparkeerd naast een kleine bakkerij.",
+    "panetteria.",
+    "pt": "A imagem mostra uma rua tranquila de manhã, com um carro vermelho estacionado ao lado de "
+    "uma pequena padaria.",
+    "nl": "De afbeelding toont een rustige straat in de ochtend, met een rode auto geparkeerd naast een "
+    "kleine bakkerij.",
 }
 
 
@@ -88,8 +99,10 @@ def violate_language(response, params, rng):
     return LANGUAGE_TEXTS['de' if params['language'] == 'en' else 'en']
 
 
-edits("language", ("Your entire response must be in the language with ISO 639-1 code '{language}'; no other "
-        "language is allowed.", "Answer only in language '{language}' (an ISO 639-1 code, e.g. de = German)."), satisfy_language, violate_language, draw=lambda rng: {"language": pick(rng, list(LANGUAGES))})
+edits("language",
+      ("Your entire response must be in the language with ISO 639-1 code '{language}'; no other language is allowed.",
+       "Answer only in language '{language}' (an ISO 639-1 code, e.g. de = German)."), satisfy_language,
+      violate_language, draw=lambda rng: {"language": pick(rng, list(LANGUAGES))})
 
 
 def satisfy_perspective(response: str, params: Mapping[str, Any], rng: np.random.Generator) -> str:
@@ -106,7 +119,8 @@ def violate_perspective(response, params, rng):
     return response + (' You agree.' if params['person'] == 'first' else ' I agree.')
 
 
-edits("perspective", ("Write in the {person} person.", "Use a {person}-person point of view throughout."), satisfy_perspective, violate_perspective, draw=lambda rng: {"person": pick(rng, ("first", "second", "third"))})
+edits("perspective", ("Write in the {person} person.", "Use a {person}-person point of view throughout."),
+      satisfy_perspective, violate_perspective, draw=lambda rng: {"person": pick(rng, ("first", "second", "third"))})
 
 
 EXPANSIONS = {"won't": "will not", "can't": "cannot", "let's": "let us", "n't": " not", "'re": " are", "'ve": " have",
@@ -133,16 +147,21 @@ def violate_no_contractions(response, params, rng):
     return response + " It's done."
 
 
-edits("no_contractions", ("Do not use contractions (write 'do not', not 'don't').", "Avoid contractions entirely."), satisfy_no_contractions, violate_no_contractions, draw=no_params)
+edits("no_contractions", ("Do not use contractions (write 'do not', not 'don't').", "Avoid contractions entirely."),
+      satisfy_no_contractions, violate_no_contractions, draw=no_params)
 
 
-edits("tone", ("Write in a {tone} tone.", "Keep the tone {tone} throughout."), *cue_edits("tone"), draw=draw_values({"tone": TONES}))
+edits("tone", ("Write in a {tone} tone.", "Keep the tone {tone} throughout."), *cue_edits("tone"),
+      draw=draw_values({"tone": TONES}))
 
 
-edits("audience_adaptation", ("Explain it for {audience}.", "Adapt your answer to an audience of {audience}."), *cue_edits("audience_adaptation"), draw=draw_values({"audience": AUDIENCES}))
+edits("audience_adaptation", ("Explain it for {audience}.", "Adapt your answer to an audience of {audience}."),
+      *cue_edits("audience_adaptation"), draw=draw_values({"audience": AUDIENCES}))
 
 
-edits("persona", ("Answer as a {role} would.", "Take on the role of a {role} in your answer."), *cue_edits("persona"), draw=draw_values({"role": ROLES}))
+edits("persona", ("Answer as a {role} would.", "Take on the role of a {role} in your answer."), *cue_edits("persona"),
+      draw=draw_values({"role": ROLES}))
 
 
-edits("rhetorical_device", ("Use a {device} in your answer.", "Include at least one {device}."), *cue_edits("rhetorical_device"), draw=draw_values({"device": DEVICES}))
+edits("rhetorical_device", ("Use a {device} in your answer.", "Include at least one {device}."),
+      *cue_edits("rhetorical_device"), draw=draw_values({"device": DEVICES}))

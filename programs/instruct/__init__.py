@@ -17,11 +17,13 @@ paragraph ends at a ``***`` divider), so the two can be compared instruction by
 instruction.
 """
 
+# isort: off
 from vicogym.programs.instruct.contracts import (BLANK, CATEGORIES, FACT_KINDS, REGISTRY, RELATIONS, TRACKS, Case,
                                                  Contract, Verdict, pass_rate, register, schema_problem, verify_all)
-# the categories register their types, in this order
-from vicogym.programs.instruct import format, lexical, structural, style, grounded, reasoning  # noqa: E402,F401
-from vicogym.programs.instruct.grounded import GROUNDED  # noqa: E402
+# the categories register their types in import order (so the imports stay unsorted)
+from vicogym.programs.instruct import format, lexical, structural, style, grounded, reasoning  # noqa: F401
+from vicogym.programs.instruct.grounded import GROUNDED
+# isort: on
 
 __all__ = ["BLANK", "CATEGORIES", "FACT_KINDS", "GROUNDED", "REGISTRY", "RELATIONS", "TRACKS", "Case", "Contract",
            "Verdict", "pass_rate", "register", "schema_problem", "verify_all"]

@@ -20,7 +20,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-
 CATEGORIES = ("format", "lexical", "structural", "style", "attribute", "spatial", "counting", "object_grounded",
               "ocr_grounded", "causal", "conditional")
 TRACKS = ("code", "judge")
@@ -193,13 +192,16 @@ def register(contract: Contract) -> Contract:
         return contract
     if contract.verify is None:
         raise ValueError(f"code constraint {contract.id} needs a verify function")
-    if (contract.ground is None) != (contract.check_ground is None) or (contract.ground is not None) != bool(contract.needs):
+    grounded = contract.ground is not None
+    if grounded != (contract.check_ground is not None) or grounded != bool(contract.needs):
         raise ValueError(f"grounded constraint {contract.id} needs ground, check_ground and needs together")
     for case in contract.cases:
         verdict = contract(case.response, **case.params)
         if verdict.passed != case.passed:
-            raise ValueError(f"constraint {contract.id} gets its own case wrong: {case.response!r} with {dict(case.params)} "
-                             f"should {'pass' if case.passed else 'fail'} ({verdict.detail or verdict.actual})")
+            raise ValueError(
+                f"constraint {contract.id} gets its own case wrong: {case.response!r} with {dict(case.params)} "
+                f"should {'pass' if case.passed else 'fail'} ({verdict.detail or verdict.actual})"
+            )
     REGISTRY[contract.id] = contract
     return contract
 
@@ -227,13 +229,16 @@ def pass_rate(verdicts: list[Mapping[str, Any]]) -> float:
     return sum(bool(v["pass"]) for v in verdicts) / len(verdicts) if verdicts else 1.0
 
 
+Verifier = Callable[..., Verdict]
+
+
 def constraint(id: str, description: str, category: str, params: Mapping[str, Any],
-               cases: list[tuple[str, dict, bool]], **fields: Any) -> Callable[[Callable[..., Verdict]], Callable[..., Verdict]]:
+               cases: list[tuple[str, dict, bool]], **fields: Any) -> Callable[[Verifier], Verifier]:
     """Register the decorated verifier as the code-verified type ``id``, with its test
     cases (``(response, params, passes)``) and its other :class:`Contract` fields
     (``optional``, planning hints such as ``exclusive``, ``measure`` and ``relation``, and
     for a visually grounded type ``needs``, ``ground`` and ``check_ground``)."""
-    def wrap(verify: Callable[..., Verdict]) -> Callable[..., Verdict]:
+    def wrap(verify: Verifier) -> Verifier:
         register(Contract(id, description, category, params, verify, tuple(Case(r, p, ok) for r, p, ok in cases),
                           **fields))
         return verify
@@ -261,7 +266,8 @@ LAYOUTS = ("markdown_table", "table_columns", "bullet_list", "numbered_list", "n
 #: the groups of a whole-response format: every layout's
 WHOLE_RESPONSE = ("whole",) + tuple(f"layout:{x}" for x in LAYOUTS)
 #: a bare list: every layout's but those a list can still meet (n items on n lines)
-WHOLE_LIST = ("whole",) + tuple(f"layout:{x}" for x in LAYOUTS if x not in ("bullet_list", "numbered_list", "line_count"))
+WHOLE_LIST = ("whole",
+              ) + tuple(f"layout:{x}" for x in LAYOUTS if x not in ("bullet_list", "numbered_list", "line_count"))
 
 
 def layout(id: str) -> tuple[str, ...]:

@@ -8,7 +8,18 @@ import json
 import re
 
 from vicogym.programs.instruct.contracts import WHOLE_LIST, WHOLE_RESPONSE, Verdict, constraint, layout
-from vicogym.programs.instruct.text import COUNT, RELATION, TEXT, WORD_LIST, counted, count_matches, lines, sentences, strip_fence
+from vicogym.programs.instruct.text import (
+    COUNT,
+    RELATION,
+    TEXT,
+    WORD_LIST,
+    count_matches,
+    counted,
+    first_table,
+    lines,
+    sentences,
+    strip_fence,
+)
 
 
 @constraint("json_format", "The whole response is valid JSON (a Markdown code fence around it is allowed).", "format",
@@ -58,16 +69,10 @@ def _xml_document(response: str) -> Verdict:
                            ("no table", {"n": 1}, False)],
             exclusive=layout("markdown_table"), measure="table rows", relation="at least")
 def _markdown_table(response: str, n: int) -> Verdict:
-    lines = [line.strip() for line in response.splitlines()]
-    for i in range(1, len(lines)):
-        if re.fullmatch(r"\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?", lines[i]) and lines[i - 1].startswith("|"):
-            rows = 0
-            for line in lines[i + 1:]:
-                if not line.startswith("|"):
-                    break
-                rows += 1
-            return counted("table rows", "at least", n, rows)
-    return Verdict(False, f"a table of at least {n} rows", "no Markdown table")
+    table = first_table(response)
+    if table is None:
+        return Verdict(False, f"a table of at least {n} rows", "no Markdown table")
+    return counted("table rows", "at least", n, len(table[1]))
 
 
 @constraint("title", "A title wrapped in double angular brackets, such as <<poem of joy>>.", "format",
@@ -89,13 +94,13 @@ def _highlighted(response: str, n: int) -> Verdict:
 
 
 @constraint("sections", "Exactly n sections (or at least / at most n, as the relation says), each starting with the "
-            "splitter and its number (e.g. 'SECTION 1').", "format", {"n": COUNT, "splitter": TEXT, "relation": RELATION},
+            "splitter and its number (e.g. 'SECTION 1').", "format",
+            {"n": COUNT, "splitter": TEXT, "relation": RELATION},
             [("SECTION 1\na\nSECTION 2\nb", {"n": 2, "splitter": "SECTION"}, True),
              ("SECTION 1\na", {"n": 2, "splitter": "SECTION"}, False),
              ("SECTION 1\na\nSECTION 2\nb", {"n": 1, "splitter": "SECTION"}, False),
              ("SECTION 1\na\nSECTION 2\nb", {"n": 1, "splitter": "SECTION", "relation": "at least"}, True)],
-            optional=("relation",),
-            exclusive=layout("sections"), measure="sections")
+            optional=("relation",), exclusive=layout("sections"), measure="sections")
 def _sections(response: str, n: int, splitter: str, relation: str = "exactly") -> Verdict:
     # IFEval's multiple_sections is this with relation "at least"
     parts = re.split(r"\s?" + re.escape(splitter) + r"\s?\d+\s?", response)
@@ -103,12 +108,11 @@ def _sections(response: str, n: int, splitter: str, relation: str = "exactly") -
 
 
 @constraint("choice", "The response gives one of the given options, word for word (IFEval's constrained_response: "
-            "the option appears in the response).", "format",
-            {"options": WORD_LIST}, [("My answer is yes.", {"options": ["My answer is yes.", "My answer is no."]}, True),
-                                     ("My answer is no. It rains.", {"options": ["My answer is yes.", "My answer is no."]}, True),
-                                     ("Yes.", {"options": ["My answer is yes."]}, False),
-                                     ("my answer is yes.", {"options": ["My answer is yes."]}, False)],
-            exclusive=WHOLE_RESPONSE)
+            "the option appears in the response).", "format", {"options": WORD_LIST},
+            [("My answer is yes.", {"options": ["My answer is yes.", "My answer is no."]}, True),
+             ("My answer is no. It rains.", {"options": ["My answer is yes.", "My answer is no."]}, True),
+             ("Yes.", {"options": ["My answer is yes."]}, False),
+             ("my answer is yes.", {"options": ["My answer is yes."]}, False)], exclusive=WHOLE_RESPONSE)
 def _choice(response: str, options: list[str]) -> Verdict:
     text = response.strip()
     found = [option for option in options if option in text]
@@ -181,7 +185,8 @@ def _punctuation_control(response: str, rule: str) -> Verdict:
     found = sentences(response)
     bad = [s for s in found if not s.endswith(".")]
     return Verdict(bool(found) and not bad, "every sentence ending with a period",
-                   f"{len(bad)} of {len(found)} sentences not" if found else "no sentences", repr(bad[0][-40:]) if bad else "")
+                   f"{len(bad)} of {len(found)} sentences not" if found else "no sentences",
+                   repr(bad[0][-40:]) if bad else "")
 
 
 @constraint("number_precision", "Every number (digits, optionally with a decimal point) is written with exactly d "
@@ -193,7 +198,8 @@ def _number_precision(response: str, decimals: int) -> Verdict:
     found = re.findall(NUMBER, response)
     bad = [x for x in found if len(x.partition(".")[2]) != decimals]
     return Verdict(bool(found) and not bad, f"every number with {decimals} decimals",
-                   f"{len(bad)} of {len(found)} numbers not" if found else "no numbers", f"e.g. {bad[0]!r}" if bad else "")
+                   f"{len(bad)} of {len(found)} numbers not" if found else "no numbers",
+                   f"e.g. {bad[0]!r}" if bad else "")
 
 
 def _spans(pattern: str, response: str) -> list[str]:
@@ -213,11 +219,12 @@ def _bold_count(response: str, n: int, relation: str) -> Verdict:
     return counted("bold spans", relation, n, len(_spans(BOLD, response)))
 
 
-@constraint("italic_count", "At least / at most / exactly n *italic* spans (single asterisks, on one line; bold does "
-            "not count).", "format", {"n": COUNT, "relation": RELATION},
-            [("*a* and *b*", {"n": 2, "relation": "exactly"}, True), ("**a** and *b*", {"n": 2, "relation": "at least"}, False),
-             ("*a*", {"n": 0, "relation": "at most"}, False)],
-            measure="italic spans")
+@constraint("italic_count",
+            "At least / at most / exactly n *italic* spans (single asterisks, on one line; bold does not count).",
+            "format", {"n": COUNT, "relation": RELATION},
+            [("*a* and *b*", {"n": 2, "relation": "exactly"}, True),
+             ("**a** and *b*", {"n": 2, "relation": "at least"}, False),
+             ("*a*", {"n": 0, "relation": "at most"}, False)], measure="italic spans")
 def _italic_count(response: str, n: int, relation: str) -> Verdict:
     return counted("italic spans", relation, n, len(_spans(ITALIC, response)))
 
@@ -263,7 +270,8 @@ def _line_count(response: str, n: int, relation: str) -> Verdict:
                                      (">", {"n": 1}, False)],
             exclusive=layout("blockquote"), measure="quoted lines", relation="at least")
 def _blockquote(response: str, n: int) -> Verdict:
-    return counted("quoted lines", "at least", n, len(re.findall(r"^[ \t]*>[> \t]*[^\s>]", response, flags=re.MULTILINE)))
+    return counted("quoted lines", "at least", n,
+                   len(re.findall(r"^[ \t]*>[> \t]*[^\s>]", response, flags=re.MULTILINE)))
 
 
 @constraint("key_value_lines", "Every key appears as a labelled line 'Key: value' (the key at the start of a line, "
@@ -283,12 +291,10 @@ def _key_value_lines(response: str, keys: list[str]) -> Verdict:
              ("a b", {"n": 1}, False)],
             exclusive=layout("table_columns"), measure="table columns", relation="exactly")
 def _table_columns(response: str, n: int) -> Verdict:
-    rows = [line.strip() for line in response.splitlines()]
-    for i in range(1, len(rows)):
-        if re.fullmatch(r"\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?", rows[i]) and rows[i - 1].startswith("|"):
-            header = rows[i - 1].strip("|").split("|")
-            return counted("columns", "exactly", n, len(header))
-    return Verdict(False, f"a table of {n} columns", "no Markdown table")
+    table = first_table(response)
+    if table is None:
+        return Verdict(False, f"a table of {n} columns", "no Markdown table")
+    return counted("columns", "exactly", n, len(table[0].strip("|").split("|")))
 
 
 @constraint("end_with_question", "The response ends with a question: its last character (trailing whitespace aside) "

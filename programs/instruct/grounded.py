@@ -18,15 +18,27 @@ import re
 from typing import Any, Mapping
 
 from vicogym.programs.instruct.contracts import Verdict, constraint, judged
-from vicogym.programs.instruct.text import (CLAUSE, TEXT, WORD_LIST, clauses, collapse_spaces, has, mentions, name_pattern,
-                                            number_text, numbers, plural, sentences)
+from vicogym.programs.instruct.text import (
+    CLAUSE,
+    TEXT,
+    WORD_LIST,
+    clauses,
+    collapse_spaces,
+    has,
+    mentions,
+    name_pattern,
+    number_text,
+    numbers,
+    plural,
+    sentences,
+)
 from vicogym.validation import pick
 
-
 #: attribute vocabularies (CLEVR's values plus common colours) and the synonyms a reader uses
-VALUES = {"color": ("gray", "red", "blue", "green", "brown", "purple", "cyan", "yellow", "black", "white", "orange", "pink"),
-          "material": ("rubber", "metal"), "size": ("large", "small")}
-SYNONYMS = {"gray": ("grey",), "large": ("big",), "small": ("tiny",), "metal": ("metallic", "shiny"), "rubber": ("matte",)}
+VALUES = {"color": ("gray", "red", "blue", "green", "brown", "purple", "cyan", "yellow", "black", "white", "orange",
+                    "pink"), "material": ("rubber", "metal"), "size": ("large", "small")}
+SYNONYMS = {"gray": ("grey",), "large": ("big",), "small": ("tiny",), "metal": ("metallic", "shiny"),
+            "rubber": ("matte",)}
 
 
 #: CLEVR's shapes: what a complete scene graph can say is absent
@@ -37,8 +49,8 @@ RELATION_WORDS = {"left": ("left",), "right": ("right",), "above": ("above", "ov
                   "smaller": ("smaller", "tinier"),
                   "largest": ("largest", "highest", "biggest", "greatest", "maximum", "most", "top"),
                   "smallest": ("smallest", "lowest", "least", "minimum", "fewest", "bottom")}
-OPPOSITE = {"left": "right", "right": "left", "above": "below", "below": "above", "larger": "smaller", "smaller": "larger",
-            "largest": "smallest", "smallest": "largest"}
+OPPOSITE = {"left": "right", "right": "left", "above": "below", "below": "above", "larger": "smaller",
+            "smaller": "larger", "largest": "smallest", "smallest": "largest"}
 POSITIONS = ("top left", "top", "top right", "left", "centre", "right", "bottom left", "bottom", "bottom right")
 
 
@@ -128,7 +140,8 @@ def _ground_attribute(facts: Mapping[str, Any], rng: Any) -> dict[str, Any] | No
         return None
     i, attribute, ref = pick(rng, options)
     value = objects[i][attribute]
-    return {"object": ref, "attribute": attribute, "value": value, "wrong": [v for v in VALUES[attribute] if v != value]}
+    return {"object": ref, "attribute": attribute, "value": value,
+            "wrong": [v for v in VALUES[attribute] if v != value]}
 
 
 def _check_attribute(facts: Mapping[str, Any], params: Mapping[str, Any]) -> str | None:
@@ -147,12 +160,12 @@ def _check_attribute(facts: Mapping[str, Any], params: Mapping[str, Any]) -> str
 @constraint("attribute_describe", "State the colour, material or size of a named object of the image (a clause naming "
             "the object with its value and none naming it with another value).", "attribute",
             {"object": TEXT, "attribute": {"type": "string", "enum": list(VALUES)}, "value": TEXT, "wrong": WORD_LIST},
-            [("The red cube is metal.", {"object": "red cube", "attribute": "material", "value": "metal",
-                                         "wrong": ["rubber"]}, True),
-             ("The red cube is rubber.", {"object": "red cube", "attribute": "material", "value": "metal",
-                                          "wrong": ["rubber"]}, False),
-             ("A red cube.", {"object": "red cube", "attribute": "material", "value": "metal", "wrong": ["rubber"]}, False)],
-            needs=("objects",), ground=_ground_attribute, check_ground=_check_attribute)
+            [("The red cube is metal.",
+              {"object": "red cube", "attribute": "material", "value": "metal", "wrong": ["rubber"]}, True),
+             ("The red cube is rubber.",
+              {"object": "red cube", "attribute": "material", "value": "metal", "wrong": ["rubber"]}, False),
+             ("A red cube.", {"object": "red cube", "attribute": "material", "value": "metal", "wrong": ["rubber"]},
+              False)], needs=("objects",), ground=_ground_attribute, check_ground=_check_attribute)
 def _attribute_describe(response: str, object: str, attribute: str, value: str, wrong: list[str]) -> Verdict:
     good = bad = False
     for clause in clauses(response, [object]):
@@ -189,18 +202,24 @@ def _check_size(facts: Mapping[str, Any], params: Mapping[str, Any]) -> str | No
         return pair
     sizes = [o.get("size") for o in pair]
     want = "larger" if sizes == ["large", "small"] else "smaller" if sizes == ["small", "large"] else None
-    return None if want == params["relation"] else f"expected relation {want!r} (sizes {sizes}), got {params['relation']!r}"
+    return (
+        None
+        if want == params["relation"]
+        else f"expected relation {want!r} (sizes {sizes}), got {params['relation']!r}"
+    )
 
 
 @constraint("size_compare", "Say whether one named object is larger or smaller than another (a clause naming the "
             "first, then the second, with the right comparative and not its opposite).", "attribute",
             {"first": TEXT, "second": TEXT, "relation": {"type": "string", "enum": ["larger", "smaller"]}},
             [("The cube is bigger than the sphere.", {"first": "cube", "second": "sphere", "relation": "larger"}, True),
-             ("The cube is smaller than the sphere.", {"first": "cube", "second": "sphere", "relation": "larger"}, False),
-             ("The sphere is smaller than the cube.", {"first": "cube", "second": "sphere", "relation": "larger"}, False)],
-            needs=("objects",), ground=_ground_size, check_ground=_check_size)
+             ("The cube is smaller than the sphere.", {"first": "cube", "second": "sphere", "relation": "larger"},
+              False),
+             ("The sphere is smaller than the cube.", {"first": "cube", "second": "sphere", "relation": "larger"},
+              False)], needs=("objects",), ground=_ground_size, check_ground=_check_size)
 def _size_compare(response: str, first: str, second: str, relation: str) -> Verdict:
-    return _verdict_good_bad(*relation_clauses(response, first, second, relation), f"the {first} {relation} than the {second}")
+    return _verdict_good_bad(*relation_clauses(response, first, second, relation),
+                             f"the {first} {relation} than the {second}")
 
 
 def _ground_include(facts: Mapping[str, Any], rng: Any) -> dict[str, Any] | None:
@@ -258,10 +277,19 @@ def _check_exclude(facts: Mapping[str, Any], params: Mapping[str, Any]) -> str |
     return f"expected only things the image lacks, got present {present}" if present else None
 
 
-@constraint("visual_exclude", "Do not mention the named things, which the image does not show (whole words, any "
-            "case, singular or plural).", "attribute", {"names": WORD_LIST},
-            [("A red cube.", {"names": ["green sphere"]}, True), ("No green spheres here.", {"names": ["green sphere"]}, False)],
-            needs=("objects",), ground=_ground_exclude, check_ground=_check_exclude)
+@constraint(
+    "visual_exclude",
+    "Do not mention the named things, which the image does not show (whole words, any case, singular or plural).",
+    "attribute",
+    {"names": WORD_LIST},
+    [
+        ("A red cube.", {"names": ["green sphere"]}, True),
+        ("No green spheres here.", {"names": ["green sphere"]}, False),
+    ],
+    needs=("objects",),
+    ground=_ground_exclude,
+    check_ground=_check_exclude,
+)
 def _visual_exclude(response: str, names: list[str]) -> Verdict:
     found = [n for n in names if has(response, n)]
     return Verdict(not found, f"none of {names}", f"found {found}" if found else "none mentioned")
@@ -274,7 +302,8 @@ judged("scene_mood", "Describe the overall mood or atmosphere the image conveys.
        "The response describes the mood or atmosphere the image conveys (as {tone} where the tone is not 'any'), "
        "grounded in what the image shows.",
        ("mood", "atmosphere", "feels", "feel", "calm", "tense", "cheerful", "serene", "gloomy"),
-       [("The scene feels calm and orderly.", {"tone": "calm"}, True), ("There are three cubes.", {"tone": "calm"}, False)])
+       [("The scene feels calm and orderly.", {"tone": "calm"}, True),
+        ("There are three cubes.", {"tone": "calm"}, False)])
 
 
 def _ground_spatial(facts: Mapping[str, Any], rng: Any) -> dict[str, Any] | None:
@@ -330,17 +359,19 @@ def _check_spatial(facts: Mapping[str, Any], params: Mapping[str, Any]) -> str |
 
 @constraint("spatial_relation", "Say where one named object is relative to another in the image (left / right / "
             "above / below): a clause naming the first, then the second, with the right word and not its opposite.",
-            "spatial", {"first": TEXT, "second": TEXT, "relation": {"type": "string", "enum": ["left", "right", "above", "below"]},
-                        "choices": {"type": "string", "enum": ["left or right", "above or below"]}},
-            [("The cube is to the left of the sphere.", {"first": "cube", "second": "sphere", "relation": "left",
-                                                         "choices": "left or right"}, True),
-             ("The cube is to the right of the sphere.", {"first": "cube", "second": "sphere", "relation": "left",
-                                                          "choices": "left or right"}, False),
-             ("The cube is left of the sphere and right of it too.", {"first": "cube", "second": "sphere",
-                                                                      "relation": "left", "choices": "left or right"}, True)],
+            "spatial",
+            {"first": TEXT, "second": TEXT, "relation": {"type": "string", "enum": ["left", "right", "above", "below"]},
+             "choices": {"type": "string", "enum": ["left or right", "above or below"]}},
+            [("The cube is to the left of the sphere.",
+              {"first": "cube", "second": "sphere", "relation": "left", "choices": "left or right"}, True),
+             ("The cube is to the right of the sphere.",
+              {"first": "cube", "second": "sphere", "relation": "left", "choices": "left or right"}, False),
+             ("The cube is left of the sphere and right of it too.",
+              {"first": "cube", "second": "sphere", "relation": "left", "choices": "left or right"}, True)],
             needs=("objects",), ground=_ground_spatial, check_ground=_check_spatial)
 def _spatial_relation(response: str, first: str, second: str, relation: str, choices: str) -> Verdict:
-    return _verdict_good_bad(*relation_clauses(response, first, second, relation), f"the {first} {relation} of the {second}")
+    return _verdict_good_bad(*relation_clauses(response, first, second, relation),
+                             f"the {first} {relation} of the {second}")
 
 
 def _groups(objects: list[Mapping[str, Any]]) -> dict[str, int]:
@@ -364,7 +395,9 @@ def _check_count(facts: Mapping[str, Any], params: Mapping[str, Any]) -> str | N
     if not _complete(facts):
         return f"expected facts listing every object (source 'clevr'), got source {facts.get('source')!r}"
     actual = len(denoted(_objects(facts), params["noun"]))
-    return None if actual == params["count"] else f"expected count {actual} of {params['noun']!r}, got {params['count']}"
+    return (
+        None if actual == params["count"] else f"expected count {actual} of {params['noun']!r}, got {params['count']}"
+    )
 
 
 def count_stated(clause: str, noun: str) -> float | None:
@@ -421,19 +454,23 @@ def _check_describe(facts: Mapping[str, Any], params: Mapping[str, Any]) -> str 
 def wrong_adjacent(text: str, group: str, wrong: list[str]) -> list[str]:
     """The wrong values written right before the group's name ("a blue cube", "a blue metal cube")."""
     noun = r"\s+".join(re.escape(p) for p in group.split())
-    return [w for w in words_of(wrong) if re.search(r"(?<!\w)" + re.escape(w) + r"\s+(?:\w+\s+){0,2}?" + noun + r"(?:e?s)?(?!\w)",
-                                                     text, re.IGNORECASE)]
+    return [
+        w
+        for w in words_of(wrong)
+        if re.search(r"(?<!\w)" + re.escape(w) + r"\s+(?:\w+\s+){0,2}?" + noun + r"(?:e?s)?(?!\w)", text, re.IGNORECASE)
+    ]
 
 
 @constraint("object_describe", "Mention every object of a group with its attribute: each of the group's values in a "
             "sentence naming the group, and no other value written before the group's name.", "object_grounded",
             {"group": TEXT, "attribute": {"type": "string", "enum": list(VALUES)}, "values": WORD_LIST,
              "wrong": {"type": "array", "items": TEXT}},
-            [("The cubes are red and blue.", {"group": "cube", "attribute": "color", "values": ["blue", "red"],
-                                              "wrong": ["green"]}, True),
-             ("The cubes are red.", {"group": "cube", "attribute": "color", "values": ["blue", "red"], "wrong": ["green"]}, False),
-             ("A red cube, a blue cube and a green cube.", {"group": "cube", "attribute": "color", "values": ["blue", "red"],
-                                                            "wrong": ["green"]}, False)],
+            [("The cubes are red and blue.",
+              {"group": "cube", "attribute": "color", "values": ["blue", "red"], "wrong": ["green"]}, True),
+             ("The cubes are red.",
+              {"group": "cube", "attribute": "color", "values": ["blue", "red"], "wrong": ["green"]}, False),
+             ("A red cube, a blue cube and a green cube.",
+              {"group": "cube", "attribute": "color", "values": ["blue", "red"], "wrong": ["green"]}, False)],
             needs=("objects",), ground=_ground_describe, check_ground=_check_describe)
 def _object_describe(response: str, group: str, attribute: str, values: list[str], wrong: list[str]) -> Verdict:
     named = [s for s in sentences(response) if has(s, group)]
@@ -482,7 +519,8 @@ def _check_target(facts: Mapping[str, Any], params: Mapping[str, Any]) -> str | 
              ("It is a hat.", {"category": "helmet", "where": "top left"}, False)],
             needs=("objects",), ground=_ground_target, check_ground=_check_target)
 def _target_name(response: str, category: str, where: str) -> Verdict:
-    return Verdict(has(response, category), f"names the {category}", "named" if has(response, category) else "not named")
+    return Verdict(has(response, category), f"names the {category}",
+                   "named" if has(response, category) else "not named")
 
 
 def _ground_ocr(facts: Mapping[str, Any], rng: Any) -> dict[str, Any] | None:
@@ -493,7 +531,11 @@ def _ground_ocr(facts: Mapping[str, Any], rng: Any) -> dict[str, Any] | None:
 
 def _check_ocr(facts: Mapping[str, Any], params: Mapping[str, Any]) -> str | None:
     texts = {collapse_spaces(t) for t in facts.get("texts") or ()}
-    return None if collapse_spaces(params["text"]) in texts else f"expected a text drawn in the image, got {params['text']!r}"
+    return (
+        None
+        if collapse_spaces(params["text"]) in texts
+        else f"expected a text drawn in the image, got {params['text']!r}"
+    )
 
 
 @constraint("ocr_content", "Quote a text drawn in the image exactly (same characters and case; spacing may differ).",
@@ -513,9 +555,15 @@ def _series_rows(facts: Mapping[str, Any]) -> dict[str, list[Mapping[str, Any]]]
         value = row.get("value")
         if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
             out.setdefault(str(row.get("series") or ""), []).append(row)
-    return {s: rows for s, rows in out.items()
-            if _apart([str(r["label"]) for r in rows]) and all(str(r["label"]).strip() and not re.search(r"[.!?;]", str(r["label"]))
-                                                              and not CLAUSE.search(str(r["label"])) for r in rows)}
+    return {
+        s: rows
+        for s, rows in out.items()
+        if _apart([str(r["label"]) for r in rows])
+        and all(
+            str(r["label"]).strip() and not re.search(r"[.!?;]", str(r["label"])) and not CLAUSE.search(str(r["label"]))
+            for r in rows
+        )
+    }
 
 
 def decimals_of(value: float) -> int:
@@ -548,7 +596,8 @@ def _check_value(facts: Mapping[str, Any], params: Mapping[str, Any]) -> str | N
     if len(rows) != 1:
         return f"expected one row {params['label']!r} in series {params['series']!r}, got {len(rows)}"
     if abs(float(rows[0]["value"]) - params["value"]) > 1e-9 or abs(_tolerance(rows[0]) - params["tolerance"]) > 1e-9:
-        return f"expected value {rows[0]['value']} within {_tolerance(rows[0])}, got {params['value']} within {params['tolerance']}"
+        return (f"expected value {rows[0]['value']} within {_tolerance(rows[0])}, "
+                f"got {params['value']} within {params['tolerance']}")
     return None
 
 
@@ -567,7 +616,8 @@ def value_stated(clause: str, label: str, series: str = "") -> float | None:
 
 @constraint("chart_value", "State the value of a chart's row (within the chart's precision): the number next to "
             "the row's label in each clause that names it.", "ocr_grounded",
-            {"label": TEXT, "series": {"type": "string"}, "value": {"type": "number"}, "tolerance": {"type": "number", "minimum": 0}},
+            {"label": TEXT, "series": {"type": "string"}, "value": {"type": "number"},
+             "tolerance": {"type": "number", "minimum": 0}},
             [("Asia is 42.1 and Europe is 30.", {"label": "Asia", "series": "", "value": 42.1, "tolerance": 0.1}, True),
              ("For 2019, Q1 is 40.", {"label": "Q1", "series": "2019", "value": 40.0, "tolerance": 1.0}, True),
              ("Asia is 45.", {"label": "Asia", "series": "", "value": 42.1, "tolerance": 0.1}, False),
@@ -620,14 +670,14 @@ def extreme_named(clause: str, extreme: str, labels: list[str]) -> str | None:
 
 @constraint("chart_extreme", "Name the chart's row with the largest (or smallest) value: the label nearest the "
             "extreme's word (largest / highest / ...) in each clause using it.", "attribute",
-            {"series": {"type": "string"}, "extreme": {"type": "string", "enum": ["largest", "smallest"]}, "label": TEXT,
-             "labels": WORD_LIST},
-            [("Asia is the largest, Europe the smallest.", {"series": "", "extreme": "largest", "label": "Asia",
-                                                            "labels": ["Asia", "Europe"]}, True),
-             ("The highest value is in Europe.", {"series": "", "extreme": "largest", "label": "Asia",
-                                                  "labels": ["Asia", "Europe"]}, False),
-             ("Asia and Europe.", {"series": "", "extreme": "largest", "label": "Asia", "labels": ["Asia", "Europe"]}, False)],
-            needs=("rows",), ground=_ground_extreme, check_ground=_check_extreme)
+            {"series": {"type": "string"}, "extreme": {"type": "string", "enum": ["largest", "smallest"]},
+             "label": TEXT, "labels": WORD_LIST},
+            [("Asia is the largest, Europe the smallest.",
+              {"series": "", "extreme": "largest", "label": "Asia", "labels": ["Asia", "Europe"]}, True),
+             ("The highest value is in Europe.",
+              {"series": "", "extreme": "largest", "label": "Asia", "labels": ["Asia", "Europe"]}, False),
+             ("Asia and Europe.", {"series": "", "extreme": "largest", "label": "Asia", "labels": ["Asia", "Europe"]},
+              False)], needs=("rows",), ground=_ground_extreme, check_ground=_check_extreme)
 def _chart_extreme(response: str, series: str, extreme: str, label: str, labels: list[str]) -> Verdict:
     named = [n for c in clauses(response, labels) if (n := extreme_named(c, extreme, labels)) is not None]
     ok = bool(named) and all(n == label for n in named)
@@ -646,7 +696,8 @@ def _ground_order(facts: Mapping[str, Any], rng: Any) -> dict[str, Any] | None:
     for series, rows in _series_rows(facts).items():
         values = sorted(float(r["value"]) for r in rows)
         if 2 <= len(rows) <= 8 and all(readably_apart(rows, a, b) for a, b in zip(values, values[1:])):
-            options.append({"series": series, "labels": [str(r["label"]) for r in sorted(rows, key=lambda r: -float(r["value"]))]})
+            options.append({"series": series,
+                            "labels": [str(r["label"]) for r in sorted(rows, key=lambda r: -float(r["value"]))]})
     return pick(rng, options) if options else None
 
 
@@ -673,5 +724,6 @@ def _chart_order(response: str, series: str, labels: list[str]) -> Verdict:
     return Verdict(ok, f"in order {labels}", f"orders {orders}" if orders else "no sentence names every label")
 
 
-GROUNDED = ("attribute_describe", "size_compare", "visual_include", "visual_exclude", "spatial_relation", "object_count",
-            "object_describe", "target_name", "ocr_content", "chart_value", "chart_extreme", "chart_order")
+GROUNDED = ("attribute_describe", "size_compare", "visual_include", "visual_exclude", "spatial_relation",
+            "object_count", "object_describe", "target_name", "ocr_content", "chart_value", "chart_extreme",
+            "chart_order")

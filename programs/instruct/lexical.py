@@ -19,8 +19,9 @@ def _include(response: str, keywords: list[str]) -> Verdict:
 
 
 @constraint("exclude_keywords", "None of the words appears (whole words, case-insensitive).", "lexical",
-            {"keywords": WORD_LIST}, [("a ball", {"keywords": ["red"]}, True), ("a Red ball", {"keywords": ["red"]}, False),
-                                      ("reddish", {"keywords": ["red"]}, True)])
+            {"keywords": WORD_LIST},
+            [("a ball", {"keywords": ["red"]}, True), ("a Red ball", {"keywords": ["red"]}, False),
+             ("reddish", {"keywords": ["red"]}, True)])
 def _exclude(response: str, keywords: list[str]) -> Verdict:
     found = [k for k in keywords if re.search(r"\b" + re.escape(k) + r"\b", response, flags=re.IGNORECASE)]
     return Verdict(not found, f"none of {keywords}", f"found {found}" if found else "none found")
@@ -61,20 +62,20 @@ def _last_word(response: str, word: str) -> Verdict:
     return Verdict(actual.lower() == word.lower(), word, actual or "no words")
 
 
-@constraint("prefix", "The response starts with the given text (case-insensitive, as IFEval's repeat_prompt).", "lexical",
-            {"text": TEXT}, [("Dear Sir, hello", {"text": "Dear Sir"}, True), ("Sir", {"text": "Dear Sir"}, False),
-                             ("dear sir, hello", {"text": "Dear Sir"}, True)],
-            exclusive=layout("prefix"))
+@constraint("prefix", "The response starts with the given text (case-insensitive, as IFEval's repeat_prompt).",
+            "lexical", {"text": TEXT},
+            [("Dear Sir, hello", {"text": "Dear Sir"}, True), ("Sir", {"text": "Dear Sir"}, False),
+             ("dear sir, hello", {"text": "Dear Sir"}, True)], exclusive=layout("prefix"))
 def _prefix(response: str, text: str) -> Verdict:
     ok = response.strip().lower().startswith(text.strip().lower())
     return Verdict(ok, f"starts with {text!r}", repr(response.strip()[:len(text) + 10]))
 
 
-@constraint("suffix", "The response ends with the given phrase, nothing after it but a closing double quote "
-            "(case-insensitive).", "lexical",
-            {"text": TEXT}, [("... Is there anything else I can help with?", {"text": "Is there anything else I can help with?"},
-                              True), ("Bye. Thanks", {"text": "Bye."}, False)],
-            exclusive=layout("suffix"))
+@constraint("suffix",
+            "The response ends with the given phrase, nothing after it but a closing double quote (case-insensitive).",
+            "lexical", {"text": TEXT},
+            [("... Is there anything else I can help with?", {"text": "Is there anything else I can help with?"}, True),
+             ("Bye. Thanks", {"text": "Bye."}, False)], exclusive=layout("suffix"))
 def _suffix(response: str, text: str) -> Verdict:
     # as IFEval's end_checker: double quotes wrapping the response do not count
     ok = response.strip().strip('"').lower().endswith(text.strip().lower())
@@ -98,8 +99,9 @@ def _no_commas(response: str) -> Verdict:
 
 # new lexical types (VISA's seed registry)
 @constraint("keyword_in_first_sentence", "The first sentence contains the keyword (a whole word, case-insensitive).",
-            "lexical", {"keyword": TEXT}, [("Red is bold. Blue too.", {"keyword": "red"}, True),
-                                           ("Blue is calm. Red too.", {"keyword": "red"}, False), ("", {"keyword": "red"}, False)])
+            "lexical", {"keyword": TEXT},
+            [("Red is bold. Blue too.", {"keyword": "red"}, True),
+             ("Blue is calm. Red too.", {"keyword": "red"}, False), ("", {"keyword": "red"}, False)])
 def _keyword_in_first_sentence(response: str, keyword: str) -> Verdict:
     found = sentences(response)
     first = found[0] if found else ""
@@ -156,12 +158,14 @@ def _word_diversity(response: str, ratio: float) -> Verdict:
                    f"{len(set(found))} distinct of {len(found)} words")
 
 
-@constraint("average_word_length", "The mean length of the \\w+ words is at least / at most n characters (and there "
-            "is at least one word).", "lexical",
-            {"n": {"type": "number", "minimum": 1, "maximum": 30}, "relation": {"type": "string", "enum": ["at least", "at most"]}},
+@constraint("average_word_length",
+            "The mean length of the \\w+ words is at least / at most n characters (and there is at least one word).",
+            "lexical",
+            {"n": {"type": "number", "minimum": 1, "maximum": 30},
+             "relation": {"type": "string", "enum": ["at least", "at most"]}},
             [("extraordinary vocabulary", {"n": 6, "relation": "at least"}, True),
-             ("a cat sat", {"n": 3, "relation": "at least"}, False), ("a cat sat", {"n": 3, "relation": "at most"}, True),
-             ("", {"n": 3, "relation": "at most"}, False)],
+             ("a cat sat", {"n": 3, "relation": "at least"}, False),
+             ("a cat sat", {"n": 3, "relation": "at most"}, True), ("", {"n": 3, "relation": "at most"}, False)],
             measure="average word length")
 def _average_word_length(response: str, n: float, relation: str) -> Verdict:
     found = words(response)
@@ -178,11 +182,19 @@ def connectors_used(response: str) -> list[str]:
     return [c for c in CONNECTORS if re.search(r"\b" + r"\s+".join(c.split()) + r"\b", response, flags=re.IGNORECASE)]
 
 
-@constraint("logical_connectors", "At least n distinct logical connectors (whole words, case-insensitive) from: "
-            + ", ".join(CONNECTORS) + ".", "lexical", {"n": {"type": "integer", "minimum": 1, "maximum": len(CONNECTORS)}},
-            [("It rained; therefore we stayed. However, we read.", {"n": 2}, True),
-             ("Therefore, therefore.", {"n": 2}, False), ("Thusly.", {"n": 1}, False)],
-            measure="logical connectors", relation="at least")
+@constraint(
+    "logical_connectors",
+    "At least n distinct logical connectors (whole words, case-insensitive) from: " + ", ".join(CONNECTORS) + ".",
+    "lexical",
+    {"n": {"type": "integer", "minimum": 1, "maximum": len(CONNECTORS)}},
+    [
+        ("It rained; therefore we stayed. However, we read.", {"n": 2}, True),
+        ("Therefore, therefore.", {"n": 2}, False),
+        ("Thusly.", {"n": 1}, False),
+    ],
+    measure="logical connectors",
+    relation="at least",
+)
 def _logical_connectors(response: str, n: int) -> Verdict:
     found = connectors_used(response)
     return counted("distinct connectors", "at least", n, len(found), f"found {found}")
@@ -191,8 +203,9 @@ def _logical_connectors(response: str, n: int) -> Verdict:
 HASHTAG = r"(?<![\w#])#[^\W\d_]\w*"
 
 
-@constraint("hashtags", "At least n hashtags: '#' then a word starting with a letter, not attached to a preceding word.",
-            "lexical", {"n": COUNT}, [("#sunset at the #beach", {"n": 2}, True), ("# Title\nissue#3", {"n": 1}, False)],
+@constraint("hashtags",
+            "At least n hashtags: '#' then a word starting with a letter, not attached to a preceding word.", "lexical",
+            {"n": COUNT}, [("#sunset at the #beach", {"n": 2}, True), ("# Title\nissue#3", {"n": 1}, False)],
             measure="hashtags", relation="at least")
 def _hashtags(response: str, n: int) -> Verdict:
     return counted("hashtags", "at least", n, len(re.findall(HASHTAG, response)))

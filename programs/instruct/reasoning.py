@@ -8,9 +8,9 @@ import re
 from vicogym.programs.instruct.contracts import Verdict, constraint, judged
 from vicogym.programs.instruct.text import TEXT, WORD_LIST, name_pattern, sentences
 
-
 judged("causal_explain", "Explain why something in the image is as it is: a cause and its effect.", "causal",
-       {"topic": TEXT}, "The response explains a cause of {topic}, linking cause and effect explicitly and consistently "
+       {"topic": TEXT},
+       "The response explains a cause of {topic}, linking cause and effect explicitly and consistently "
        "with what the image shows.",
        ("because", "due to", "as a result", "causes", "caused", "leads to", "since", "therefore"),
        [("The shadows fall left because the light comes from the right.", {"topic": "the shadows"}, True),
@@ -20,8 +20,8 @@ judged("causal_explain", "Explain why something in the image is as it is: a caus
 @constraint("temporal_sequence", "Describe steps in order with the markers at the start of sentences or lines, in the "
             "given order (First ... Then ... Finally).", "causal", {"markers": WORD_LIST},
             [("First, look. Then, count. Finally, answer.", {"markers": ["First", "Then", "Finally"]}, True),
-             ("Finally, go. First, look. Then, count. Finally, answer.", {"markers": ["First", "Then", "Finally"]}, True),
-             ("Then, count. Finally, answer. First, look.", {"markers": ["First", "Then", "Finally"]}, False),
+             ("Finally, go. First, look. Then, count. Finally, answer.", {"markers": ["First", "Then", "Finally"]},
+              True), ("Then, count. Finally, answer. First, look.", {"markers": ["First", "Then", "Finally"]}, False),
              ("First, look and then count.", {"markers": ["First", "Then", "Finally"]}, False)])
 def _temporal_sequence(response: str, markers: list[str]) -> Verdict:
     at = 0
@@ -32,7 +32,8 @@ def _temporal_sequence(response: str, markers: list[str]) -> Verdict:
                 at = match.end()
                 break
         else:
-            return Verdict(False, f"markers {markers} in order", f"no {marker!r} opening a sentence after the previous marker")
+            return Verdict(False, f"markers {markers} in order",
+                           f"no {marker!r} opening a sentence after the previous marker")
     return Verdict(True, f"markers {markers} in order", "in order")
 
 

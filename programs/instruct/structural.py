@@ -7,7 +7,17 @@ from __future__ import annotations
 import re
 
 from vicogym.programs.instruct.contracts import Verdict, constraint, layout
-from vicogym.programs.instruct.text import COUNT, RELATION, TEXT, count_matches, counted, lines, paragraphs, sentences, words
+from vicogym.programs.instruct.text import (
+    COUNT,
+    RELATION,
+    TEXT,
+    count_matches,
+    counted,
+    lines,
+    paragraphs,
+    sentences,
+    words,
+)
 
 
 @constraint("placeholders", "At least n placeholders in square brackets, such as [address].", "structural",
@@ -43,7 +53,8 @@ def _sentence_count(response: str, n: int, relation: str) -> Verdict:
 
 
 @constraint("paragraph_count", "Exactly n paragraphs, separated by the Markdown divider ***.", "structural",
-            {"n": COUNT}, [("a\n***\nb", {"n": 2}, True), ("a\n***\n\n***\nb", {"n": 2}, False), ("a", {"n": 2}, False)],
+            {"n": COUNT},
+            [("a\n***\nb", {"n": 2}, True), ("a\n***\n\n***\nb", {"n": 2}, False), ("a", {"n": 2}, False)],
             exclusive=layout("paragraph_count"), measure="paragraphs split by ***", relation="exactly")
 def _paragraph_count(response: str, n: int) -> Verdict:
     parts = re.split(r"\s?\*\*\*\s?", response)
@@ -94,20 +105,22 @@ def _character_count(response: str, n: int, relation: str) -> Verdict:
 
 
 # new structural types (VISA's seed registry)
-def _paragraph_words(response: str) -> list[list[str]]:
-    return [words(p) for p in paragraphs(response)]
+def _every_paragraph(response: str, word: str, index: int, where: str) -> Verdict:
+    """Whether every paragraph has ``word`` at ``index`` of its words (0 first, -1 last), and
+    there is a paragraph at all."""
+    found = [words(p) for p in paragraphs(response)]
+    bad = [i + 1 for i, ws in enumerate(found) if not ws or ws[index].lower() != word.lower()]
+    return Verdict(bool(found) and not bad, f"every paragraph {where} {word!r}",
+                   f"paragraphs {bad} do not" if bad else ("all do" if found else "no paragraphs"))
 
 
 @constraint("paragraph_start", "Every paragraph (paragraphs split by blank lines) starts with the word "
             "(case-insensitive), and there is at least one paragraph.", "structural", {"word": TEXT},
-            [("Today we rest.\n\nToday we read.", {"word": "today"}, True), ("Today we rest.\n\nWe read.", {"word": "today"},
-                                                                            False), ("", {"word": "today"}, False)],
+            [("Today we rest.\n\nToday we read.", {"word": "today"}, True),
+             ("Today we rest.\n\nWe read.", {"word": "today"}, False), ("", {"word": "today"}, False)],
             exclusive=layout("paragraph_start"))
 def _paragraph_start(response: str, word: str) -> Verdict:
-    found = _paragraph_words(response)
-    bad = [i + 1 for i, ws in enumerate(found) if not ws or ws[0].lower() != word.lower()]
-    return Verdict(bool(found) and not bad, f"every paragraph starting with {word!r}",
-                   f"paragraphs {bad} do not" if bad else ("all do" if found else "no paragraphs"))
+    return _every_paragraph(response, word, 0, "starting with")
 
 
 @constraint("paragraph_end", "Every paragraph (paragraphs split by blank lines) ends with the word (case-insensitive; "
@@ -116,10 +129,7 @@ def _paragraph_start(response: str, word: str) -> Verdict:
              ("We rest indeed.\n\nWe read.", {"word": "indeed"}, False), ("", {"word": "indeed"}, False)],
             exclusive=layout("paragraph_end"))
 def _paragraph_end(response: str, word: str) -> Verdict:
-    found = _paragraph_words(response)
-    bad = [i + 1 for i, ws in enumerate(found) if not ws or ws[-1].lower() != word.lower()]
-    return Verdict(bool(found) and not bad, f"every paragraph ending with {word!r}",
-                   f"paragraphs {bad} do not" if bad else ("all do" if found else "no paragraphs"))
+    return _every_paragraph(response, word, -1, "ending with")
 
 
 @constraint("max_sentence_length", "No sentence has more than n words (sentences end at ., ! or ?).", "structural",
@@ -141,7 +151,8 @@ ARGUMENT = ("Claim", "Evidence", "Conclusion")
              ("Evidence: 5 of 7.\nClaim: cubes.\nConclusion: so.", {}, False), ("Claim: x\nConclusion: y", {}, False)],
             exclusive=layout("argument_structure"))
 def _argument_structure(response: str) -> Verdict:
-    at = [re.search(r"^[ \t]*" + label + r"[ \t]*:[ \t]*\S", response, flags=re.MULTILINE | re.IGNORECASE) for label in ARGUMENT]
+    at = [re.search(r"^[ \t]*" + label + r"[ \t]*:[ \t]*\S", response,
+                    flags=re.MULTILINE | re.IGNORECASE) for label in ARGUMENT]
     missing = [label for label, m in zip(ARGUMENT, at) if m is None]
     if missing:
         return Verdict(False, "Claim:, Evidence:, Conclusion:", f"missing {missing}")

@@ -10,7 +10,6 @@ import unicodedata
 from vicogym.programs.instruct.contracts import Verdict, constraint, judged
 from vicogym.programs.instruct.text import COUNT, RELATION, counted, words
 
-
 # new style types (VISA's seed registry): three code-verified, four judged by an LLM judge
 LANGUAGES = {"en": "English", "fr": "French", "de": "German", "es": "Spanish", "it": "Italian", "pt": "Portuguese",
              "nl": "Dutch"}
@@ -40,7 +39,8 @@ def detect_language(text: str) -> str | None:
             exclusive=("language",))
 def _language(response: str, language: str) -> Verdict:
     found = detect_language(response)
-    return Verdict(found in (None, language), LANGUAGES[language], LANGUAGES.get(found, found) if found else "undetectable")
+    return Verdict(found in (None, language), LANGUAGES[language],
+                   LANGUAGES.get(found, found) if found else "undetectable")
 
 
 PRONOUNS = {"first": {"i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "ourselves"},
@@ -74,9 +74,9 @@ CONTRACTION = (r"\b\w+n['’]t\b|\b\w+['’](?:re|ve|ll|m|d)\b"
 
 
 @constraint("no_contractions", "No contractions: no word ending in n't, 're, 've, 'll, 'm or 'd, nor it's, that's, "
-            "there's, let's and the like (straight or curly apostrophe; a possessive 's does not count).", "style",
-            {}, [("It is what we will do.", {}, True), ("It's what we'll do.", {}, False), ("The cube's colour.", {}, True),
-                 ("I can’t.", {}, False)])
+            "there's, let's and the like (straight or curly apostrophe; a possessive 's does not count).", "style", {},
+            [("It is what we will do.", {}, True), ("It's what we'll do.", {}, False), ("The cube's colour.", {}, True),
+             ("I can’t.", {}, False)])
 def _no_contractions(response: str) -> Verdict:
     found = re.findall(CONTRACTION, response, flags=re.IGNORECASE)
     return counted("contractions", "exactly", 0, len(found), f"e.g. {found[:3]}" if found else "")
@@ -89,7 +89,8 @@ DEVICES = ["rhetorical question", "metaphor", "simile", "repetition", "contrast"
 
 
 judged("tone", "The response is written in the given tone (judged).", "style",
-       {"tone": {"type": "string", "enum": TONES}}, "The response is written in a {tone} tone throughout.", ("Tone: {tone}.", "Keeping the tone {tone}:"),
+       {"tone": {"type": "string", "enum": TONES}}, "The response is written in a {tone} tone throughout.",
+       ("Tone: {tone}.", "Keeping the tone {tone}:"),
        [("Tone: formal. The chart shows a steady rise.", {"tone": "formal"}, True),
         ("lol the chart goes up, whatever", {"tone": "formal"}, False)])
 
@@ -109,8 +110,8 @@ judged("persona", "The response is written in the voice of the given role (judge
         ("The tower is on the left.", {"role": "tour guide"}, False)])
 
 
-judged("rhetorical_device", "The response uses the given rhetorical device at least once (judged).",
-       "style", {"device": {"type": "string", "enum": DEVICES}}, "The response uses at least one {device}, recognisably.",
+judged("rhetorical_device", "The response uses the given rhetorical device at least once (judged).", "style",
+       {"device": {"type": "string", "enum": DEVICES}}, "The response uses at least one {device}, recognisably.",
        ("(a {device} follows)", "To use a {device}:"),
        [("To use a metaphor: the skyline is a saw blade against the dusk.", {"device": "metaphor"}, True),
         ("The skyline is jagged.", {"device": "metaphor"}, False)])

@@ -6,6 +6,7 @@ the types reuse.
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any
 
@@ -24,6 +25,21 @@ def counted(what: str, relation: str, n: int, actual: int, detail: str = "") -> 
 def count_matches(pattern: str, text: str) -> int:
     """How many times ``pattern`` matches in ``text``, read line by line (``re.MULTILINE``)."""
     return len(re.findall(pattern, text, flags=re.MULTILINE))
+
+
+#: a Markdown table's separator row: ``|---|:---:|``, the outer bars optional
+TABLE_SEPARATOR = re.compile(r"\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?")
+
+
+def first_table(text: str) -> tuple[str, list[str]] | None:
+    """The first Markdown table in ``text``: its header row and its data rows (the lines
+    starting with ``|`` after the separator row, stripped); ``None`` where there is none."""
+    lines = [line.strip() for line in text.splitlines()]
+    for i in range(1, len(lines)):
+        if TABLE_SEPARATOR.fullmatch(lines[i]) and lines[i - 1].startswith("|"):
+            rows = list(itertools.takewhile(lambda line: line.startswith("|"), lines[i + 1:]))
+            return lines[i - 1], rows
+    return None
 
 
 def words(text: str) -> list[str]:
@@ -61,8 +77,9 @@ def lines(text: str) -> list[str]:
 NUMBER_WORDS = {w: i for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
     "seventeen eighteen nineteen twenty".split())}
-NUMBER_PATTERN = re.compile(r"(?<![\w.,])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?!\w)|\b(?:" + "|".join(NUMBER_WORDS) + r")\b",
-                     re.IGNORECASE)
+NUMBER_PATTERN = re.compile(
+    r"(?<![\w.,])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?!\w)|\b(?:" + "|".join(NUMBER_WORDS) + r")\b", re.IGNORECASE
+)
 CLAUSE = re.compile(r";|,\s*(?:and|but|while|whereas)\b|\b(?:and|but|while|whereas)\b", re.IGNORECASE)
 
 
@@ -91,7 +108,8 @@ def numbers(text: str) -> list[tuple[int, int, float]]:
     out = []
     for m in NUMBER_PATTERN.finditer(text):
         token = m.group().lower()
-        out.append((m.start(), m.end(), float(NUMBER_WORDS[token]) if token in NUMBER_WORDS else float(token.replace(",", ""))))
+        out.append((m.start(), m.end(),
+                    float(NUMBER_WORDS[token]) if token in NUMBER_WORDS else float(token.replace(",", ""))))
     return out
 
 

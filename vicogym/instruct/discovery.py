@@ -44,10 +44,10 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+import vicogym.programs.instruct as instruct
 from vicogym.clients import _ChatClient, image_data_url, parse_spec
 from vicogym.errors import VicogymError
 from vicogym.instruct.judge import check_judge_cases
-import vicogym.programs.instruct as instruct
 from vicogym.sandbox import ALLOWED_MODULES, run_untrusted_batch
 from vicogym.validation import is_number, pick
 
@@ -135,7 +135,8 @@ class Proposal:
         if unknown:
             raise Rejected("malformed", f"expected only the fields {list(FIELDS)}, got an unknown {unknown[0]!r}")
         track = data.get("track", "code")
-        required = ("id", "description", "category", "params", "cases") + (("code",) if track == "code" else ("rubric", "cues"))
+        required = ("id", "description", "category", "params",
+                    "cases") + (("code",) if track == "code" else ("rubric", "cues"))
         missing = [name for name in required if name not in data]
         if missing:
             raise Rejected("malformed", f"the proposal needs the field {missing[0]!r}")
@@ -155,7 +156,8 @@ class Proposal:
                 raise Rejected("malformed", f"expected case {i} as {{\"response\", \"params\", \"pass\"}}, got "
                                             f"{json.dumps(case)[:120]}")
             params = case.get("params", {})
-            if not isinstance(case["response"], str) or not isinstance(case["pass"], bool) or not isinstance(params, dict):
+            if (not isinstance(case["response"], str) or not isinstance(case["pass"], bool)
+                    or not isinstance(params, dict)):
                 raise Rejected("malformed", f"expected case {i} with a string response, an object of params and pass "
                                             f"true or false, got {json.dumps(case)[:120]}")
             cases.append({"response": case["response"], "params": params, "pass": case["pass"]})
@@ -200,7 +202,8 @@ def _verdict(value: Any) -> tuple[Any, str]:
     """A :class:`Verdict` from a verifier's return value, or ``(None, why it is not one)``."""
     Verdict = instruct.Verdict
     if not isinstance(value, dict):
-        return None, f"expected a verdict object {{\"pass\", \"expected\", \"actual\", \"detail\"}}, got {json.dumps(value)[:80]}"
+        return (None,
+                f'expected a verdict object {{"pass", "expected", "actual", "detail"}}, got {json.dumps(value)[:80]}')
     if not isinstance(value.get("pass"), bool):
         return None, f"expected \"pass\" as true or false, got {value.get('pass')!r}"
     for name in ("expected", "actual", "detail"):
@@ -236,7 +239,8 @@ class DiscoveredType:
         out: list[Any] = [self.known.get(_key(r, p)) for r, p in calls]
         todo = [i for i, v in enumerate(out) if v is None]
         if todo:
-            result = run_untrusted_batch(self.proposal.code, "verify", [([calls[i][0]], dict(calls[i][1])) for i in todo],
+            result = run_untrusted_batch(self.proposal.code, "verify",
+                                         [([calls[i][0]], dict(calls[i][1])) for i in todo],
                                          call_seconds=self.call_seconds, memory_mb=self.memory_mb)
             answers = result.value if result.ok else [result] * len(todo)
             for i, answer in zip(todo, answers):
@@ -434,7 +438,8 @@ def admit_all(records: Iterable[str | Mapping[str, Any]], **settings: Any) -> tu
 
 
 # -- proposers ------------------------------------------------------------------------------
-_COLORS = ["red", "orange", "yellow", "green", "blue", "purple", "pink", "brown", "black", "white", "gray", "grey", "cyan"]
+_COLORS = ["red", "orange", "yellow", "green", "blue", "purple", "pink", "brown", "black", "white", "gray", "grey",
+           "cyan"]
 
 #: realistic proposals with correct code, and flawed ones that admission must reject
 #: (the key of a flawed one says which rejection it exercises)
@@ -489,7 +494,8 @@ BANK: dict[str, dict[str, Any]] = {
     "constant": {
         "id": "polite_tone", "category": "style", "params": {},
         "description": "The response is polite.",
-        "code": "def verify(response):\n    return {'pass': True, 'expected': 'polite', 'actual': 'polite', 'detail': ''}\n",
+        "code": "def verify(response):\n"
+                "    return {'pass': True, 'expected': 'polite', 'actual': 'polite', 'detail': ''}\n",
         "cases": [{"response": "Please find the answer below.", "params": {}, "pass": True},
                   {"response": "Figure it out yourself.", "params": {}, "pass": False}]},
     "unsafe_import": {
@@ -497,14 +503,16 @@ BANK: dict[str, dict[str, Any]] = {
         "description": "Uses only words from the system dictionary.",
         "code": "import os\n\ndef verify(response):\n    ok = os.path.exists('/usr/share/dict/words')\n"
                 "    return {'pass': ok, 'expected': 'dictionary words', 'actual': str(ok), 'detail': ''}\n",
-        "cases": [{"response": "hello", "params": {}, "pass": True}, {"response": "xqzv", "params": {}, "pass": False}]},
+        "cases": [{"response": "hello", "params": {}, "pass": True},
+                  {"response": "xqzv", "params": {}, "pass": False}]},
     "network": {
         "id": "spell_checked", "category": "lexical", "params": {},
         "description": "Every word is spelled correctly (checked online).",
         "code": "def verify(response):\n    net = __import__('socket')\n"
                 "    net.create_connection(('spell.example.com', 80))\n"
                 "    return {'pass': True, 'expected': 'spelled', 'actual': 'spelled', 'detail': ''}\n",
-        "cases": [{"response": "hello", "params": {}, "pass": True}, {"response": "helo", "params": {}, "pass": False}]},
+        "cases": [{"response": "hello", "params": {}, "pass": True},
+                  {"response": "helo", "params": {}, "pass": False}]},
     "hang": {  # forgets to advance past a character that is no bracket
         "id": "balanced_brackets", "category": "format", "params": {},
         "description": "Round brackets are balanced.",
@@ -516,15 +524,18 @@ BANK: dict[str, dict[str, Any]] = {
     "wrong_case": {
         "id": "max_line_length", "category": "format", "params": {"n": {"type": "integer", "minimum": 1}},
         "description": "No line is longer than n characters.",
-        "code": "def verify(response, n):\n    longest = max((len(line) for line in response.splitlines()), default=0)\n"
-                "    return {'pass': longest < n, 'expected': f'lines of at most {n}', 'actual': f'{longest}', 'detail': ''}\n",
+        "code": "def verify(response, n):\n"
+                "    longest = max((len(line) for line in response.splitlines()), default=0)\n"
+                "    return {'pass': longest < n, 'expected': f'lines of at most {n}', 'actual': f'{longest}', "
+                "'detail': ''}\n",
         "cases": [{"response": "abcd\nab", "params": {"n": 4}, "pass": True},
                   {"response": "abcdefgh", "params": {"n": 4}, "pass": False}]},
     "verdict": {
         "id": "has_greeting", "category": "lexical", "params": {},
         "description": "The response opens with a greeting.",
         "code": "def verify(response):\n    return response.lower().startswith(('hi', 'hello'))\n",
-        "cases": [{"response": "Hello there", "params": {}, "pass": True}, {"response": "Bye", "params": {}, "pass": False}]},
+        "cases": [{"response": "Hello there", "params": {}, "pass": True},
+                  {"response": "Bye", "params": {}, "pass": False}]},
     "schema": {
         "id": "exactly_n_exclamations", "category": "lexical", "params": {"n": {"type": "int"}},
         "description": "Exactly n exclamation marks.",

@@ -34,10 +34,11 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+import vicogym.programs.instruct as instruct
 from vicogym.clients import _ChatClient, _short, image_data_url, parse_spec
 from vicogym.errors import ModelError
-import vicogym.programs.instruct as instruct
 from vicogym.validation import is_int
+
 
 def fill(template: str, params: Mapping[str, Any]) -> str:
     """``template`` with each ``{name}`` replaced by the parameter (lists joined by ", ");
@@ -76,7 +77,8 @@ class SimulatedJudge:
             hit = next((cue for cue in cues if cue and cue.lower() in response.lower()), None)
             expected = fill(contract.rubric, params)
             if hit is not None:
-                verdicts.append(Verdict(True, expected, f"cue {hit!r} found", f"simulated judge: the response contains {hit!r}"))
+                verdicts.append(Verdict(True, expected, f"cue {hit!r} found",
+                                        f"simulated judge: the response contains {hit!r}"))
             else:
                 verdicts.append(Verdict(False, expected, "no cue found",
                                         f"simulated judge: none of {cues} occurs in the response"))
@@ -122,7 +124,9 @@ def parse_verdicts(text: str, n: int) -> list[tuple[bool, str]]:
     try:
         data = json.loads(fence_text if fence_text is not None else body)
     except ValueError:
-        raise ValueError(f"expected a JSON array (alone, or alone in one ```json fence), got {_short(body, 120)!r}") from None
+        raise ValueError(
+            f"expected a JSON array (alone, or alone in one ```json fence), got {_short(body, 120)!r}"
+        ) from None
     if not isinstance(data, list):
         raise ValueError(f"expected a JSON array, got a JSON {type(data).__name__}")
     if len(data) != n:
@@ -187,8 +191,15 @@ class OpenAIJudge(_ChatClient):
             except ValueError as exc:
                 problem = str(exc)
                 continue
-            return [Verdict(passed, fill(contract.rubric, params), "judged compliant" if passed else "judged non-compliant",
-                            diagnostic) for (contract, params), (passed, diagnostic) in zip(checked, verdicts)]
+            return [
+                Verdict(
+                    passed,
+                    fill(contract.rubric, params),
+                    "judged compliant" if passed else "judged non-compliant",
+                    diagnostic,
+                )
+                for (contract, params), (passed, diagnostic) in zip(checked, verdicts)
+            ]
         raise ModelError(f"the judge {self.model!r} at {self.base_url} gave no usable verdicts in {self.reasks + 1} "
                          f"replies: {problem}")
 
@@ -277,7 +288,9 @@ def check_judge_cases(judge: Any, contract: Any) -> list[str]:
     for n, case in enumerate(contract.cases):
         (verdict,) = judge.judge(case.response, [(contract, dict(case.params))])
         if verdict.passed != case.passed:
-            failures.append(f"case {n}: {_short(case.response, 80)!r} with {dict(case.params)} should "
-                            f"{'pass' if case.passed else 'fail'}, the judge says {'pass' if verdict.passed else 'fail'}"
-                            f" ({verdict.detail or verdict.actual})")
+            failures.append(
+                f"case {n}: {_short(case.response, 80)!r} with {dict(case.params)} should "
+                f"{'pass' if case.passed else 'fail'}, the judge says {'pass' if verdict.passed else 'fail'}"
+                f" ({verdict.detail or verdict.actual})"
+            )
     return failures

@@ -115,8 +115,10 @@ class Memory:
                                 "trials = trials + excluded.trials, failed = failed + excluded.failed",
                                 (type_id, trials, failed))
             for record in discovered:
-                self.db.execute("INSERT INTO types VALUES (?, ?, ?)", (record["id"], round, json.dumps(record, sort_keys=True)))
-            self.db.execute("INSERT INTO rounds VALUES (?, ?, ?, ?)", (round, shard, sha256, json.dumps(stats, sort_keys=True)))
+                self.db.execute("INSERT INTO types VALUES (?, ?, ?)",
+                                (record["id"], round, json.dumps(record, sort_keys=True)))
+            self.db.execute("INSERT INTO rounds VALUES (?, ?, ?, ?)",
+                            (round, shard, sha256, json.dumps(stats, sort_keys=True)))
 
     # -- what planning reads ---------------------------------------------------------------
     def coverage(self) -> dict[str, int]:

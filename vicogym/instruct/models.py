@@ -23,8 +23,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from vicogym.clients import _ChatClient, image_data_url, parse_spec
 import vicogym.editors.instruct as type_edits
+from vicogym.clients import _ChatClient, image_data_url, parse_spec
 from vicogym.errors import ModelError
 from vicogym.programs.instruct import REGISTRY
 from vicogym.validation import pick

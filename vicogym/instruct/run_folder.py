@@ -35,8 +35,10 @@ def _memory(folder: Path) -> Any:
     from vicogym.instruct.synthesis import MEMORY_FILE
 
     if not (folder / MEMORY_FILE).is_file():
-        raise RunError(f"{folder} is not a vicogym synthesize run (no {MEMORY_FILE}); run `vicogym synthesize --out {folder}` "
-                       f"first")
+        raise RunError(
+            f"{folder} is not a vicogym synthesize run (no {MEMORY_FILE}); run `vicogym synthesize --out {folder}` "
+            f"first"
+        )
     return Memory(folder / MEMORY_FILE)
 
 
@@ -66,8 +68,10 @@ def _types_file(path: Path) -> Path:
     if path.is_dir():
         path = path / TYPES_FILE
         if not path.is_file():
-            raise RunError(f"{path.parent} holds no {TYPES_FILE}: it is no synthesis run that discovered types, or one "
-                           f"written before the file existed (run the same `vicogym synthesize` on it once to write it)")
+            raise RunError(
+                f"{path.parent} holds no {TYPES_FILE}: it is no synthesis run that discovered types, or one "
+                f"written before the file existed (run the same `vicogym synthesize` on it once to write it)"
+            )
     elif not path.is_file():
         raise RunError(f"{path} is neither a synthesis run folder nor its {TYPES_FILE}")
     return path
@@ -81,9 +85,9 @@ def load_types(path: str | Path, judge: Any = "simulated") -> dict[str, str]:
     the only way model-written code from a run reaches a verifier: never from a row."""
     from vicogym.instruct.discovery import Proposal, Rejected, admit, contract_sha256
     from vicogym.instruct.judge import make_judge
+    from vicogym.instruct.synthesis import TYPES_FORMAT
     from vicogym.programs.instruct import REGISTRY
     from vicogym.runs.shards import file_sha256
-    from vicogym.instruct.synthesis import TYPES_FORMAT
 
     file = _types_file(Path(path))
     manifest = file.parent / "manifest.json"
@@ -247,40 +251,20 @@ def statistics(folder: str | Path) -> dict[str, Any]:
 
 def plot_statistics(stats: dict[str, Any], out: Path) -> list[str]:
     """One PNG per statistic in ``out``; their names."""
-    import matplotlib
+    from vicogym.runs.plots import Plots, count_bars, counts_axis, nothing_to_show
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from vicogym.runs.report_page import counts_axis, nothing_to_show
-
-    out.mkdir(parents=True, exist_ok=True)
-    names = []
-
-    def save(fig: Any, name: str) -> None:
-        fig.tight_layout()
-        fig.savefig(out / name, dpi=80)
-        plt.close(fig)
-        names.append(name)
-
-    fig, ax = plt.subplots(figsize=(5, 3.4))
-    hist = stats["constraints_per_sample"]["histogram"]
-    if hist:
-        ax.bar([int(k) for k in hist], list(hist.values()), color="#4c72b0")
-        ax.set(xlabel="constraints", ylabel="samples")
-        counts_axis(ax.xaxis)
-        counts_axis(ax.yaxis)
-    else:
-        nothing_to_show(ax, "no samples")
+    plots = Plots(out, dpi=80)
+    fig, ax = plots.figure((5, 3.4))
+    count_bars(ax, stats["constraints_per_sample"]["histogram"], "constraints", "#4c72b0")
     ax.set_title(f"constraints per sample (mean {stats['constraints_per_sample']['mean']:.2f})")
-    save(fig, "constraints_per_sample.png")
+    plots.save(fig, "constraints_per_sample.png")
 
     cats = [c for c in CATEGORIES if c in stats["cooccurrence"]]
     if cats:
         matrix = np.ma.masked_invalid(np.array([[stats["cooccurrence"][a].get(b, np.nan) if a != b else np.nan
                                                  for b in cats] for a in cats]) * 100)
-        fig, ax = plt.subplots(figsize=(6.4, 5.4))
-        cmap = plt.get_cmap("Blues").copy()
+        fig, ax = plots.figure((6.4, 5.4))
+        cmap = plots.plt.get_cmap("Blues").copy()
         cmap.set_bad("#d9d9d9")  # the diagonal (a category with itself) and pairs never seen: not 0%
         image = ax.imshow(matrix, vmin=0, vmax=100, cmap=cmap)
         for i in range(len(cats)):
@@ -290,38 +274,31 @@ def plot_statistics(stats: dict[str, Any], out: Path) -> list[str]:
         ax.set_title("category co-occurrence P(column | row), %\n(grey: the category itself)",
                      fontsize=10)
         fig.colorbar(image, ax=ax)
-        save(fig, "cooccurrence.png")
+        plots.save(fig, "cooccurrence.png")
 
     rates = stats["failure_rate_by_category"]
     if rates:
-        fig, ax = plt.subplots(figsize=(5.6, 3.4))
+        fig, ax = plots.figure((5.6, 3.4))
         ax.barh(list(rates), [100 * v for v in rates.values()], color="#dd8452")
         ax.set(title="target-model failure rate by category", xlabel="% of constraint instances failed")
-        save(fig, "failure_by_category.png")
+        plots.save(fig, "failure_by_category.png")
 
     growth = stats["registry_growth"]
     if growth:
-        fig, ax = plt.subplots(figsize=(5, 3.4))
+        fig, ax = plots.figure((5, 3.4))
         ax.plot([g["round"] for g in growth], [g["registry"] for g in growth], marker="o")
         ax.set(title="registry size per round", xlabel="round", ylabel="constraint types")
         counts_axis(ax.xaxis)
         counts_axis(ax.yaxis)
-        save(fig, "registry_growth.png")
+        plots.save(fig, "registry_growth.png")
 
-    attempts = stats["recovery_attempts"]
-    fig, ax = plt.subplots(figsize=(5, 3.4))
-    if attempts:
-        ax.bar([int(k) for k in attempts], list(attempts.values()), color="#55a868")
-        ax.set(xlabel="attempts", ylabel="samples")
-        counts_axis(ax.xaxis)
-        counts_axis(ax.yaxis)
-    else:
-        nothing_to_show(ax, "no samples")
+    fig, ax = plots.figure((5, 3.4))
+    count_bars(ax, stats["recovery_attempts"], "attempts", "#55a868")
     ax.set_title("recovery attempts per accepted sample")
-    save(fig, "recovery_attempts.png")
+    plots.save(fig, "recovery_attempts.png")
 
     levels = stats["difficulty"]["levels"]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(7.5, 3.2))
+    fig, (left, right) = plots.figure((7.5, 3.2), ncols=2)
     left.bar(list(levels), list(levels.values()), color=["#55a868", "#ccb974", "#c44e52"])
     left.set(title="difficulty levels", ylabel="samples")
     counts_axis(left.yaxis)
@@ -332,8 +309,8 @@ def plot_statistics(stats: dict[str, Any], out: Path) -> list[str]:
     else:
         nothing_to_show(right, "no samples")
     right.set_title("failed-constraint share")
-    save(fig, "difficulty.png")
-    return names
+    plots.save(fig, "difficulty.png")
+    return plots.names
 
 
 PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>{title}</title><style>
@@ -361,11 +338,13 @@ def write_report_page(folder: str | Path, out: str | Path | None = None, limit: 
         verdicts = "".join(
             f'<li class="{"ok" if v["pass"] else "no"}">{html.escape(v["id"])}: {html.escape(str(v["expected"]))}'
             f' &mdash; {html.escape(str(v["actual"]))}</li>' for v in json.loads(row["verdicts"]))
-        cards.append(f'<div class="sample"><img src="{image}" alt="{html.escape(row["id"])}"><div>'
-                     f'<b>{html.escape(row["id"])}</b> &middot; {html.escape(row["level"])} (difficulty '
-                     f'{row["difficulty"]:.2f}, {row["attempts"]} recovery attempts)<pre>{html.escape(row["instruction"])}'
-                     f'</pre><details><summary>reference response</summary><pre>{html.escape(row["response"])}</pre>'
-                     f'</details><ul>{verdicts}</ul></div></div>')
+        cards.append(
+            f'<div class="sample"><img src="{image}" alt="{html.escape(row["id"])}"><div>'
+            f"<b>{html.escape(row['id'])}</b> &middot; {html.escape(row['level'])} (difficulty "
+            f"{row['difficulty']:.2f}, {row['attempts']} recovery attempts)<pre>{html.escape(row['instruction'])}"
+            f"</pre><details><summary>reference response</summary><pre>{html.escape(row['response'])}</pre>"
+            f"</details><ul>{verdicts}</ul></div></div>"
+        )
     distance = stats["mean_pairwise_cosine_distance"]
     summary = (f"{stats['samples']} samples; {stats['constraints_per_sample']['mean']:.2f} constraints per sample; "
                f"mean pairwise cosine distance {'n/a' if distance is None else f'{distance:.3f}'}; levels "
@@ -429,7 +408,8 @@ def verify_instruct(folder: str | Path, images: bool = True) -> tuple[int, list[
         except RunError as exc:
             problems.append((TYPES_FILE, str(exc)))
     for entry in rounds:
-        if entry["shard"] and (folder / entry["shard"]).is_file() and file_sha256(folder / entry["shard"]) != entry["sha256"]:
+        shard = folder / entry["shard"] if entry["shard"] else None
+        if shard is not None and shard.is_file() and file_sha256(shard) != entry["sha256"]:
             problems.append((entry["shard"], "its SHA-256 differs from the one the memory committed"))
     arms: dict[str, Any] = {}
     rows = 0
@@ -472,8 +452,8 @@ def _check_source(row: dict[str, Any], facts: dict[str, Any], arms: dict[str, An
     run's image settings."""
     from vicogym.arm import payload_dict
     from vicogym.images import decode_png, same_image
-    from vicogym.registry import make_arm
     from vicogym.instruct.synthesis import picture_facts
+    from vicogym.registry import make_arm
 
     source = json.loads(row["image_source"])
     env_id = source.get("env_id")

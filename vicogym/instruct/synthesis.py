@@ -209,10 +209,13 @@ class ImageSource:
             except InvalidEdit as exc:
                 last = exc
         else:
-            raise GenerationError(f"no image of {env_id} passed its checks in {self.config.max_tries} draws (last: {last})")
+            raise GenerationError(
+                f"no image of {env_id} passed its checks in {self.config.max_tries} draws (last: {last})"
+            )
         facts = picture_facts(arm, structure, render)
         text, payloads = arm.encode(structure)
-        return Picture(render.image, facts, {"env_id": env_id, "source_id": seed.source_id, "structure": text}, payloads)
+        return Picture(render.image, facts, {"env_id": env_id, "source_id": seed.source_id, "structure": text},
+                       payloads)
 
     def _from_file(self, folder: str, rng: np.random.Generator) -> Picture:
         import cv2
@@ -563,7 +566,8 @@ def write_types(folder: str | Path, records: Sequence[Mapping[str, Any]]) -> dic
     """Store a run's admitted types (memory's records) in ``types.json``, each with the
     SHA-256 its rows name it by; the manifest's entry for the file."""
     from vicogym.instruct.discovery import Proposal
-    from vicogym.runs.shards import file_sha256, write_json_atomic
+    from vicogym.runs.rounds import write_json_atomic
+    from vicogym.runs.shards import file_sha256
 
     folder = Path(folder)
     entries = []
@@ -619,8 +623,9 @@ def execute_all(config: SynthesizeConfig, synth: Synthesizer, plans: Sequence[An
 
 
 def run_round(config: SynthesizeConfig, synth: Synthesizer, source: ImageSource, memory: Any, round: int,
-              first_index: int, ray_pool: Any = None) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, tuple[int, int]],
-                                         list[dict[str, Any]], list[dict[str, Any]]]:
+              first_index: int, ray_pool: Any = None
+              ) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, tuple[int, int]], list[dict[str, Any]],
+                         list[dict[str, Any]]]:
     """One round from the memory as it stands: rows, statistics, probe counts, sample
     records and discovered types (nothing written yet)."""
     coverage, failures, pool = memory.coverage(), memory.failure_rates(), memory.embeddings()
@@ -679,7 +684,8 @@ def synthesize(config: SynthesizeConfig, log: Callable[[str], None] | None = Non
     """Run (or resume) synthesis until the memory holds at least ``config.n`` samples;
     returns the manifest written to ``manifest.json``."""
     from vicogym.instruct.memory import Memory
-    from vicogym.runs.shards import LOCK_FILE, RunFolder, shard_path, write_json_atomic, write_shard
+    from vicogym.runs.rounds import write_json_atomic
+    from vicogym.runs.shards import LOCK_FILE, RunFolder, shard_path, write_shard
 
     synth = Synthesizer(config)  # models and image sources are checked before the folder is touched
     source = ImageSource(config, synth.perceiver)

@@ -26,8 +26,8 @@ from typing import Any, Mapping
 import numpy as np
 
 from vicogym.errors import RunError
-from vicogym.runs.rounds import Ledger
 from vicogym.rewards import sweet_share
+from vicogym.runs.rounds import Ledger
 from vicogym.validation import is_int
 
 STATE_FILE = "evolve.json"
@@ -54,7 +54,6 @@ class EvolveConfig:
 
     def __post_init__(self) -> None:
         from vicogym.runs.generate import RUNTIME
-
         from vicogym.runs.shards import is_url
 
         if is_url(self.out):
@@ -150,9 +149,9 @@ def evolve(config: EvolveConfig, progress: bool = True, on_round: Any = print,
     and ``rounds_worked_on``, the rounds this call did something for (``on_round(r, stats)``
     is called as each round's statistics come, ``on_note(r, text)`` with what a round could
     not do)."""
-    from vicogym.runs.llamafactory import export_llamafactory
-    from vicogym.runs.generate import generate
     from vicogym.registry import make_config
+    from vicogym.runs.generate import generate
+    from vicogym.runs.llamafactory import export_llamafactory
 
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -28,13 +28,13 @@ import numpy as np
 
 import vicogym
 from vicogym.core import canonical_json
-from vicogym.runs.trainer_columns import verl_fields
-from vicogym.processes import BACKEND_SETTINGS, check_backend, die_with_parent, limit_threads
-from vicogym.rewards import sweet_share
-from vicogym.registry import check_id, env_class, env_kind, make_config
-from vicogym.runs.rollout import KEEP_POLICIES, EpisodeStats, row_schema, run_episode, sample_row
 from vicogym.errors import RunError
+from vicogym.processes import BACKEND_SETTINGS, check_backend, die_with_parent, limit_threads
+from vicogym.registry import check_id, env_class, env_kind, make_config
+from vicogym.rewards import sweet_share
+from vicogym.runs.rollout import KEEP_POLICIES, EpisodeStats, row_schema, run_episode, sample_row
 from vicogym.runs.shards import Mirror, RunFolder, is_url, read_shard_stats, shard_path, write_shard
+from vicogym.runs.trainer_columns import verl_fields
 from vicogym.validation import did_you_mean, is_int
 
 #: settings of how a run runs, not of what it writes (the command line and evolve pass them on;
@@ -102,8 +102,10 @@ class GenerateConfig:
         known = [f.name for f in fields(cls)]
         for key in data:
             if key not in known:
-                raise ValueError(f"unknown generate setting {key!r}{did_you_mean(key, known)} (settings: {', '.join(known)}; "
-                                 f"environment settings go under env_kwargs)")
+                raise ValueError(
+                    f"unknown generate setting {key!r}{did_you_mean(key, known)} (settings: {', '.join(known)}; "
+                    f"environment settings go under env_kwargs)"
+                )
         return cls(**data)
 
     @property

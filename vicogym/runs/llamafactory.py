@@ -43,9 +43,9 @@ def _export(run: Path, out: Path, name: str, pairs: bool, candidates: int) -> di
     from vicogym.arm import payload_dict
     from vicogym.clients import edit_prompt
     from vicogym.core import Edit
-    from vicogym.runs.trainer_columns import IMAGE_TOKEN
     from vicogym.images import encode_png
     from vicogym.rewards import weight
+    from vicogym.runs.trainer_columns import IMAGE_TOKEN
     from vicogym.runs.verify import iter_rows, read_manifest, run_arm
 
     if out.exists() and not out.is_dir():
@@ -160,7 +160,8 @@ def preference_pairs(run: Path, records: list[dict[str, Any]], candidates: int) 
                         pass_rate, error = env.preview(edit, rng)
                         if error is not None or not low <= pass_rate <= high:
                             pairs.append({"messages": record["messages"][:1], "chosen": record["messages"][1],
-                                          "rejected": {"role": "assistant", "content": json.dumps(edit, sort_keys=True)},
+                                          "rejected": {"role": "assistant",
+                                                       "content": json.dumps(edit, sort_keys=True)},
                                           "images": record["images"]})
                             break
                 env.step(entry["edit"])

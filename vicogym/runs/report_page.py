@@ -21,6 +21,7 @@ import numpy as np
 
 from vicogym.errors import RunError
 from vicogym.rewards import sweet_share
+from vicogym.runs.plots import Plots, count_bars, counts_axis, nothing_to_show, rate_bins
 
 
 def rounds_of(folder: Path) -> list[tuple[str, Path]]:
@@ -33,34 +34,10 @@ def rounds_of(folder: Path) -> list[tuple[str, Path]]:
     return [(p.name, p) for p in rounds]
 
 
-def counts_axis(axis: Any) -> None:
-    """Ticks at whole numbers only, on an axis that counts things."""
-    from matplotlib.ticker import MaxNLocator
-
-    axis.set_major_locator(MaxNLocator(integer=True))
-
-
-def nothing_to_show(ax: Any, text: str) -> None:
-    """An empty plot says so, without axes that mean nothing."""
-    ax.set_axis_off()
-    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=11, color="#555555")
-
-
-def rate_bins(k: int) -> np.ndarray:
-    """Histogram edges for pass rates of ``k`` probes (multiples of 1/k): one bin per
-    possible rate, centred on it, so that no bin is empty by construction."""
-    return (np.arange(k + 2) - 0.5) / k
-
-
 def _plots(out: Path, data: list[dict[str, Any]], manifests: dict[str, dict], zone: tuple[float, float]) -> list[str]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    names = []
+    plots = Plots(out, dpi=100)
     k = max((int((m.get("env", {}).get("env_config") or {}).get("k", 8)) for m in manifests.values()), default=8)
-    fig, ax = plt.subplots(figsize=(6, 3.5), dpi=100)
+    fig, ax = plots.figure((6, 3.5))
     if data:
         ax.hist([[d["pass_rate_before"] for d in data], [d["pass_rate"] for d in data]], bins=rate_bins(k),
                 label=["before editing", "after editing"], color=["#999999", "#1f77b4"])
@@ -73,16 +50,13 @@ def _plots(out: Path, data: list[dict[str, Any]], manifests: dict[str, dict], zo
     else:
         nothing_to_show(ax, "no samples")
     ax.set_title("Pass rates before and after editing")
-    fig.tight_layout()
-    fig.savefig(out / "pass_rates.png")
-    plt.close(fig)
-    names.append("pass_rates.png")
+    plots.save(fig, "pass_rates.png")
 
     rounds = list(manifests)
     hit = [sweet_share((d["pass_rate"] for d in data if d["round"] == r), zone) for r in rounds]
     intensity = [np.mean([abs(d["pass_rate_before"] - d["pass_rate"]) for d in data if d["round"] == r] or [0.0])
                  for r in rounds]
-    fig, ax = plt.subplots(figsize=(6, 3.5), dpi=100)
+    fig, ax = plots.figure((6, 3.5))
     x = np.arange(len(rounds))
     ax.plot(x, hit, marker="o", label="sweet-zone hit rate")
     ax.plot(x, intensity, marker="s", label="editing intensity |p_before - p|")
@@ -90,29 +64,18 @@ def _plots(out: Path, data: list[dict[str, Any]], manifests: dict[str, dict], zo
     ax.set_ylim(0, 1)
     ax.legend()
     ax.set_title("Per round")
-    fig.tight_layout()
-    fig.savefig(out / "rounds.png")
-    plt.close(fig)
-    names.append("rounds.png")
+    plots.save(fig, "rounds.png")
 
     rejections: dict[str, int] = {}
     for manifest in manifests.values():
         for code, n in manifest.get("rejections", {}).items():
             rejections[code] = rejections.get(code, 0) + n
-    fig, ax = plt.subplots(figsize=(6, 3.5), dpi=100)
-    if rejections:
-        codes = sorted(rejections, key=rejections.get, reverse=True)
-        ax.barh(codes[::-1], [rejections[c] for c in codes[::-1]], color="#d62728")
-        ax.set_xlabel("rejected edits")
-        counts_axis(ax.xaxis)
-    else:
-        nothing_to_show(ax, "no edit was rejected")
+    fig, ax = plots.figure((6, 3.5))
+    most_first = {code: rejections[code] for code in sorted(rejections, key=rejections.get, reverse=True)}
+    count_bars(ax, most_first, "rejected edits", "#d62728", empty="no edit was rejected", horizontal=True)
     ax.set_title("Rejection reasons")
-    fig.tight_layout()
-    fig.savefig(out / "rejections.png")
-    plt.close(fig)
-    names.append("rejections.png")
-    return names
+    plots.save(fig, "rejections.png")
+    return plots.names
 
 
 PAGE = """<!doctype html>
@@ -176,8 +139,7 @@ def write_report_page(folder: str | Path, out: str | Path | None = None, limit: 
 
 def _report(folder: Path, out: str | Path | None, limit: int) -> Path:
     from vicogym.arm import payload_dict
-    from vicogym.images import row_png
-    from vicogym.images import encode_png
+    from vicogym.images import encode_png, row_png
     from vicogym.runs.verify import iter_rows, read_manifest, run_arm
 
     runs = rounds_of(folder)  # a wrong folder fails before anything is written
@@ -214,8 +176,11 @@ def _report(folder: Path, out: str | Path | None, limit: int) -> Path:
         except Exception as exc:  # a renderer this machine lacks: the page says so
             before_html = f"<div><em>seed image not rendered here ({html.escape(type(exc).__name__)})</em></div>"
         sweet = zone[0] <= d["pass_rate"] <= zone[1]
-        trace = "\n".join(f"turn {t['turn']}: {json.dumps(t['edit'], sort_keys=True)} -> answer {t['answer']}, pass rate "
-                          f"{t['pass_rate']:.2f}" for t in json.loads(row["edit_trace"]))
+        trace = "\n".join(
+            f"turn {t['turn']}: {json.dumps(t['edit'], sort_keys=True)} -> answer {t['answer']}, pass rate "
+            f"{t['pass_rate']:.2f}"
+            for t in json.loads(row["edit_trace"])
+        )
         searchable = html.escape(f"{row['id']} {row['question']} {row['answer']}".lower(), quote=True)
         cards.append(
             f'<div class="sample" data-text="{searchable}" data-rule="{html.escape(row["label_rule"])}" '

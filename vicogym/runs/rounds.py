@@ -14,10 +14,19 @@ stopped, and a run with other settings is refused.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from vicogym.errors import RunError
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write ``data`` as JSON to ``path`` in one step (a temporary file moved into place),
+    so that a crash leaves the old file or the new one, never half of one."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def differing(stored: Mapping[str, Any], identity: Mapping[str, Any], growable: Iterable[str] = ()) -> list[str]:
@@ -94,7 +103,5 @@ class Ledger:
         return self.state
 
     def save(self) -> None:
-        from vicogym.runs.shards import write_json_atomic
-
         self.path.parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(self.path, self.state)

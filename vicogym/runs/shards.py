@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from vicogym.errors import RunError
+from vicogym.runs.rounds import check_identity, write_json_atomic
 
 SHARD_GLOB = "part-*.parquet"
 #: the columns a row's content hash covers (the trainer columns are derived from them)
@@ -59,13 +60,8 @@ def row_hash(row: dict[str, Any]) -> str:
     return digest.hexdigest()
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def write_shard(out: Path, block: int, rows: list[dict[str, Any]], stats: dict[str, Any], schema: Any) -> dict[str, Any]:
+def write_shard(out: Path, block: int, rows: list[dict[str, Any]], stats: dict[str, Any],
+                schema: Any) -> dict[str, Any]:
     """Write one shard atomically; its entry for the manifest (name, rows, sha256, and each
     row's content hash)."""
     import pyarrow as pa
@@ -163,8 +159,6 @@ class RunFolder:
                                f"use a new or empty --out")
             return
         if self.shards():
-            from vicogym.runs.rounds import check_identity
-
             check_identity(previous, identity, f"{self.out} holds a run with other settings (differing: {{changed}}); "
                            f"use a new --out, or the same settings to resume it")
 
@@ -321,7 +315,8 @@ class Mirror:
         was removed there."""
         current = {p.relative_to(self.staging).as_posix(): self._stamp(p) for p in self.staging.rglob("*")
                    if p.is_file() and p.name != LOCK_FILE and not p.name.endswith(".tmp")}
-        changed = sorted((n for n, s in current.items() if self._pushed.get(n) != s), key=lambda n: (self.ORDER.get(n, 0), n))
+        changed = sorted((n for n, s in current.items() if self._pushed.get(n) != s),
+                         key=lambda n: (self.ORDER.get(n, 0), n))
         for name in changed:
             tmp = self._remote(name + ".tmp")
             self.fs.put_file(str(self.staging / name), tmp)

@@ -20,12 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from vicogym.errors import MissingExtra, RunError, UnknownEnvironment
-from vicogym.runs.trainer_columns import verl_mismatch
 from vicogym.arm import payload_dict
-from vicogym.errors import InvalidEdit
+from vicogym.errors import InvalidEdit, MissingExtra, RunError, UnknownEnvironment
 from vicogym.images import decode_png, row_png, same_image
 from vicogym.runs.shards import FILES_DIR, MANIFEST_FILE, SHARD_GLOB, RunFolder, file_sha256, local_run, row_hash
+from vicogym.runs.trainer_columns import verl_mismatch
 
 
 @dataclass
@@ -148,7 +147,8 @@ def _verify(out: Path, images: bool, source: str | Path | None) -> Findings:
         for name, entry in listed.items():
             path = out / name
             if not path.is_file():
-                findings.add(name, f"is missing ({entry['rows']} rows lost); run the generate command again to rewrite it")
+                findings.add(name,
+                             f"is missing ({entry['rows']} rows lost); run the generate command again to rewrite it")
                 continue
             if file_sha256(path) != entry["sha256"]:
                 findings.add(name, "changed since it was written (SHA-256 differs from the manifest)")
@@ -216,7 +216,8 @@ def _check_row(row: dict[str, Any], shard: str, seen: dict[str, str], arms: _Arm
         findings.add(row_id, f"appears twice ({seen[row_id]} and {shard})")
         return
     seen[row_id] = shard
-    missing = [c for c in ("env_id", "images", "question", "answer", "label_rule", "label", "structure") if c not in row]
+    missing = [c for c in ("env_id", "images", "question", "answer", "label_rule", "label",
+                           "structure") if c not in row]
     if missing:
         findings.add(row_id, f"lacks columns {missing}")
         return
@@ -277,7 +278,8 @@ def _replay_problem(row: dict[str, Any], env: Any) -> str | None:
             structure = arm.apply(structure, Edit.parse(entry["edit"]), seed.label_rule)
             answer = arm.relabel(structure, seed.label_rule)
             if answer != entry.get("answer"):
-                return f"edit of turn {entry.get('turn')} gives the answer {answer!r}, the trace says {entry.get('answer')!r}"
+                return (f"edit of turn {entry.get('turn')} gives the answer {answer!r}, "
+                        f"the trace says {entry.get('answer')!r}")
     except (InvalidEdit, ValueError, TypeError, KeyError) as exc:
         return f"the recorded edits do not apply again: {exc}"
     if arm.encode(structure)[0] != row["structure"]:
