@@ -39,7 +39,7 @@ import numpy as np
 
 from vicogym.answers import format_number
 from vicogym.errors import InvalidEdit
-from vicogym.programs.chart import ROW_ARGS
+from vicogym.programs.chart import ROW_ARGS, need_choices
 from vicogym.structures.chart import ChartStructure, Table
 
 MIN_DELTA_E = 12.0
@@ -348,6 +348,7 @@ def _px_per_unit(facts: Any, chart_type: str) -> float:
 
 def _check_order(op: str, cells: list[tuple[str, str]], values: list[float], t: Table, spec: Any, facts: Any,
                  labelled: bool, pie: bool) -> None:
+    need_choices([f"{row}/{series}" for row, series in cells])
     ordered = sorted(range(len(values)), key=lambda k: values[k], reverse=op != "argmin")
     a, b = ordered[0], ordered[1]
     va, vb = values[a], values[b]

@@ -154,6 +154,8 @@ class ClevrArm(Arm):
                 try:
                     clevr_checks.check_visible(scene, self.renderer.visibility(scene))
                     return self.source.ask(scene, rng)
+                except RenderFailed:
+                    raise  # Blender itself failed: drawing again would fail again
                 except (InvalidEdit, GenerationError) as exc:
                     kind = "an object did not show" if isinstance(exc, InvalidEdit) else "no question could be asked"
                     failures[kind] += 1

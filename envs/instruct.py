@@ -11,6 +11,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from vicogym.errors import InvalidEdit
 from vicogym.images import ImagePolicy, decode_png
 from vicogym.registry import check_settings
 from vicogym.spaces import TextSpace, to_charset
@@ -73,7 +74,9 @@ class InstructEnv(gym.Env):
 
     ## Rewards
     The constraint pass rate in [0, 1] (1.0 when every constraint is satisfied). A
-    response that is not a string scores 0.0 with ``info["error"]``.
+    response that is not a string (code ``malformed``) or is longer than
+    ``max_response_chars`` (``too_large``) scores 0.0, every constraint failed, with
+    ``info["error"]`` (``{code, message, op, field}``, as the edit arms give it).
 
     ## Starting State
     ``reset(seed=...)`` draws an image from ``images`` and plans a consistent constraint
@@ -180,9 +183,16 @@ class InstructEnv(gym.Env):
             raise RuntimeError("the episode has ended (one response per episode); call reset() first")
         self._done = True
         constraints = self.sample["constraints"]
+        error = None
         if not isinstance(action, str):
-            info = {"error": f"expected the response as a string, got {type(action).__name__}", "verdicts": [],
-                    "pass_rate": 0.0, "constraints": constraints}
+            error = InvalidEdit("malformed", f"expected the response as a string, got {type(action).__name__}")
+        elif len(action) > self.config.max_response_chars:
+            error = InvalidEdit("too_large", f"the response has {len(action)} characters, more than "
+                                f"max_response_chars={self.config.max_response_chars}; answer more briefly")
+        if error is not None:  # every constraint fails: a response that is not read follows none
+            verdicts = [{"id": c["id"], "pass": False, "expected": "a response", "actual": error.code,
+                         "detail": error.message} for c in constraints]
+            info = {"error": error.to_dict(), "verdicts": verdicts, "pass_rate": 0.0, "constraints": constraints}
             return self._observation(), 0.0, True, False, info
         from vicogym.instruct.judge import verify_sample
         from vicogym.programs.instruct import pass_rate

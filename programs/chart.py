@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -83,7 +83,16 @@ def _column(table: Table, args: Mapping[str, Any]) -> list[float]:
     return [_cell(table, i, j) for i in range(len(table.rows))]
 
 
+def need_choices(labels: Sequence[str]) -> None:
+    """``InvalidEdit`` (``size``) unless a "which of them" question has two or more labels
+    to choose from: with one, its wording asks a question the chart cannot pose."""
+    if len(labels) < 2:
+        raise InvalidEdit("size", f"the question asks which label has the extreme value, but only {list(labels)} is "
+                          "left to choose from; keep two or more")
+
+
 def _unique_extreme(labels: tuple[str, ...], values: list[float], pick: Callable) -> str:
+    need_choices(labels)
     best = pick(values)
     winners = [label for label, v in zip(labels, values) if v == best]
     if len(winners) != 1:

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from vicogym.errors import GenerationError
 from vicogym.structures.clevr import COLORS, Scene
 from vicogym.validation import is_int
 
@@ -73,7 +74,7 @@ class RenderSettings:
         return max(1, math.ceil(255 / self.samples)) if self.engine == "cycles" else 1
 
 
-class RenderFailed(RuntimeError):
+class RenderFailed(GenerationError):
     """Blender could not draw the scene (it crashed twice, raised, or timed out)."""
 
 
@@ -130,7 +131,12 @@ class ClevrRenderer:
             reply = worker.ask(request, self.timeout)
         except _WorkerDied:
             self.restarts += 1
-            reply = _worker(self.settings).ask(request, self.timeout)  # one retry in a fresh worker
+            try:
+                reply = _worker(self.settings).ask(request, self.timeout)  # one retry in a fresh worker
+            except _WorkerDied as exc:
+                raise RenderFailed(f"{exc} twice in a row, the second time in a fresh worker; check that "
+                                   f"`python -m vicogym.renderers.clevr` runs here (bpy installed, memory "
+                                   f"free), or lower the resolution") from None
         if reply.get("error"):
             raise RenderFailed(reply["error"])
         return reply

@@ -159,3 +159,23 @@ def test_every_accepted_sample_passes_the_checks_read_from_pixels(seed, turns):
 
 
 _ENV = gym.make("vicogym/Chart-v0", k=1, max_turns=10, dpi=60).unwrapped
+
+
+def test_a_which_series_question_left_one_series_is_refused_as_too_small_never_unhandled():
+    import vicogym
+    from vicogym.core import Edit
+
+    two = _table([[10, 12], [20, 18], [35, 30], [28, 40]], series=("Sales", "Costs"))
+    rule = program_rule({"op": "row_argmax", "row": "2016"})
+    one = ChartStructure(_table([[10], [20], [35], [28]]), ChartSpec(data_labels=True))
+    assert _code(one, rule)[0] == "size"  # a seed drawn so is redrawn, not a traceback
+    env = vicogym.make("vicogym/Chart-v0", k=1, max_turns=5).unwrapped
+    env.reset(seed=0)
+    from vicogym.structures.chart import Vocabulary
+
+    structure = ChartStructure(two, ChartSpec(chart_type="line", data_labels=True),
+                               Vocabulary(YEARS, ("Profit",), ordered=True))
+    with pytest.raises(InvalidEdit) as info:
+        env._edit(replace(env.sample, structure=structure, label_rule=rule),
+                  Edit.parse({"op": "remove_series", "series": "Costs"}), {})
+    assert info.value.code == "size" and "only ['Sales']" in str(info.value)

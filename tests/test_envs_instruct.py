@@ -89,7 +89,59 @@ def test_any_action_gets_a_result_never_an_exception(action):
     _, reward, terminated, _, info = env.step(action)
     assert terminated and 0.0 <= reward <= 1.0
     if not isinstance(action, str):
-        assert reward == 0.0 and "expected the response as a string" in info["error"]
+        assert reward == 0.0 and info["error"]["code"] == "malformed"
+        assert "expected the response as a string" in info["error"]["message"]
+        assert [v["pass"] for v in info["verdicts"]] == [False] * len(info["constraints"])
+
+
+#: responses the audit's fuzzer sent: each raised out of step (or took minutes) before
+ADVERSARIAL = ["[" * 2000, "{" * 2000, '{"a":' * 1500, "9" * 5000, "x \ud800 y", "<a>\udfff</a>",
+               "x" + "\n" * 200_000 + "x", "x" + "\n" * 32_000 + "1. a", "x [" + "[" * 60_000, "x" + " " * 60_000,
+               "x " + "<" * 60_000, "P.S." + "\t" * 60_000 + "x", "x " + "2016 " * 12_000]
+
+
+def test_every_verifier_reads_any_response_in_linear_time_and_never_raises():
+    import json
+    import time
+
+    from vicogym.instruct.judge import SimulatedJudge, verify_sample
+    from vicogym.programs.instruct import MAX_RESPONSE_CHARS, REGISTRY
+
+    judge = SimulatedJudge()
+    specs = {}
+    for images, seeds in (("vicogym/Chart-v0", 120), ("vicogym/Natural-v0", 60)):
+        env = make(images=(images,), height=48, width=64)
+        for seed in range(seeds):
+            env.reset(seed=seed)
+            specs.update((c["id"], c) for c in env.unwrapped.sample["constraints"])
+    assert len(specs) >= 60, sorted(set(REGISTRY) - set(specs))
+    for response in ADVERSARIAL:
+        for spec in specs.values():
+            verdict = verify_sample(response, [spec], judge)[0]  # a verdict, never an exception
+            assert isinstance(verdict["pass"], bool), verdict
+    # linear: doubling the response at most about doubles the time (a quadratic verifier quadruples it)
+    for unit in ("\n", " ", "[", "<", "2016 ", "a\n\n", "* "):
+        small = "x " + unit * (MAX_RESPONSE_CHARS // 8 // len(unit))
+        large = "x " + unit * (MAX_RESPONSE_CHARS // 2 // len(unit))
+        for spec in specs.values():
+            def took(text, spec=spec):
+                start = time.perf_counter()
+                verify_sample(text, [spec], judge)
+                return time.perf_counter() - start
+            t_small = min(took(small) for _ in range(2))
+            if t_small > 0.002:
+                t_large = took(large)
+                assert t_large < 10 * t_small + 0.05, (spec["id"], json.dumps(unit), t_small, t_large)
+    over = "a" * (MAX_RESPONSE_CHARS + 1)
+    assert not any(v["pass"] for v in verify_sample(over, list(specs.values()), judge))
+
+
+def test_a_response_longer_than_max_response_chars_scores_zero_with_a_code():
+    env = make(max_response_chars=50)
+    env.reset(seed=3)
+    _, reward, terminated, _, info = env.step("a" * 51)
+    assert terminated and reward == 0.0 and info["error"]["code"] == "too_large"
+    assert "max_response_chars=50" in info["error"]["message"] and not any(v["pass"] for v in info["verdicts"])
 
 
 def test_spec_and_config_round_trip_through_json():

@@ -223,6 +223,29 @@ def test_any_action_gets_a_result_never_an_exception(env_id):
     run()
 
 
+#: actions no JSON text decodes to: bytes that are not UTF-8, keys that are not strings, a
+#: lone surrogate, a non-finite number, a Python object, and a stop that carries fields
+NOT_JSON = [b'{"op": "\xff"}', {1: "a", "op": "stop"}, {"ops": [{"op": "stop", 2: 3, "x": 1}]},
+            {"op": "set_cell", "row": "\ud800"}, {"op": "set_cell", "value": float("nan")},
+            {"ops": [{"op": "set_cell", "value": object()}]}, {"op": "stop", "extra": 1},
+            [{"op": "stop", "why": "done"}]]
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_actions_that_are_not_json_are_malformed_and_a_stop_takes_no_fields(env_id):
+    env = make(env_id, k=2, max_turns=100).unwrapped
+    env.reset(seed=1)
+    for action in NOT_JSON:
+        before = env.sample
+        _, reward, terminated, _, info = env.step(action)
+        assert not info["valid"] and not terminated and reward == -1.0, (action, info)
+        assert info["error"]["code"] in {"malformed", "bad_field"} and env.sample is before, info["error"]
+    deep = {"ops": [{"op": "x", "v": json.loads("[" * 80 + "]" * 80)}]}
+    assert env.step(deep)[4]["error"]["code"] == "malformed"
+    assert "stop takes no fields" in env.step({"op": "stop", "extra": 1})[4]["error"]["message"]
+    assert env.step({"op": "stop"})[4]["stopped"]
+
+
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_spec_and_config_round_trip_through_json(env_id):
     env = make(env_id, **FAST)

@@ -128,6 +128,25 @@ def test_a_crashed_worker_costs_one_retried_render():
     assert np.array_equal(first.image, again.image)
 
 
+def test_a_worker_that_dies_twice_is_a_render_failure_that_says_what_to_check(monkeypatch):
+    import vicogym.renderers.clevr as clevr_renderer
+    from vicogym.errors import GenerationError
+
+    def dies(self, request, timeout):
+        raise clevr_renderer._WorkerDied("the Blender worker died (EOFError)")
+
+    monkeypatch.setattr(clevr_renderer._Worker, "ask", dies)
+    renderer = ClevrRenderer(WORKBENCH)
+    with pytest.raises(RenderFailed, match="twice in a row.*bpy installed") as info:
+        renderer.render(SCENE, seed=0)
+    assert isinstance(info.value, GenerationError) and renderer.restarts == 1
+    import vicogym
+
+    env = vicogym.make("vicogym/CLEVR-v0", engine="workbench", width=64, height=48).unwrapped
+    with pytest.raises(RenderFailed, match="twice in a row"):
+        env.reset(seed=0)
+
+
 def test_a_render_past_its_time_out_is_stopped():
     slow = RenderSettings(engine="cycles", samples=4096, denoise=False)
     big = replace(SCENE, width=640, height=480)

@@ -58,6 +58,8 @@ class Edit:
             return edit
         if isinstance(edit, (str, bytes)):
             edit = _loads(edit)
+        else:
+            _check_json_data(edit)
         if isinstance(edit, list):
             edit = {"ops": edit}
         if isinstance(edit, Mapping) and "op" in edit:
@@ -77,6 +79,10 @@ class Edit:
         for i, op in enumerate(ops):
             if not isinstance(op, Mapping) or not isinstance(op.get("op"), str):
                 raise InvalidEdit("malformed", f"expected ops[{i}] to be an object with a string 'op'", field="op")
+            if op["op"] == "stop" and len(op) > 1:
+                extra = sorted(set(op) - {"op"})
+                raise InvalidEdit("bad_field", f"stop takes no fields, got {short_repr(extra)}; send exactly "
+                                  '{"op": "stop"}', field=extra[0]).at(f"ops[{i}] stop")
         return cls(ops=tuple(dict(op) for op in ops))
 
 
@@ -159,16 +165,61 @@ def fold_ops(edit: Edit, state: Any, step: Callable[[Any, Mapping[str, Any]], An
     return state, False
 
 
+#: how deeply an edit's JSON may nest (an edit is a list of flat ops; a table of rows nests 4 deep)
+MAX_EDIT_DEPTH = 64
+
+
+def _check_json_data(value: Any) -> None:
+    """``InvalidEdit`` unless ``value`` is JSON data as ``json.loads`` would give it:
+    objects with string keys, lists, strings of valid Unicode, finite numbers, booleans
+    and null, nested at most :data:`MAX_EDIT_DEPTH` deep (walked without recursion)."""
+    stack: list[tuple[Any, int, str]] = [(value, 0, "edit")]
+    while stack:
+        item, depth, where = stack.pop()
+        if depth > MAX_EDIT_DEPTH:
+            raise InvalidEdit("malformed", f"edit is nested more than {MAX_EDIT_DEPTH} deep; send a flat "
+                              '{"ops": [...]} object')
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InvalidEdit("malformed", f"{where} holds a lone surrogate, which is not Unicode text; send "
+                                  "valid UTF-8") from None
+        elif isinstance(item, float):
+            if item != item or item in (float("inf"), float("-inf")):
+                raise InvalidEdit("malformed", f"{where} is {item!r}, which JSON has no spelling for; send a finite "
+                                  "number")
+        elif isinstance(item, Mapping):
+            for key, inner in item.items():
+                if not isinstance(key, str):
+                    raise InvalidEdit("malformed", f"{where} has the key {short_repr(key)} of type "
+                                      f"{type(key).__name__}; JSON object keys are strings")
+                stack.append((key, depth + 1, f"a key of {where}"))
+                stack.append((inner, depth + 1, f"{where}[{short_repr(key, 30)}]"))
+        elif isinstance(item, (list, tuple)):
+            stack.extend((inner, depth + 1, f"{where}[{i}]") for i, inner in enumerate(item))
+        elif item is not None and not isinstance(item, (bool, int)):
+            raise InvalidEdit("malformed", f"{where} is a {type(item).__name__}, which is not JSON data")
+
+
 def _loads(text: str | bytes) -> Any:
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidEdit("malformed", f"edit bytes are not UTF-8 (byte {exc.start} is {text[exc.start]:#04x}); "
+                              "send the edit as UTF-8 JSON text") from None
     try:
-        return json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
         raise InvalidEdit("malformed", f"edit is not valid JSON ({exc.msg} at position {exc.pos})") from None
     except RecursionError:
         raise InvalidEdit("malformed",
                           'edit is nested too deeply to parse; send a flat {"ops": [...]} object') from None
     except ValueError as exc:  # e.g. an integer literal longer than Python converts
         raise InvalidEdit("malformed", f"edit could not be parsed ({exc})") from None
+    _check_json_data(data)
+    return data
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,13 @@ instruction.
 """
 
 # isort: off
-from vicogym.programs.instruct.contracts import (BLANK, CATEGORIES, FACT_KINDS, REGISTRY, RELATIONS, TRACKS, Case,
-                                                 Contract, Verdict, pass_rate, register, schema_problem, verify_all)
+from vicogym.programs.instruct.contracts import (BLANK, CATEGORIES, FACT_KINDS, MAX_RESPONSE_CHARS, REGISTRY,
+                                                 RELATIONS, TRACKS, Case, Contract, Verdict, pass_rate, register,
+                                                 schema_problem, unverifiable, verify_all)
 # the categories register their types in import order (so the imports stay unsorted)
 from vicogym.programs.instruct import format, lexical, structural, style, grounded, reasoning  # noqa: F401
 from vicogym.programs.instruct.grounded import GROUNDED
 # isort: on
 
-__all__ = ["BLANK", "CATEGORIES", "FACT_KINDS", "GROUNDED", "REGISTRY", "RELATIONS", "TRACKS", "Case", "Contract",
-           "Verdict", "pass_rate", "register", "schema_problem", "verify_all"]
+__all__ = ["BLANK", "CATEGORIES", "FACT_KINDS", "GROUNDED", "MAX_RESPONSE_CHARS", "REGISTRY", "RELATIONS", "TRACKS",
+           "Case", "Contract", "Verdict", "pass_rate", "register", "schema_problem", "unverifiable", "verify_all"]

@@ -123,7 +123,14 @@ class Contract:
         if self.verify is None:
             raise ValueError(f"constraint {self.id} is judged by an LLM judge (track {self.track!r}); "
                              "verify it through vicogym.instruct.judge")
-        return self.verify(response, **self.check_params(params))
+        params = self.check_params(params)
+        if len(response) > MAX_RESPONSE_CHARS:
+            return too_long(response, MAX_RESPONSE_CHARS)
+        try:
+            return self.verify(response, **params)
+        except Exception as exc:  # a response no reader parses fails the constraint; it never raises
+            return Verdict(False, self.description, "a response the verifier cannot read",
+                           f"{type(exc).__name__}: {str(exc)[:200]}")
 
     def bounds(self, params: Mapping[str, Any]) -> tuple[float, float] | None:
         """The interval of :attr:`measure` that ``params`` allow, or ``None``."""
@@ -196,7 +203,7 @@ def register(contract: Contract) -> Contract:
     if grounded != (contract.check_ground is not None) or grounded != bool(contract.needs):
         raise ValueError(f"grounded constraint {contract.id} needs ground, check_ground and needs together")
     for case in contract.cases:
-        verdict = contract(case.response, **case.params)
+        verdict = contract.verify(case.response, **contract.check_params(case.params))  # a bug raises here
         if verdict.passed != case.passed:
             raise ValueError(
                 f"constraint {contract.id} gets its own case wrong: {case.response!r} with {dict(case.params)} "
@@ -207,6 +214,24 @@ def register(contract: Contract) -> Contract:
 
 
 BLANK = Verdict(False, "a response", "a blank response", "a blank response follows no instruction")
+#: the longest response any verifier reads (every verifier is linear in it); an
+#: environment's ``max_response_chars`` is usually lower
+MAX_RESPONSE_CHARS = 65_536
+
+
+def too_long(response: str, max_chars: int) -> Verdict:
+    return Verdict(False, f"a response of at most {max_chars} characters", f"{len(response)} characters",
+                   "a response over the length limit follows no instruction")
+
+
+def unverifiable(response: str, max_chars: int = MAX_RESPONSE_CHARS) -> Verdict | None:
+    """The verdict every constraint gets on a response no constraint reads (a blank one,
+    as IFEval's harness has it, or one longer than ``max_chars``), else ``None``."""
+    if len(response) > max_chars:
+        return too_long(response, max_chars)
+    if not response.strip():
+        return BLANK
+    return None
 
 
 def verify_all(response: str, constraints: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -219,7 +244,7 @@ def verify_all(response: str, constraints: list[Mapping[str, Any]]) -> list[dict
         if contract is None:
             raise ValueError(f"unknown constraint id {spec.get('id')!r}")
         params = contract.check_params(dict(spec.get("params") or {}))
-        verdict = BLANK if not response.strip() else contract(response, **params)
+        verdict = unverifiable(response) or contract(response, **params)
         out.append({"id": contract.id, **verdict.to_dict()})
     return out
 

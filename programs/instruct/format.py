@@ -36,6 +36,8 @@ def _json_format(response: str) -> Verdict:
         return Verdict(True, "valid JSON", "valid JSON")
     except ValueError as exc:
         return Verdict(False, "valid JSON", "not JSON", str(exc))
+    except RecursionError:
+        return Verdict(False, "valid JSON", "not readable JSON", "nested deeper than a JSON reader follows")
 
 
 @constraint("yaml_mapping", "The whole response is a YAML mapping (a fence around it is allowed).", "format",
@@ -48,6 +50,10 @@ def _yaml_mapping(response: str) -> Verdict:
         data = yaml.safe_load(strip_fence(response))
     except yaml.YAMLError as exc:
         return Verdict(False, "a YAML mapping", "not YAML", str(exc).splitlines()[0])
+    except RecursionError:
+        return Verdict(False, "a YAML mapping", "not readable YAML", "nested deeper than a YAML reader follows")
+    except ValueError as exc:  # a scalar YAML resolves but Python will not convert (an integer of 5,000 digits)
+        return Verdict(False, "a YAML mapping", "not readable YAML", str(exc).split(";")[0])
     return Verdict(isinstance(data, dict), "a YAML mapping", type(data).__name__)
 
 
@@ -62,6 +68,8 @@ def _xml_document(response: str) -> Verdict:
         return Verdict(True, "well-formed XML", "well-formed XML")
     except ElementTree.ParseError as exc:
         return Verdict(False, "well-formed XML", "not XML", str(exc))
+    except UnicodeEncodeError:  # a lone surrogate: text no XML document can hold
+        return Verdict(False, "well-formed XML", "not XML", "the response holds characters that are not Unicode")
 
 
 @constraint("markdown_table", "A Markdown table with at least n data rows.", "format",
@@ -75,11 +83,24 @@ def _markdown_table(response: str, n: int) -> Verdict:
     return counted("table rows", "at least", n, len(table[1]))
 
 
+def greedy_titles(response: str) -> list[str]:
+    """What IFEval's ``re.findall(r"<<[^\\n]+>>")`` finds, in linear time (the regex rescans
+    the rest of the line from every ``<<`` that has no ``>>`` after it): per line, from its
+    first ``<<`` to its last ``>>``, when at least one character lies between."""
+    found = []
+    for line in response.split("\n"):
+        start = line.find("<<")
+        end = line.rfind(">>")
+        if start != -1 and end >= start + 3:
+            found.append(line[start:end + 2])
+    return found
+
+
 @constraint("title", "A title wrapped in double angular brackets, such as <<poem of joy>>.", "format",
             {}, [("<<A day>>\ntext", {}, True), ("A day", {}, False), ("<<>> x", {}, False)],
             exclusive=layout("title"))
 def _title(response: str) -> Verdict:
-    found = [t for t in re.findall(r"<<[^\n]+>>", response) if t.lstrip("<").rstrip(">").strip()]
+    found = [t for t in greedy_titles(response) if t.lstrip("<").rstrip(">").strip()]
     return Verdict(bool(found), "a <<title>>", found[0] if found else "no title")
 
 
@@ -149,9 +170,12 @@ def _two_responses(response: str) -> Verdict:
                                              ("a\nb", {"n": 1}, False), ("**bold**\n* a", {"n": 1}, True)],
             exclusive=layout("bullet_list"), measure="bullet points", relation="exactly")
 def _bullet_list(response: str, n: int) -> Verdict:
-    # IFEval's two patterns, counted apart: '*' not followed by '*', and '-'
-    stars = re.findall(r"^\s*\*[^\*].*$", response, flags=re.MULTILINE)
-    dashes = re.findall(r"^\s*-.*$", response, flags=re.MULTILINE)
+    # IFEval's two patterns, counted apart: '*' not followed by '*', and '-'. IFEval opens them
+    # with \s*, which from every blank line rescans all the blank lines after it (quadratic in
+    # a run of them); a match that \s* starts on a blank line is the one that starts on its
+    # bullet's own line, so indentation without newlines counts the same, in linear time
+    stars = re.findall(r"^[^\S\n]*\*[^\*].*$", response, flags=re.MULTILINE)
+    dashes = re.findall(r"^[^\S\n]*-.*$", response, flags=re.MULTILINE)
     return counted("bullet points", "exactly", n, len(stars) + len(dashes))
 
 
@@ -160,7 +184,7 @@ def _bullet_list(response: str, n: int) -> Verdict:
                                                  ("1. a", {"n": 2, "relation": "at least"}, False)],
             exclusive=layout("numbered_list"), measure="numbered items")
 def _numbered_list(response: str, n: int, relation: str) -> Verdict:
-    return counted("numbered items", relation, n, count_matches(r"^\s*\d+[.)]\s", response))
+    return counted("numbered items", relation, n, count_matches(r"^[^\S\n]*\d+[.)]\s", response))
 
 
 # new format types (VISA's seed registry)

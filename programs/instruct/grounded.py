@@ -24,6 +24,8 @@ from vicogym.programs.instruct.text import (
     WORD_LIST,
     clauses,
     collapse_spaces,
+    coverage,
+    covered,
     has,
     mentions,
     name_pattern,
@@ -405,7 +407,8 @@ def count_stated(clause: str, noun: str) -> float | None:
     spans = mentions(clause, [noun])
     if not spans:
         return None
-    found = [n for n in numbers(clause) if all(n[1] <= s or n[0] >= e for s, e, _ in spans)]
+    taken = coverage(clause, spans)
+    found = [n for n in numbers(clause) if not covered(taken, n[0], n[1])]
     before = [v for s, _, v in found if s < spans[0][0]]
     after = [v for s, _, v in found if s >= spans[0][1]]
     return before[-1] if before else after[0] if after else None
@@ -608,7 +611,8 @@ def value_stated(clause: str, label: str, series: str = "") -> float | None:
     own = [s for s in spans if s[2] == label]
     if not own:
         return None
-    found = [n for n in numbers(clause) if all(n[1] <= s or n[0] >= e for s, e, _ in spans)]
+    taken = coverage(clause, spans)
+    found = [n for n in numbers(clause) if not covered(taken, n[0], n[1])]
     after = [v for s, _, v in found if s >= own[0][1]]
     before = [v for s, _, v in found if s < own[0][0]]
     return after[0] if after else before[-1] if before else None

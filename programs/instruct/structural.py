@@ -20,11 +20,27 @@ from vicogym.programs.instruct.text import (
 )
 
 
+def lazy_brackets(response: str) -> int:
+    """How many times IFEval's ``\\[.*?\\]`` matches, in linear time (the regex rescans the
+    rest of the line from every ``[`` with no ``]`` after it): per line, each ``[`` up to the
+    first ``]`` after it; a line's first ``[`` with no ``]`` after it ends that line's count."""
+    count = 0
+    for line in response.split("\n"):
+        at = line.find("[")
+        while at != -1:
+            close = line.find("]", at + 1)
+            if close == -1:
+                break
+            count += 1
+            at = line.find("[", close + 1)
+    return count
+
+
 @constraint("placeholders", "At least n placeholders in square brackets, such as [address].", "structural",
             {"n": COUNT}, [("Send to [name] at [address].", {"n": 2}, True), ("Send to [name].", {"n": 2}, False)],
             measure="placeholders", relation="at least")
 def _placeholders(response: str, n: int) -> Verdict:
-    return counted("placeholders", "at least", n, count_matches(r"\[.*?\]", response))
+    return counted("placeholders", "at least", n, lazy_brackets(response))
 
 
 @constraint("markdown_headers", "At least / at most / exactly n Markdown section headers (# ...).", "structural",
@@ -91,8 +107,10 @@ def _nth_paragraph(response: str, n: int, i: int, word: str) -> Verdict:
              ("Body.\nP.P.S extra", {"marker": "P.P.S"}, True)],
             exclusive=layout("postscript"))
 def _postscript(response: str, marker: str) -> Verdict:
-    pattern = r"\s*p\.\s?p\.\s?s.*$" if marker == "P.P.S" else r"\s*p\.\s?s\..*$"
-    found = re.findall(pattern, response.lower(), flags=re.MULTILINE)
+    # IFEval's patterns open with \s* and close with .*$, which match anywhere, so only whether
+    # the marker occurs counts: searched without them (findall rescans every run of spaces)
+    pattern = r"p\.\s?p\.\s?s" if marker == "P.P.S" else r"p\.\s?s\."
+    found = re.search(pattern, response.lower())
     return Verdict(bool(found), f"a postscript starting {marker}", "found" if found else "none")
 
 

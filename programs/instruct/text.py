@@ -92,11 +92,26 @@ def mentions(text: str, names: list[str] | tuple[str, ...]) -> list[tuple[int, i
     """Non-overlapping ``(start, end, name)`` mentions, longest names first ("red cube" wins over "cube")."""
     found = sorted(((m.start(), m.end(), n) for n in set(names) for m in name_pattern(n).finditer(text)),
                    key=lambda t: (-(t[1] - t[0]), t[0]))
+    taken = bytearray(len(text))  # the characters a kept mention covers: linear in the text, not quadratic
     kept: list[tuple[int, int, str]] = []
     for span in found:
-        if all(span[1] <= k[0] or span[0] >= k[1] for k in kept):
+        if not covered(taken, span[0], span[1]):
+            taken[span[0]:span[1]] = b"\x01" * (span[1] - span[0])
             kept.append(span)
     return sorted(kept)
+
+
+def covered(taken: bytearray, start: int, end: int) -> bool:
+    """Whether any character in ``[start, end)`` is marked in ``taken``."""
+    return taken.find(1, start, end) != -1
+
+
+def coverage(text: str, spans: list[tuple[int, int, str]]) -> bytearray:
+    """The characters of ``text`` that ``spans`` cover, marked 1."""
+    taken = bytearray(len(text))
+    for start, end, _ in spans:
+        taken[start:end] = b"\x01" * (end - start)
+    return taken
 
 
 def has(text: str, name: str) -> bool:
@@ -117,8 +132,8 @@ def clauses(text: str, names: list[str] | tuple[str, ...]) -> list[str]:
     """``text``'s sentences cut at ';' and at and / but / while / whereas, never inside a name."""
     out = []
     for sentence in sentences(text):
-        spans = mentions(sentence, names)
-        cuts = [m for m in CLAUSE.finditer(sentence) if all(m.end() <= s or m.start() >= e for s, e, _ in spans)]
+        taken = coverage(sentence, mentions(sentence, names))
+        cuts = [m for m in CLAUSE.finditer(sentence) if not covered(taken, m.start(), m.end())]
         start = 0
         for m in cuts:
             out.append(sentence[start:m.start()])
