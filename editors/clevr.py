@@ -185,7 +185,7 @@ def apply(scene: Scene, edit: Edit | Mapping[str, Any] | str, rule: Mapping[str,
     if edit.replace is not None:
         try:
             new = Scene.from_dict(edit.replace, scene.width, scene.height)
-        except (TypeError, ValueError, KeyError) as exc:
+        except (TypeError, ValueError, KeyError, IndexError) as exc:
             raise InvalidEdit("malformed", f"replacement scene: {exc}", op="replace") from None
         if new.camera != scene.camera and any(abs(c - b) > CAMERA_REACH + 1e-9
                                               for c, b in zip(new.camera.location, Camera().location)):

@@ -51,6 +51,7 @@ from vicogym.programs.chart import (
     question_references,
     relabel,
 )
+from vicogym.sources import LIMITS, check_size, inside, json_lines, read_text
 from vicogym.structures.chart import (
     MAX_DECIMALS,
     MAX_LABEL_CHARS,
@@ -227,6 +228,7 @@ def load_chartqa_table(path: str | Path) -> Table:
     Raises :class:`SourceError` naming the file, the line and what to change."""
     import pandas as pd
 
+    check_size(Path(path), LIMITS["csv"], "CSV table")  # a chart shows a few dozen cells; ChartQA's are < 10 KiB
     _check_field_counts(Path(path))
     try:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8", skip_blank_lines=False)
@@ -581,18 +583,8 @@ def load_chartqa_records(folder: str | Path) -> list[ChartQARecord]:
             f"expected ChartQA records at {qa_path} (one JSON object per line with imgname, query, label)"
         )
     records = []
-    try:
-        lines = qa_path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as exc:
-        raise SourceError(f"{qa_path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8") from None
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise SourceError(f"{qa_path}:{n}: not valid JSON ({exc.msg} at column {exc.colno}); each line must be one "
-                              f"object with imgname, query, label") from None
+    lines = read_text(qa_path, what="records file").splitlines()
+    for n, data in json_lines(lines, str(qa_path), "; each line must be one object with imgname, query, label"):
         if not isinstance(data, dict):
             raise SourceError(
                 f"{qa_path}:{n}: expected a JSON object with imgname, query, label, got {type(data).__name__}"
@@ -625,7 +617,8 @@ class ChartQASource:
         for record in self.records:
             stem = _stem(record.imgname)
             if stem not in self._tables:
-                path = self.folder / "tables" / f"{stem}.csv"
+                path = inside(self.folder / "tables", f"{stem}.csv",
+                              f"{self.folder / 'qa.jsonl'}:{record.line}: imgname {record.imgname!r}", "table")
                 if not path.is_file():
                     raise SourceError(f"{self.folder / 'qa.jsonl'}:{record.line}: imgname {record.imgname!r} has no "
                                       f"table at {path}; add the CSV or remove the record")
@@ -636,7 +629,7 @@ class ChartQASource:
     def table(self, imgname: str) -> Table:
         stem = _stem(imgname)
         if stem not in self._tables:
-            path = self.folder / "tables" / f"{stem}.csv"
+            path = inside(self.folder / "tables", f"{stem}.csv", f"imgname {imgname!r}", "table")
             if not path.is_file():
                 raise SourceError(f"no table for {imgname!r} at {path}")
             self._tables[stem] = load_chartqa_table(path)

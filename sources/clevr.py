@@ -32,7 +32,7 @@ from vicogym.programs.clevr import (
     program_rule,
 )
 from vicogym.sources import read_json
-from vicogym.structures.clevr import ATTRIBUTES, Camera, Lights, Obj, Scene, free_spot
+from vicogym.structures.clevr import ATTRIBUTES, MAX_OBJECTS, MIN_OBJECTS, Camera, Lights, Obj, Scene, free_spot
 from vicogym.validation import is_int
 
 CAMERA_JITTER = 0.5
@@ -125,10 +125,17 @@ class ReleaseSource:
         scenes = {}
         for k, raw in enumerate(data["scenes"]):
             try:
+                objects = raw.get("objects") if isinstance(raw, Mapping) else None
+                if isinstance(objects, list) and not MIN_OBJECTS <= len(objects) <= MAX_OBJECTS:  # before reading any
+                    raise ValueError(f"a CLEVR scene holds {MIN_OBJECTS}-{MAX_OBJECTS} objects, this one has "
+                                     f"{len(objects)}")
                 scene = Scene.from_dict(raw, width, height)
-            except (TypeError, ValueError) as exc:
+                index = raw.get("image_index", k)
+                if not is_int(index, 0):
+                    raise ValueError(f"image_index must be a whole number, got {index!r}")
+            except (TypeError, ValueError, KeyError, IndexError) as exc:
                 raise SourceError(f"{path}: scenes[{k}] is not a CLEVR scene ({exc})") from None
-            scenes[int(raw.get("image_index", k))] = scene
+            scenes[int(index)] = scene
         return scenes
 
     def _load_questions(self, path: Path) -> list[tuple[int, str, dict[str, Any], str, int]]:

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from vicogym.errors import SourceError
-from vicogym.sources import json_lines, read_json, read_text
+from vicogym.sources import inside, json_lines, read_image, read_json, read_text
 from vicogym.structures.natural import Record, Target
 
 DEMO = "demo"
@@ -48,12 +48,11 @@ def load_image(ref: str, base: Path | None = None) -> np.ndarray:
     if ref.startswith("matplotlib:"):
         import matplotlib
 
-        path = Path(matplotlib.get_data_path()) / "sample_data" / ref.split(":", 1)[1]
-        return _read(path, ref)
-    path = Path(ref)
-    if not path.is_absolute() and base is not None:
-        path = base / path
-    return _read(path, ref)
+        samples = Path(matplotlib.get_data_path()) / "sample_data"
+        return _read(inside(samples, ref.split(":", 1)[1], f"image {ref!r}", "sample image"), ref)
+    if base is None:  # a path the caller gives directly, read as given
+        return _read(Path(ref), ref)
+    return _read(inside(base, ref, f"image {ref!r}", "image"), ref)  # a source's record: inside its folder
 
 
 def _read(path: Path, ref: str) -> np.ndarray:
@@ -61,9 +60,7 @@ def _read(path: Path, ref: str) -> np.ndarray:
 
     if not path.is_file():
         raise SourceError(f"image {ref!r}: no file {path}")
-    image = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
-    if image is None:
-        raise SourceError(f"image {ref!r}: {path} is not an image OpenCV can read")
+    image = read_image(path, ref)
     if image.ndim == 3:
         image = cv2.cvtColor(image, cv2.COLOR_BGRA2RGBA if image.shape[2] == 4 else cv2.COLOR_BGR2RGB)
     return _rgb(image, ref)
@@ -161,8 +158,9 @@ def coco_records(folder: Path) -> list[Record]:
         missing = [t for t in q["targets"] if t not in by_id]
         if missing:
             raise SourceError(f"{at}: target {missing[0]!r} is not an annotation id of {where}")
-        file = Path(image["file_name"])
-        path = file if file.is_absolute() or (folder / file).is_file() else Path("images") / file
+        file = image["file_name"]
+        inside(folder, file, f"{where}: image {q['image_id']!r}", "image")  # names the image, not the question
+        path = file if (folder / file).is_file() else f"images/{file}"
         data = {"id": str(q.get("id", f"{q['image_id']}-{k}")), "image": str(path), "question": q["question"],
                 "answer": q["answer"], "answer_type": q["answer_type"],
                 "targets": [_coco_target(by_id[t], labels, f"{at}.targets[{j}]").to_dict()

@@ -40,9 +40,18 @@ def _fail(where: str, expected: str, got: Any) -> ValueError:
     return ValueError(f"{where}: expected {expected}, got {text if len(text) <= 80 else text[:77] + '...'}")
 
 
+#: the most vertices a target's points or polygon may have (COCO's polygons have tens to hundreds)
+MAX_VERTICES = 4096
+#: the most targets a record may protect
+MAX_TARGETS = 64
+
+
 def _xy_list(value: Any, where: str, least: int) -> tuple[tuple[float, float], ...]:
     if not isinstance(value, (list, tuple)) or len(value) < least:
         raise _fail(where, f"a list of at least {least} [x, y] pairs", value)
+    if len(value) > MAX_VERTICES:
+        raise ValueError(f"{where}: {len(value)} vertices, more than the {MAX_VERTICES} a target may have; simplify "
+                         "the outline (e.g. cv2.approxPolyDP)")
     out = []
     for k, pair in enumerate(value):
         if not isinstance(pair, (list, tuple)) or len(pair) != 2 or not all(_finite(v) for v in pair):
@@ -157,6 +166,9 @@ class Record:
         targets = data["targets"]
         if not isinstance(targets, (list, tuple)) or not targets:
             raise _fail(f"{where}.targets", "a non-empty list of targets (what the answer depends on)", targets)
+        if len(targets) > MAX_TARGETS:
+            raise ValueError(f"{where}.targets: {len(targets)} targets, more than the {MAX_TARGETS} a record may "
+                             "protect; ask about fewer objects")
         return cls(data["id"].strip(), data["image"].strip(), data["question"].strip(), answer, answer_type,
                    tuple(Target.from_dict(t, f"{where}.targets[{k}]") for k, t in enumerate(targets)))
 

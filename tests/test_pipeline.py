@@ -1,3 +1,4 @@
+import errno
 import json
 import os
 import shutil
@@ -608,3 +609,24 @@ def test_a_shard_is_the_same_whether_its_block_stopped_early_or_ran_whole(tmp_pa
         assert shard_contents(early, needed) == shard_contents(whole, needed)
         rows, stats, _ = shard_contents(whole, needed)
         assert len(rows) == needed and stats["episodes"] == len(early)
+
+
+def test_a_write_the_machine_refuses_names_the_file_and_what_to_do(tmp_path):
+    """A file-size limit (``ulimit -f``) makes every write past it fail with EFBIG, as a full
+    disk fails with ENOSPC: the command exits 2 with one line naming the file, no traceback."""
+    import resource
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    cmd = [sys.executable, "-m", "vicogym.cli", "generate", "--n", "8", "--out",
+           str(tmp_path / "run"), "--no-progress"]
+    done = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=limited, timeout=300)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and "cannot write" in done.stderr, done.stderr
+    assert str(tmp_path / "run") in " ".join(done.stderr.split()) and "ulimit -f" in done.stderr, done.stderr
+    from vicogym.runs.rounds import writing
+
+    with pytest.raises(RunError, match=r"cannot write /x/y.parquet \(No space left on device\); free some space"):
+        with writing(Path("/x/y.parquet")):
+            raise OSError(errno.ENOSPC, "No space left on device")

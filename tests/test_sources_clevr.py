@@ -168,3 +168,25 @@ def test_procedural_source_honours_object_counts_and_refuses_a_split():
     assert {len(source.scene(rng).objects) for _ in range(12)} <= {5, 6}
     with pytest.raises(SourceError, match="the procedural source has none"):
         make_source("procedural", 320, 240, split="val")
+
+
+@pytest.mark.parametrize("count", [0, 2, 11, 500])
+def test_scenes_outside_clevrs_object_counts_are_refused_at_load_naming_the_file(tmp_path, count):
+    folder, scenes = _release(tmp_path, None)
+    objects = scenes[0]["objects"]
+    scenes[1]["objects"] = (objects * 200)[:count]
+    (folder / "scenes" / "CLEVR_val_scenes.json").write_text(json.dumps({"info": {}, "scenes": scenes}))
+    with pytest.raises(SourceError, match=rf"CLEVR_val_scenes.json: scenes\[1\] is not a CLEVR scene \(a CLEVR "
+                                          rf"scene holds 3-10 objects, this one has {count}\)"):
+        ReleaseSource(folder, 64, 48)
+
+
+def test_deep_or_unreadable_scene_files_are_named(tmp_path):
+    folder, _ = _release(tmp_path, None)
+    path = folder / "scenes" / "CLEVR_val_scenes.json"
+    path.write_text('{"scenes": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(SourceError, match="CLEVR_val_scenes.json: JSON nested deeper than the parser follows"):
+        ReleaseSource(folder, 64, 48)
+    path.write_text('{"info": {}, "scenes": [{"image_index": "x", "objects": []}]}')
+    with pytest.raises(SourceError, match=r"CLEVR_val_scenes.json: scenes\[0\]"):
+        ReleaseSource(folder, 64, 48)

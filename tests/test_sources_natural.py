@@ -173,3 +173,34 @@ def test_unknown_sources_say_what_is_accepted(source):
 
 def test_demo_records_parse_without_images():
     assert all(isinstance(r, Record) for r in demo_records())
+
+
+def _one_record_file(tmp_path, **change):
+    record = {"id": "q", "image": "s.png", "question": "How many?", "answer": 1, "answer_type": "number",
+              "targets": [{"label": "a", "box": [0, 0, 5, 5]}], **change}
+    (tmp_path / "r.jsonl").write_text(json.dumps(record) + "\n", encoding="utf-8")
+    return str(tmp_path / "r.jsonl")
+
+
+def test_images_and_records_are_bounded_before_decoding_and_stay_inside_their_folder(tmp_path):
+    folder = tmp_path / "set"
+    folder.mkdir()
+    outside = tmp_path / "outside.png"
+    cv2.imwrite(str(outside), np.zeros((50, 50, 3), np.uint8))
+    cv2.imwrite(str(folder / "s.png"), np.zeros((50, 50, 3), np.uint8))
+    cv2.imwrite(str(folder / "wide.png"), np.zeros((3000, 20000), np.uint8))  # 60 MP in about 60 KB
+    bad = {
+        "../outside.png": "lies outside", str(outside): "lies outside", "wide.png": "20000 x 3000 pixels, more than",
+        "matplotlib:../../../../outside.png": "lies outside",
+    }
+    for ref, message in bad.items():
+        with pytest.raises(SourceError, match=message) as info:
+            RecordSource(_one_record_file(folder, image=ref))
+        assert "r.jsonl" in str(info.value)
+    polygon = [[i % 40, (i * 7) % 40] for i in range(5000)]
+    with pytest.raises(SourceError, match="r.jsonl:1.targets\\[0\\].polygon: 5000 vertices, more than the 4096"):
+        RecordSource(_one_record_file(folder, targets=[{"label": "a", "polygon": polygon}]))
+    with pytest.raises(SourceError, match="deep.jsonl:1: JSON nested deeper than the parser follows"):
+        (folder / "deep.jsonl").write_text('{"id": ' + "[" * 100_000 + "]" * 100_000 + "}\n", encoding="utf-8")
+        RecordSource(str(folder / "deep.jsonl"))
+    assert len(RecordSource(_one_record_file(folder))) == 1

@@ -13,20 +13,42 @@ stopped, and a run with other settings is refused.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from vicogym.errors import RunError
+
+
+@contextmanager
+def writing(path: Path) -> Iterator[None]:
+    """Turn an ``OSError`` while writing ``path`` (a full disk, a file-size limit, no
+    permission) into a :class:`RunError` that names the file and what to do."""
+    try:
+        yield
+    except RunError:
+        raise
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        if exc.errno == errno.ENOSPC or "No space left" in str(exc):
+            hint = "; free some space on that disk, or write to another with --out"
+        elif exc.errno == errno.EFBIG or "too large" in str(exc).lower():
+            hint = "; the file is larger than this process may write (raise `ulimit -f`)"
+        else:
+            hint = ""
+        raise RunError(f"cannot write {path} ({reason}){hint}") from None
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write ``data`` as JSON to ``path`` in one step (a temporary file moved into place),
     so that a crash leaves the old file or the new one, never half of one."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
-    os.replace(tmp, path)
+    with writing(path):
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, path)
 
 
 def differing(stored: Mapping[str, Any], identity: Mapping[str, Any], growable: Iterable[str] = ()) -> list[str]:

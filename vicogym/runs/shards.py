@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from vicogym.errors import RunError
-from vicogym.runs.rounds import check_identity, write_json_atomic
+from vicogym.runs.rounds import check_identity, write_json_atomic, writing
 
 SHARD_GLOB = "part-*.parquet"
 #: the columns a row's content hash covers (the trainer columns are derived from them)
@@ -76,8 +76,9 @@ def write_shard(out: Path, block: int, rows: list[dict[str, Any]], stats: dict[s
     })
     path = shard_path(out, block)
     tmp = path.with_suffix(".tmp")
-    pq.write_table(table, tmp, compression="zstd")
-    os.replace(tmp, path)
+    with writing(path):
+        pq.write_table(table, tmp, compression="zstd")
+        os.replace(tmp, path)
     return {"name": path.name, "rows": len(rows), "sha256": file_sha256(path),
             "row_hashes": {row["id"]: row_hash(row) for row in rows}}
 
@@ -250,8 +251,9 @@ class RunFolder:
             if not path.is_file():
                 path.parent.mkdir(parents=True, exist_ok=True)
                 tmp = path.with_name(path.name + ".tmp")
-                tmp.write_bytes(data)
-                os.replace(tmp, path)
+                with writing(path):
+                    tmp.write_bytes(data)
+                    os.replace(tmp, path)
             written[name] = hashlib.sha256(data).hexdigest()
         return written
 
