@@ -345,3 +345,19 @@ def test_a_second_writer_is_refused_and_loses_nothing(tmp_path):
     finally:
         holder.unlock()
     assert synthesize(config)["samples"] >= 4
+
+
+def test_a_run_that_failed_before_its_first_round_does_not_block_a_retry_with_other_settings(tmp_path):
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on: the writer's server is down
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    dead = small(tmp_path, writer=f"openai:writer@http://127.0.0.1:{port}/v1", n=4)
+    with pytest.raises(Exception) as info:
+        synthesize(dead)
+    assert "writer" in str(info.value).lower() or "connect" in str(info.value).lower(), info.value
+    manifest = synthesize(small(tmp_path, n=4))  # the same --out, the writer fixed
+    assert manifest["samples"] >= 4
+    with pytest.raises(RunError, match="writer"):  # once a round is committed, other settings are refused again
+        synthesize(small(tmp_path, writer={"kind": "simulated", "skill": 0.5}, n=8))

@@ -70,7 +70,9 @@ class Memory:
     def check_identity(self, identity: Mapping[str, Any]) -> None:
         """Record the run's identity, or refuse a memory written by a different run."""
         known = self.meta("identity")
-        if known is None:
+        if known is None or (known != json.loads(json.dumps(dict(identity))) and self.next_round() == 0):
+            # a run that committed no round (its first one failed: a dead model URL) holds nothing
+            # another run could clash with, so a retry with other settings takes its place
             self.set_meta("identity", dict(identity))
             return
         check_identity(known, identity, f"{self.path} belongs to a run with other settings ({{changed}} differ); "
