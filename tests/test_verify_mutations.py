@@ -140,3 +140,174 @@ def test_every_consistent_corruption_is_caught(chartqa_run, tmp_path, chartqa):
         assert row_id in problems, f"{name}: not caught"
     assert set(problems) == set(targets), problems  # nothing else was disturbed
     assert len({problems[row_id] for row_id in targets}) >= 8  # caught by different checks, not one blanket failure
+
+
+# -- tampering with the run as a whole: each made consistent (hashes, counts and ids recomputed) --
+@pytest.fixture(scope="module")
+def small_runs(tmp_path_factory):
+    """Two procedural runs of 32 samples, 8 episodes a shard, differing only in their seed."""
+    runs = {}
+    for seed in (5, 6):
+        out = tmp_path_factory.mktemp("whole") / f"run{seed}"
+        generate(GenerateConfig(n=32, out=str(out), seed=seed, episodes_per_shard=8,
+                                env_kwargs={"k": 3, "max_turns": 3}), progress=False)
+        assert verify(out).ok
+        runs[seed] = out
+    return runs
+
+
+def _shards(folder):
+    return {p.name: pq.read_table(p).to_pylist() for p in sorted(folder.glob("part-*.parquet"))}
+
+
+def _write_consistently(folder, shards):
+    """Write ``{name: rows}`` as the run's shards (others deleted) and recompute every
+    integrity record the manifest keeps: shard entries, hashes, counts."""
+    schema = pq.read_table(next(folder.glob("part-*.parquet"))).schema
+    manifest = json.loads((folder / "manifest.json").read_text())
+    old = {e["name"]: e for e in manifest["shards"]}
+    for path in folder.glob("part-*.parquet"):
+        path.unlink()
+    entries = []
+    for name, rows in shards.items():
+        pq.write_table(pa.Table.from_pylist(rows, schema=schema), folder / name)
+        entry = dict(old.get(name) or next(iter(old.values())), name=name, rows=len(rows),
+                     sha256=file_sha256(folder / name), row_hashes={r["id"]: row_hash(r) for r in rows})
+        entries.append(entry)
+    manifest["shards"] = entries
+    manifest["counts"]["samples"] = sum(len(rows) for rows in shards.values())
+    manifest["counts"]["episodes"] = sum(e["episodes"][1] - e["episodes"][0] for e in entries)
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    return manifest
+
+
+def _renamed(row, seed=None, episode=None, turn=None):
+    from vicogym.runs.generate import episode_seed
+    from vicogym.runs.verify import ROW_ID
+
+    match = ROW_ID.fullmatch(row["id"])
+    seed = int(match["seed"]) if seed is None else seed
+    episode = int(match["episode"]) if episode is None else episode
+    turn = int(match["turn"]) if turn is None else turn
+    new = copy.deepcopy(row)
+    new["id"] = f"{match['slug']}-s{seed}-e{episode:07d}-t{turn}"
+    provenance = dict(json.loads(row["provenance"]), index=episode, turn=turn, seed=episode_seed(seed, episode),
+                      run_seed=seed)
+    new["provenance"] = json.dumps(provenance, sort_keys=True)
+    new["images"][0]["path"] = new["images"][0].get("path") and new["id"] + ".png"
+    new["extra_info"].update(id=new["id"], index=episode)  # the verl columns follow
+    return new
+
+
+def _tampered(small_runs, tmp_path, change):
+    bad = tmp_path / "bad"
+    shutil.copytree(small_runs[5], bad)
+    shards = _shards(bad)
+    change(shards, bad)
+    _write_consistently(bad, shards)
+    return verify(bad)
+
+
+def _extra_turn(shards, folder):
+    """A cell change written into a row's trace as one more turn, its image re-rendered."""
+    from vicogym.images import encode_png
+
+    name, rows = next(iter(shards.items()))
+    row = next(r for r in rows if r["label_rule"] == "program")
+    trace = json.loads(row["edit_trace"])
+    changed = _other_valid_sample(row)
+    turn = trace[-1]["turn"] + 1 if trace else 1
+    structure = json.loads(changed["structure"])
+    table = structure["table"]
+    edit = {"ops": [{"op": "set_cell", "row": table["rows"][-1], "series": table["series"][-1],
+                     "value": table["values"][-1][-1]}]}
+    new = _renamed(dict(row, **{k: v for k, v in changed.items() if k != "image"}), turn=turn)
+    new["edit_trace"] = json.dumps(trace + [{"turn": turn, "edit": edit, "answer": changed["answer"],
+                                             "pass_rate": row["pass_rate"]}], sort_keys=True)
+    new["images"][0]["bytes"] = changed["image"] if isinstance(changed["image"], bytes) else encode_png(
+        changed["image"])
+    rows[rows.index(row)] = _sync_trainer_columns(new)
+
+
+def _pass_rate_and_reward(shards, folder):
+    from vicogym.rewards import RewardConfig, difficulty_reward
+
+    rows = next(iter(shards.values()))
+    row = rows[0]
+    row["pass_rate"] = 0.5 if row["pass_rate"] != 0.5 else 0.0
+    row["reward"] = difficulty_reward(row["pass_rate"], RewardConfig())
+
+
+TAMPERING = {
+    "the last shard deleted with its manifest entry": lambda shards, folder: shards.pop(sorted(shards)[-1]),
+    "a row duplicated under a new id": lambda shards, folder: shards["part-00000.parquet"].insert(
+        1, _renamed(shards["part-00000.parquet"][0], turn=9)),
+    "a row moved to another shard": lambda shards, folder: shards["part-00001.parquet"].insert(
+        0, shards["part-00000.parquet"].pop()),
+    "rows reordered": lambda shards, folder: shards["part-00000.parquet"].reverse(),
+    "shards swapped": lambda shards, folder: shards.update({"part-00000.parquet": shards["part-00001.parquet"],
+                                                            "part-00001.parquet": shards["part-00000.parquet"]}),
+    "a cell change written as an extra turn": _extra_turn,
+    "pass_rate and reward changed together": _pass_rate_and_reward,
+    "the rows of one episode removed": lambda shards, folder: shards["part-00000.parquet"].pop(2),
+}
+
+
+@pytest.mark.parametrize("kind", list(TAMPERING))
+def test_tampering_with_the_run_as_a_whole_is_caught(small_runs, tmp_path, kind):
+    findings = _tampered(small_runs, tmp_path, TAMPERING[kind])
+    assert not findings.ok, f"{kind}: not caught ({findings.rows} rows verified)"
+
+
+@pytest.mark.parametrize("rename", [False, True])
+def test_a_row_of_another_seeds_run_is_caught_with_or_without_its_id_renamed(small_runs, tmp_path, rename):
+    other = pq.read_table(next(small_runs[6].glob("part-*.parquet"))).to_pylist()[0]
+
+    def insert(shards, folder):
+        rows = shards["part-00000.parquet"]
+        victim = rows[1]
+        rows[1] = _renamed(other, seed=5, episode=int(victim["id"].split("-e")[1][:7])) if rename else other
+
+    findings = _tampered(small_runs, tmp_path, insert)
+    assert not findings.ok
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda m: m.update(counts=[]), "'counts' is [], expected an object"),
+    (lambda m: m.update(config=None), "'config' is None, expected an object"),
+    (lambda m: m["config"].update(env_kwargs=[1]), "config.env_kwargs is [1], expected an object of settings"),
+    (lambda m: m.update(shards=[{"name": 3}]), "shards[0] is {'name': 3}, expected {name, rows, sha256, ...}"),
+])
+def test_a_malformed_manifest_is_a_message_not_a_traceback(small_runs, tmp_path, change, message):
+    from vicogym.errors import RunError
+
+    bad = tmp_path / "bad"
+    shutil.copytree(small_runs[5], bad)
+    manifest = json.loads((bad / "manifest.json").read_text())
+    change(manifest)
+    (bad / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(RunError, match="manifest.json is damaged: " + __import__("re").escape(message)):
+        verify(bad)
+
+
+def test_a_row_nested_too_deep_is_that_rows_problem(small_runs, tmp_path):
+    def deep(shards, folder):
+        shards["part-00000.parquet"][0]["label"] = "[" * 100_000 + "]" * 100_000
+
+    findings = _tampered(small_runs, tmp_path, deep)
+    row_id = _shards(small_runs[5])["part-00000.parquet"][0]["id"]
+    assert row_id in dict(findings.problems) and findings.rows == 32
+
+
+def test_a_run_whose_source_is_gone_fails_unless_unreplayed_rows_are_allowed(tmp_path, chartqa):
+    source = tmp_path / "chartqa"
+    shutil.copytree(chartqa, source)
+    out = tmp_path / "run"
+    generate(GenerateConfig(n=4, out=str(out), seed=1, episodes_per_shard=4,
+                            env_kwargs={"k": 2, "max_turns": 2, "source": str(source)}), progress=False)
+    assert verify(out).ok
+    shutil.rmtree(source)
+    findings = verify(out)
+    assert not findings.ok and "4 of 4 rows were not replayed" in dict(findings.problems)[str(out)]
+    allowed = verify(out, allow_unreplayed=True)
+    assert allowed.ok and any("4 of 4 rows were not replayed" in note for note in allowed.notes)

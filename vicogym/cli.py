@@ -212,6 +212,9 @@ def verify(
     out: str = typer.Argument(..., help="a folder (or filesystem URL) written by `vicogym generate`"),
     images: bool = typer.Option(True, "--images/--no-images", help="decode, re-render and compare every image"),
     source: Optional[str] = typer.Option(None, "--source", help="the run's source data, to replay its episodes from"),
+    allow_unreplayed: bool = typer.Option(False, "--allow-unreplayed",
+                                          help="accept rows whose episodes cannot be replayed here (their source is "
+                                          "not on this machine): the other checks alone"),
 ) -> None:
     """Check a run against its manifest, replay every episode and re-derive every label."""
     from vicogym.errors import VicogymError
@@ -221,7 +224,8 @@ def verify(
         if instruct.is_instruct_run(out):
             notes, (rows, problems) = [], instruct.verify_instruct(out, images=images)
         else:
-            findings = _workflow("runs.verify").verify(out, images=images, source=source)
+            findings = _workflow("runs.verify").verify(out, images=images, source=source,
+                                                       allow_unreplayed=allow_unreplayed)
             notes, rows, problems = findings.notes, findings.rows, findings.problems
     except (VicogymError, ValueError, OSError) as exc:
         raise _fail(str(exc)) from None

@@ -33,6 +33,8 @@ def row_fields() -> list[Any]:
         ("structure", pa.string()), ("payloads", payloads), ("seed_structure", pa.string()),
         ("seed_payloads", payloads), ("edit_trace", pa.string()), ("pass_rate", pa.float64()),
         ("pass_rate_before", pa.float64()), ("reward", pa.float64()), ("provenance", pa.string()),
+        # the K answers each pass rate was scored from (the sample's, then the seed's): verify re-scores them
+        ("actor_answers", pa.list_(pa.string())), ("seed_actor_answers", pa.list_(pa.string())),
     ]
 
 
@@ -80,6 +82,9 @@ class Kept:
     reward: float
     sweet: bool
     trace: list[dict[str, Any]]
+    #: the actor's K answers its pass rate was scored from, and those of the episode's seed
+    answers: tuple[str, ...] = ()
+    seed_answers: tuple[str, ...] = ()
 
 
 def run_episode(env: Any, rewriter: Any, *, seed: int, rng: np.random.Generator,
@@ -89,7 +94,7 @@ def run_episode(env: Any, rewriter: Any, *, seed: int, rng: np.random.Generator,
     if keep not in KEEP_POLICIES:
         raise ValueError(f"expected keep in {KEEP_POLICIES}, got {keep!r}")
     obs, info = env.reset(seed=seed)
-    seed_sample, p0 = info["sample"], info["pass_rate"]
+    seed_sample, p0, seed_answers = info["sample"], info["pass_rate"], tuple(info["actor_answers"])
     stats = EpisodeStats(seed_rejections=Counter(info.get("seed_rejections", {})))
     kept: list[Kept] = []
     while True:
@@ -105,7 +110,7 @@ def run_episode(env: Any, rewriter: Any, *, seed: int, rng: np.random.Generator,
         if info["valid"]:
             stats.valid += 1
             kept.append(Kept(info["turn"], info["sample"], info["pass_rate"], float(reward), info["sweet"],
-                             info["edit_trace"]))
+                             info["edit_trace"], tuple(info["actor_answers"]), seed_answers))
         else:
             stats.rejections[info["error"]["code"]] += 1
         if terminated or truncated:
@@ -141,4 +146,6 @@ def sample_row(arm: Arm, env_id: str, row_id: str, kept: Kept, seed_sample: Samp
         "pass_rate_before": float(pass_rate_before),
         "reward": float(kept.reward),
         "provenance": json.dumps(provenance, sort_keys=True),
+        "actor_answers": list(kept.answers),
+        "seed_actor_answers": list(kept.seed_answers),
     }

@@ -28,6 +28,8 @@ SHARD_GLOB = "part-*.parquet"
 #: the columns a row's content hash covers (the trainer columns are derived from them)
 HASHED_COLUMNS = ("id", "env_id", "source_id", "question", "answer", "label_rule", "label", "structure",
                   "seed_structure", "edit_trace", "pass_rate", "pass_rate_before", "reward", "provenance")
+#: hashed where a row has them (runs written before rows kept their actor answers keep their hashes)
+HASHED_IF_PRESENT = ("actor_answers", "seed_actor_answers")
 RUN_FILE = "run.json"
 MANIFEST_FILE = "manifest.json"
 LOCK_FILE = ".lock"
@@ -51,7 +53,8 @@ def row_hash(row: dict[str, Any]) -> str:
     """SHA-256 of a row's content: its label-bearing columns, its image and its payloads."""
     from vicogym.core import canonical_json
 
-    digest = hashlib.sha256(canonical_json({c: row.get(c) for c in HASHED_COLUMNS}).encode("utf-8"))
+    content = {c: row.get(c) for c in HASHED_COLUMNS} | {c: row[c] for c in HASHED_IF_PRESENT if c in row}
+    digest = hashlib.sha256(canonical_json(content).encode("utf-8"))
     images = row.get("images") or [{}]
     digest.update(hashlib.sha256(bytes((images[0] or {}).get("bytes") or b"")).digest())
     for column in ("payloads", "seed_payloads"):

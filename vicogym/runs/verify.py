@@ -11,11 +11,22 @@ and every recorded edit applied again, which must give the stored seed, question
 structure and answer. Shared files (``files/``) must be those the manifest lists, with
 their recorded SHA-256; an arm reads them (a natural image's source and mask) only after
 that check. Any problem is reported; nothing is trusted because it is stored.
+
+The run's settings fix what a finished run holds, and verify checks the folder against
+them: shards are consecutive blocks of ``episodes_per_shard`` episodes, a run short of
+``n`` samples used its whole episode budget, every row's id, provenance and shard follow
+from the run's seed and its episode index, rows stand in episode order, each pass rate is
+the score of the K actor answers the row keeps, and each reward follows from its pass
+rate. With the built-in ``random`` rewriter every episode is played again from its seed:
+the rewriter proposes the same edits, so the edit trace, the turn kept and which
+episodes yield rows are all re-derived, not read. Rows whose episodes cannot be replayed
+(the run's source is not on this machine) are a problem unless ``allow_unreplayed``.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -35,6 +46,8 @@ class Findings:
     rows: int = 0
     problems: list[tuple[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: rows whose episodes could not be replayed here (their source is not on this machine)
+    unreplayed: int = 0
 
     @property
     def ok(self) -> bool:
@@ -42,6 +55,10 @@ class Findings:
 
     def add(self, where: str, reason: str) -> None:
         self.problems.append((where, reason))
+
+    def has(self, where: str) -> bool:
+        """Whether a problem is reported at ``where`` already (a row gets its first one)."""
+        return any(w == where for w, _ in self.problems)
 
 
 def read_manifest(out: Path) -> dict[str, Any]:
@@ -54,12 +71,46 @@ def read_manifest(out: Path) -> dict[str, Any]:
         raise RunError(f"{out} has no {MANIFEST_FILE}; {hint}")
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
-        shards = manifest["shards"]
-        if not all(isinstance(s, dict) and {"name", "rows", "sha256"} <= set(s) for s in shards):
-            raise KeyError("shards")
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise RunError(f"{path} is damaged ({type(exc).__name__}: {exc}); regenerate into a new --out") from None
+    except (OSError, ValueError, RecursionError) as exc:
+        raise RunError(f"{path} is damaged ({type(exc).__name__}: {str(exc)[:200]}); regenerate into a new --out"
+                       ) from None
+    problem = manifest_problem(manifest)
+    if problem:
+        raise RunError(f"{path} is damaged: {problem}; regenerate into a new --out")
     return manifest
+
+
+def manifest_problem(manifest: Any) -> str | None:
+    """What makes ``manifest`` no manifest of a generation run, or ``None``."""
+    from vicogym.core import short_repr
+    from vicogym.validation import is_int
+
+    if not isinstance(manifest, dict):
+        return f"expected a JSON object, got {short_repr(manifest)}"
+    for key, kind, name in (("config", dict, "an object"), ("counts", dict, "an object"), ("env", dict, "an object"),
+                            ("shards", list, "a list")):
+        if not isinstance(manifest.get(key), kind):
+            return f"{key!r} is {short_repr(manifest.get(key))}, expected {name}"
+    config, counts = manifest["config"], manifest["counts"]
+    if not isinstance(config.get("env_kwargs"), dict):
+        return f"config.env_kwargs is {short_repr(config.get('env_kwargs'))}, expected an object of settings"
+    for key in ("seed", "n", "episodes_per_shard"):
+        if not is_int(config.get(key), 0):
+            return f"config.{key} is {short_repr(config.get(key))}, expected a whole number"
+    for key in ("samples", "requested", "episodes"):
+        if not is_int(counts.get(key), 0):
+            return f"counts.{key} is {short_repr(counts.get(key))}, expected a whole number"
+    if not isinstance(manifest["env"].get("id"), str):
+        return f"env.id is {short_repr(manifest['env'].get('id'))}, expected an environment id"
+    for i, entry in enumerate(manifest["shards"]):
+        if not (isinstance(entry, dict) and isinstance(entry.get("name"), str) and is_int(entry.get("rows"), 0)
+                and isinstance(entry.get("sha256"), str)):
+            return f"shards[{i}] is {short_repr(entry)}, expected {{name, rows, sha256, ...}}"
+        episodes = entry.get("episodes")
+        if episodes is not None and not (isinstance(episodes, list) and len(episodes) == 2
+                                         and all(is_int(x, 0) for x in episodes)):
+            return f"shards[{i}].episodes is {short_repr(episodes)}, expected [first, end]"
+    return None
 
 
 def _read_shard(path: Path, findings: Findings) -> list[dict[str, Any]] | None:
@@ -125,15 +176,17 @@ class _Arms:
                 env.close()
 
 
-def verify(out: str | Path, *, images: bool = True, source: str | Path | None = None) -> Findings:
+def verify(out: str | Path, *, images: bool = True, source: str | Path | None = None,
+           allow_unreplayed: bool = False) -> Findings:
     """Check every shard and row of the run in ``out``; a :class:`Findings`. ``images=False``
-    skips decoding and re-rendering; ``source`` compares rows with that source folder.
-    ``out`` may be a filesystem URL (``s3://bucket/prefix``): a local copy is checked."""
+    skips decoding and re-rendering; ``source`` compares rows with that source folder;
+    ``allow_unreplayed`` accepts rows whose episodes cannot be replayed here (a note, not a
+    problem). ``out`` may be a filesystem URL (``s3://bucket/prefix``): a local copy is checked."""
     with local_run(out) as folder:
-        return _verify(folder, images, source)
+        return _verify(folder, images, source, allow_unreplayed)
 
 
-def _verify(out: Path, images: bool, source: str | Path | None) -> Findings:
+def _verify(out: Path, images: bool, source: str | Path | None, allow_unreplayed: bool) -> Findings:
     manifest = read_manifest(out)
     findings = Findings()
     listed = {s["name"]: s for s in manifest["shards"]}
@@ -141,10 +194,13 @@ def _verify(out: Path, images: bool, source: str | Path | None) -> Findings:
         if path.name not in listed:
             findings.add(path.name, "is not in the manifest (a shard from elsewhere, or a copy)")
     files_ok = _check_side_files(out, manifest, findings)
+    shape = _RunShape(manifest, findings)
     arms = _Arms(manifest, findings, None if source is None else str(source), out / FILES_DIR if files_ok else None)
+    replay = _Replay(manifest, arms, findings)
     seen: dict[str, str] = {}
     try:
-        for name, entry in listed.items():
+        for block, (name, entry) in enumerate(listed.items()):
+            shape.check_entry(block, name, entry)
             path = out / name
             if not path.is_file():
                 findings.add(name,
@@ -165,18 +221,246 @@ def _verify(out: Path, images: bool, source: str | Path | None) -> Findings:
                     findings.add(str(row.get("id")), f"is not among the rows the manifest records for {name}")
                 elif recorded != row_hash(row):
                     findings.add(str(row.get("id")), "content differs from the hash recorded at generation")
-                _check_row(row, name, seen, arms, findings, images)
+                _guarded(row, findings, _check_row, row, name, seen, arms, findings, images)
+            replay.block(shape.rows_by_episode(block, name, rows), shape.episodes_of(block, entry))
     finally:
         arms.close()
-    if manifest.get("finished") is False:
-        findings.add(MANIFEST_FILE, "the run did not finish (interrupted); run the same generate command again to "
-                   "complete it")
-    expected = manifest.get("counts", {}).get("samples")
-    if findings.rows != expected:
-        findings.add(MANIFEST_FILE, f"records {expected} samples, the shards hold {findings.rows}")
+    shape.check_totals(findings.rows)
     if findings.rows == 0:
         findings.add(str(out), "holds no rows")
+    if findings.unreplayed:
+        message = (f"{findings.unreplayed} of {findings.rows} rows were not replayed (their episodes' source cannot "
+                   f"be opened here); their seeds and edits are unchecked")
+        if allow_unreplayed:
+            findings.notes.append(message)
+        else:
+            findings.add(str(out), f"{message}: pass --source DIR to replay them, or --allow-unreplayed to accept "
+                         "the other checks alone")
     return findings
+
+
+def _turns(trace: Any) -> list[Any] | None:
+    """A trace's turns, edits and answers (pass rates are the actor's: checked from its answers)."""
+    if not isinstance(trace, list):
+        return None
+    return [{k: t.get(k) for k in ("turn", "edit", "answer")} if isinstance(t, dict) else t for t in trace]
+
+
+def _guarded(row: Any, findings: Findings, check: Any, *args: Any) -> None:
+    """Run one row's check; whatever a damaged row makes it raise is that row's problem."""
+    try:
+        check(*args)
+    except Exception as exc:  # a row is data: nothing it holds may stop the verification
+        where = str(row.get("id")) if isinstance(row, dict) else "a row"
+        findings.add(where, f"cannot be checked ({type(exc).__name__}: {str(exc)[:200]})")
+
+
+#: a generated row's id: the environment, the run's seed, the episode and the turn it was kept at
+ROW_ID = re.compile(r"(?P<slug>[a-z0-9_.-]+)-s(?P<seed>[0-9]+)-e(?P<episode>[0-9]{7})-t(?P<turn>[0-9]+)")
+
+
+class _RunShape:
+    """What the run's settings say its folder holds: consecutive blocks of episodes, every
+    row's id, provenance and shard following from the seed and its episode, rows in
+    episode order, and as many samples as asked for (or the whole episode budget used)."""
+
+    def __init__(self, manifest: dict[str, Any], findings: Findings):
+        from vicogym.runs.generate import episode_seed
+
+        config = manifest["config"]
+        self.findings, self.manifest, self.episode_seed = findings, manifest, episode_seed
+        self.seed, self.n, self.per_shard = int(config["seed"]), int(config["n"]), int(config["episodes_per_shard"])
+        max_episodes = config.get("max_episodes")
+        self.budget = int(max_episodes) if isinstance(max_episodes, int) and max_episodes > 0 else max(4 * self.n, 32)
+        self.slug = manifest["env"]["id"].split("/")[-1].lower()
+        self.episodes = 0
+        self.last: tuple[int, int] = (-1, 0)
+        self.ends_short = False
+
+    def episodes_of(self, block: int, entry: dict[str, Any]) -> range:
+        first = block * self.per_shard
+        episodes = entry.get("episodes")
+        return range(first, episodes[1] if episodes else min(first + self.per_shard, self.budget))
+
+    def check_entry(self, block: int, name: str, entry: dict[str, Any]) -> None:
+        expected = f"part-{block:05d}.parquet"
+        if name != expected:
+            self.findings.add(name, f"stands where the manifest's block {block} ({expected}) should (shards are "
+                              "consecutive blocks from part-00000)")
+        if self.ends_short:
+            self.findings.add(name, "follows a shard that did not hold a whole block (only the last shard may)")
+        span = self.episodes_of(block, entry)
+        first, end = block * self.per_shard, min((block + 1) * self.per_shard, self.budget)
+        if entry.get("episodes") is not None and (span.start != first or not first < span.stop <= end):
+            self.findings.add(name, f"records episodes {entry['episodes']}, block {block} holds [{first}, at most "
+                              f"{end}]")
+        self.ends_short = span.stop < end
+        self.episodes += max(0, span.stop - span.start)
+
+    def rows_by_episode(self, block: int, name: str, rows: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
+        """The shard's rows by episode, after their ids, provenance, order and membership
+        are checked (rows that fail are reported and left out)."""
+        span = self.episodes_of(block, self.manifest["shards"][block])
+        out: dict[int, list[dict[str, Any]]] = {}
+        for row in rows:
+            row_id = str(row.get("id"))
+            match = ROW_ID.fullmatch(row_id)
+            if match is None or match["slug"] != self.slug:
+                self.findings.add(row_id, f"is no id of this run ({self.slug}-s{self.seed}-e<episode>-t<turn>)")
+                continue
+            e, turn = int(match["episode"]), int(match["turn"])
+            problem = None
+            if int(match["seed"]) != self.seed:
+                problem = f"names seed {match['seed']}, the run's seed is {self.seed} (a row of another run)"
+            elif e not in span:
+                problem = f"is episode {e}, but {name} holds episodes {span.start}-{span.stop - 1}"
+            elif (e, turn) <= self.last:
+                problem = f"stands after e{self.last[0]:07d}-t{self.last[1]}: rows are in episode and turn order"
+            else:
+                problem = self._provenance_problem(row, e, turn)
+            if problem:
+                self.findings.add(row_id, problem)
+                continue
+            self.last = (e, turn)
+            out.setdefault(e, []).append(row)
+        return out
+
+    def _provenance_problem(self, row: dict[str, Any], e: int, turn: int) -> str | None:
+        try:
+            provenance = json.loads(row["provenance"])
+        except (KeyError, TypeError, ValueError, RecursionError):
+            return "its provenance is not a JSON object"
+        if not isinstance(provenance, dict):
+            return "its provenance is not a JSON object"
+        want = {"index": e, "turn": turn, "seed": self.episode_seed(self.seed, e), "run_seed": self.seed}
+        wrong = [k for k, v in want.items() if provenance.get(k) != v]
+        if wrong:
+            return (f"its provenance {wrong[0]} is {provenance.get(wrong[0])!r}; episode {e} of seed {self.seed} has "
+                    f"{want[wrong[0]]!r}")
+        return None
+
+    def check_totals(self, rows: int) -> None:
+        counts, add = self.manifest["counts"], self.findings.add
+        if self.manifest.get("finished") is False:
+            add(MANIFEST_FILE, "the run did not finish (interrupted); run the same generate command again to complete "
+                "it")
+            return
+        if counts["samples"] != rows:
+            add(MANIFEST_FILE, f"records {counts['samples']} samples, the shards hold {rows}")
+        if counts["requested"] != self.n:
+            add(MANIFEST_FILE, f"records {counts['requested']} samples requested, its config asks for {self.n}")
+        if counts["episodes"] != self.episodes:
+            add(MANIFEST_FILE, f"records {counts['episodes']} episodes, its shards' blocks hold {self.episodes}")
+        if rows > self.n:
+            add(MANIFEST_FILE, f"the shards hold {rows} rows, more than the {self.n} the run asked for")
+        elif rows < self.n and self.episodes < self.budget:
+            add(MANIFEST_FILE, f"the shards hold {rows} of the {self.n} samples asked for after {self.episodes} "
+                f"episodes, but a run stops short only at its budget of {self.budget} episodes: shards are missing")
+        if bool(self.manifest.get("complete")) != (rows >= self.n):
+            add(MANIFEST_FILE, f"says complete={self.manifest.get('complete')!r} with {rows} of {self.n} samples")
+
+
+class _Replay:
+    """Every episode played again from its seed. With the built-in ``random`` rewriter the
+    rewriter proposes again (its randomness depends on the run's seed and the episode
+    alone, and no actor answer steers it), so which turns an episode accepts, its edit
+    trace and which rows it yields are re-derived; with another rewriter the recorded
+    edits are applied again. Episodes whose source cannot be opened count as unreplayed."""
+
+    def __init__(self, manifest: dict[str, Any], arms: "_Arms", findings: Findings):
+        from vicogym.policies import parse_rewriter
+
+        config = manifest["config"]
+        self.env_id, self.arms, self.findings = manifest["env"]["id"], arms, findings
+        self.seed, self.n, self.keep = int(config["seed"]), int(config["n"]), config.get("keep", "final")
+        self.rewriter = config.get("rewriter", "random")
+        try:
+            self.proposes_again = parse_rewriter(self.rewriter)[0] == "random"
+        except ValueError:
+            self.proposes_again = False
+        if not self.proposes_again:
+            findings.notes.append(f"rewriter {self.rewriter!r} cannot propose again here: episodes are replayed from "
+                                  "their recorded edits, and rows an episode should have yielded are not counted")
+        self.expected = 0  # rows the replayed episodes yield, in run order (the run stops at n)
+        self.slug = self.env_id.split("/")[-1].lower()
+
+    def block(self, rows: dict[int, list[dict[str, Any]]], episodes: range) -> None:
+        env = self.arms.env(self.env_id)
+        for e in episodes:
+            mine = rows.get(e, [])
+            if env is None:
+                self.findings.unreplayed += len(mine)
+                continue
+            if not self.proposes_again:
+                for row in mine:
+                    if not self.findings.has(str(row.get("id"))):
+                        _guarded(row, self.findings, self._recorded, row, env)
+                continue
+            try:
+                seed_sample, turns = self._play(env, e)
+            except Exception as exc:  # an episode that cannot be played again is its rows' problem
+                for row in mine:
+                    self.findings.add(str(row.get("id")), f"its episode cannot be replayed ({type(exc).__name__}: "
+                                      f"{str(exc)[:200]})")
+                continue
+            self._compare(e, mine, seed_sample, turns, env.arm)
+
+    def _play(self, env: Any, e: int) -> tuple[Any, dict[int, Any]]:
+        import numpy as np
+
+        from vicogym.policies import make_rewriter
+        from vicogym.runs.generate import episode_seed
+        from vicogym.runs.rollout import run_episode
+
+        rng = np.random.default_rng(np.random.SeedSequence([self.seed, e, 1]))  # as generate's episodes draw it
+        seed_sample, _, kept, _ = run_episode(env, make_rewriter(self.rewriter, env), seed=episode_seed(self.seed, e),
+                                              rng=rng, keep="all")
+        return seed_sample, {k.turn: k for k in kept}
+
+    def _compare(self, e: int, rows: list[dict[str, Any]], seed_sample: Any, turns: dict[int, Any], arm: Any) -> None:
+        if self.keep in ("final", "all"):
+            yielded = sorted(turns)[-1:] if self.keep == "final" else sorted(turns)
+            yielded = yielded[:max(0, self.n - self.expected)]
+            self.expected += len(yielded)
+            present = {int(ROW_ID.fullmatch(str(r["id"]))["turn"]) for r in rows}
+            for turn in yielded:
+                if turn not in present:
+                    self.findings.add(f"{self.slug}-s{self.seed}-e{e:07d}-t{turn}",
+                                      f"is missing: episode {e}, replayed, yields it (keep={self.keep})")
+        else:
+            yielded = None
+        for row in rows:
+            turn = int(ROW_ID.fullmatch(str(row["id"]))["turn"])
+            if self.findings.has(str(row["id"])):
+                continue  # its first problem is reported
+            if turn not in turns:
+                self.findings.add(str(row["id"]), f"turn {turn} is no accepted turn of episode {e}: replayed, its "
+                                  f"rewriter's edits are accepted at turns {sorted(turns) or 'none'}")
+            elif yielded is not None and turn not in yielded:
+                self.findings.add(str(row["id"]), f"is not a row episode {e} yields under keep={self.keep} "
+                                  f"(turns {yielded})")
+            else:
+                _guarded(row, self.findings, self._same, row, seed_sample, turns[turn], arm)
+
+    def _same(self, row: dict[str, Any], seed_sample: Any, kept: Any, arm: Any) -> None:
+        problem = _seed_problem(row, arm, seed_sample)
+        if problem is None:
+            stored, replayed = json.loads(row["edit_trace"]), kept.trace
+            if _turns(stored) != _turns(replayed):
+                count = len(stored) if isinstance(stored, list) else "no"
+                problem = (f"edit_trace differs from the episode replayed ({count} recorded turns, {len(replayed)} "
+                           "replayed)")
+            elif arm.encode(kept.sample.structure)[0] != row["structure"]:
+                problem = "structure differs from the replayed episode's"
+            elif kept.sample.answer != row["answer"]:
+                problem = f"answer {row['answer']!r} differs from the replayed answer {kept.sample.answer!r}"
+        if problem:
+            self.findings.add(str(row["id"]), problem)
+
+    def _recorded(self, row: dict[str, Any], env: Any) -> None:
+        problem = _replay_problem(row, env)
+        if problem:
+            self.findings.add(str(row["id"]), problem)
 
 
 def _check_side_files(out: Path, manifest: dict[str, Any], findings: Findings) -> bool:
@@ -226,10 +510,8 @@ def _check_row(row: dict[str, Any], shard: str, seen: dict[str, str], arms: _Arm
     except (UnknownEnvironment, MissingExtra, ValueError, TypeError, OSError) as exc:
         findings.add(row_id, f"cannot be checked: {exc}")
         return
-    problem = verl_mismatch(row, arm.export) or _reward_problem(row, arm) or arm.verify_row(row)
-    if problem is None:
-        env = arms.env(row["env_id"])
-        problem = None if env is None else _replay_problem(row, env)
+    problem = (verl_mismatch(row, arm.export) or _reward_problem(row, arm) or arm.verify_row(row)
+               or _pass_rate_problem(row, arm))
     if problem is None and images:
         problem = _image_problem(row, arm)
     if problem:
@@ -250,9 +532,44 @@ def _reward_problem(row: dict[str, Any], arm: Any) -> str | None:
     return None
 
 
+def _pass_rate_problem(row: dict[str, Any], arm: Any) -> str | None:
+    """The pass rates scored again from the K actor answers the row keeps (the sample's
+    against its answer, the seed's against the seed's answer). Rows written before rows
+    kept their answers have none to score."""
+    import numpy as np
+
+    if "actor_answers" not in row:
+        return None
+    k = arm.config.k
+    rule = json.loads(row["label"])
+    seed_answer = arm.relabel(arm.decode(row["seed_structure"], payload_dict(row.get("seed_payloads"))), rule)
+    for column, rate_column, answer in (("actor_answers", "pass_rate", row["answer"]),
+                                        ("seed_actor_answers", "pass_rate_before", seed_answer)):
+        answers = row.get(column)
+        if not isinstance(answers, list) or len(answers) != k:
+            return f"{column} holds {len(answers) if isinstance(answers, list) else 'no'} answers, the run asked k={k}"
+        rate = float(np.mean([arm.score(str(a), answer) for a in answers]))
+        if rate != row.get(rate_column):
+            return f"{rate_column} {row.get(rate_column)!r} is not the score {rate!r} of the {k} answers in {column}"
+    return None
+
+
+def _seed_problem(row: dict[str, Any], arm: Any, seed: Any) -> str | None:
+    """Whether the row's seed columns are those of the seed its episode draws."""
+    if arm.encode(seed.structure)[0] != row.get("seed_structure"):
+        return "seed_structure differs from the seed its provenance draws"
+    if seed.question != row["question"]:
+        return f"question differs from the seed's question {seed.question!r}"
+    if json.loads(row["label"]) != seed.label_rule:
+        return "label differs from the seed's label rule"
+    if seed.provenance.source_id != row.get("source_id"):
+        return f"source_id differs from the seed's {seed.provenance.source_id!r}"
+    return None
+
+
 def _replay_problem(row: dict[str, Any], env: Any) -> str | None:
-    """Draw the row's seed again and apply its recorded edits: every stored label-bearing
-    column must come out the same."""
+    """Draw the row's seed again and apply its recorded edits (for a rewriter that cannot
+    propose again): every stored label-bearing column must come out the same."""
     from vicogym.core import Edit
     from vicogym.errors import GenerationError
 
@@ -264,14 +581,9 @@ def _replay_problem(row: dict[str, Any], env: Any) -> str | None:
     except (ValueError, TypeError, KeyError, GenerationError) as exc:
         return f"the episode cannot be replayed from its provenance ({type(exc).__name__}: {exc})"
     seed = info["sample"]
-    if arm.encode(seed.structure)[0] != row.get("seed_structure"):
-        return "seed_structure differs from the seed its provenance draws"
-    if seed.question != row["question"]:
-        return f"question differs from the seed's question {seed.question!r}"
-    if json.loads(row["label"]) != seed.label_rule:
-        return "label differs from the seed's label rule"
-    if seed.provenance.source_id != row.get("source_id"):
-        return f"source_id differs from the seed's {seed.provenance.source_id!r}"
+    problem = _seed_problem(row, arm, seed)
+    if problem:
+        return problem
     structure, answer = seed.structure, seed.answer
     try:
         for entry in trace:
