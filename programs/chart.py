@@ -212,10 +212,41 @@ def _sourced(rule: dict[str, Any], question: str | None, refers: tuple[str, ...]
 
 
 def cell_rule(row: str, series: str, series_named: bool = True, question: str | None = None,
-              refers: tuple[str, ...] | list[str] = ()) -> dict[str, Any]:
+              refers: tuple[str, ...] | list[str] = (), presupposes: str | None = None) -> dict[str, Any]:
     """Tier 1. ``series_named=False`` when the question names only the row: the chart must
-    then keep a single series, or the question would not say which one it means."""
-    return _sourced({"kind": "cell", "row": row, "series": series, "series_named": series_named}, question, refers)
+    then keep a single series, or the question would not say which one it means.
+    ``presupposes`` (``max`` or ``min``): the question's wording calls the cell the extreme
+    of its series ("the highest number of journeys, in 2007/08"), so it must stay so."""
+    rule = {"kind": "cell", "row": row, "series": series, "series_named": series_named}
+    if presupposes is not None:
+        if presupposes not in EXTREME_WORDS:
+            raise ValueError(f"expected presupposes in {sorted(EXTREME_WORDS)} or None, got {presupposes!r}")
+        rule["presupposes"] = presupposes
+    return _sourced(rule, question, refers)
+
+
+#: words with which a question asserts that what it asks about is the extreme of its series
+EXTREME_WORDS = {"max": frozenset({"highest", "largest", "maximum", "peak", "biggest", "greatest", "most", "top",
+                                   "record"}),
+                 "min": frozenset({"lowest", "smallest", "minimum", "least", "fewest", "bottom"})}
+
+
+def presupposed_extreme(question: str, table: Table, row: str, series: str) -> str | None:
+    """The extreme (``max``/``min``) a question's words assert of a cell, when the cell is
+    that extreme of its series now (words for the other extreme, or for both, assert none)."""
+    words = set(label_key(question).split())
+    said = [k for k, vocabulary in EXTREME_WORDS.items() if words & vocabulary]
+    if len(said) != 1:
+        return None
+    return said[0] if is_unique_extreme(table, row, series, said[0]) else None
+
+
+def is_unique_extreme(table: Table, row: str, series: str, extreme: str) -> bool:
+    """Whether the cell is the one largest (``max``) or smallest (``min``) value of its series."""
+    column = [v for v in table.column(series) if v is not None]
+    value = table.cell(row, series)
+    best = max(column) if extreme == "max" else min(column)
+    return value == best and column.count(best) == 1
 
 
 def single_series_required(rule: Mapping[str, Any]) -> bool:
@@ -325,7 +356,13 @@ def relabel(table: Table, rule: Mapping[str, Any]) -> str:
     """The answer that ``rule`` gives on ``table``, or ``InvalidEdit`` when it gives none."""
     kind = rule["kind"]
     if kind == "cell":
-        return answer_text(execute(table, {"op": "lookup", "row": rule["row"], "series": rule["series"]}))
+        answer = answer_text(execute(table, {"op": "lookup", "row": rule["row"], "series": rule["series"]}))
+        extreme = rule.get("presupposes")
+        if extreme is not None and not is_unique_extreme(table, rule["row"], rule["series"], extreme):
+            word = "highest" if extreme == "max" else "lowest"
+            raise InvalidEdit("invariance", f"the question's words call {rule['row']!r} the {word} of "
+                              f"{rule['series']!r}; keep it the only {word} value")
+        return answer
     if kind == "program":
         return answer_text(execute(table, rule["program"]))
     if kind == "invariant":

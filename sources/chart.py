@@ -29,6 +29,7 @@ import hashlib
 import json
 import math
 import re
+import statistics
 from collections import Counter
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -47,6 +48,7 @@ from vicogym.programs.chart import (
     generate_question,
     invariant_rule,
     mentions,
+    presupposed_extreme,
     program_rule,
     question_references,
     relabel,
@@ -393,6 +395,38 @@ _GREATER = ("more than", "greater than", "higher than", "larger than", "bigger t
 _LESS = ("less than", "lower than", "smaller than", "fewer than")
 _ABOVE = ("above", "more than", "greater than", "higher than", "over", "exceed", "exceeds")
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+#: words that point at one row by its place in time ("the most recent period", "the latest year")
+_TIME = {"recent", "latest", "current", "newest", "earliest", "oldest", "previous", "upcoming", "today", "now",
+         "currently", "lately", "ago", "forecast", "projected", "expected", "will"}
+#: words a question is built of that name no row, series or operation
+_FUNCTION_WORDS = {
+    "what", "which", "who", "when", "where", "how", "much", "many", "is", "are", "was", "were", "be", "been", "did",
+    "does", "do", "has", "have", "had", "the", "a", "an", "of", "in", "on", "at", "for", "to", "by", "from", "with",
+    "and", "or", "as", "its", "their", "this", "that", "these", "those", "there", "it", "value", "values", "number",
+    "amount", "figure", "level", "according", "chart", "graph", "shown", "given", "per", "all", "among", "across",
+    "between", "over", "during", "record", "recorded", "registered", "reached", "reach", "data", "category",
+    "categories", "s"}
+
+
+def _names_what_the_program_ignores(question: str, table: Table, series: str, used_rows: list[str]) -> bool:
+    """Whether a question whose program reads a whole column also names something that
+    program does not read: a time ("the most recent period"), or a word that picks out one
+    row or series it does not use. Promoted to "max of the column"
+    such a question would answer another row once an edit moves the maximum."""
+    words = label_key(question).split()
+    if set(words) & _TIME:
+        return True
+    explained = set(label_key(series).split()) | set(label_key(table.index_name).split()) | _FUNCTION_WORDS
+    for r in used_rows:
+        explained |= set(label_key(r).split())
+    for vocabulary in _FORMS.values():
+        explained |= vocabulary
+    content = {w for w in words if w not in explained and len(w) > 2 and not _NUMBER.fullmatch(w)}
+    # a word of exactly one other label picks that label out ("Finns" of "Finns Party (...)");
+    # a word many labels share is their kind ("Province" of every province), which picks none
+    owners = Counter(w for label in (*table.rows, *table.series) if label not in used_rows and label != series
+                     for w in set(label_key(label).split()) if len(w) > 2)
+    return any(owners[w] == 1 for w in content)
 
 
 def _mentioned(question: str, labels: tuple[str, ...]) -> list[str]:
@@ -423,7 +457,7 @@ def parse_question(question: str, table: Table, label: str) -> dict[str, Any] | 
     for r in rows:
         naming |= set(label_key(r).split())
     words = set(text.split()) - naming
-    if " the most " in text:
+    if " the most " in text and not any(f" the most {w} " in text for w in _TIME):
         words.add("highest")
     if words & (_ORDINALS | _CHANGE | _NEGATION):
         return None
@@ -460,6 +494,8 @@ def parse_question(question: str, table: Table, label: str) -> dict[str, Any] | 
     if len(forms) != 1:
         return None
     form = next(iter(forms))
+    if not rows and _names_what_the_program_ignores(question, table, series, rows):
+        return None  # a whole-column program would not answer what the words ask
     if form in ("max", "min") and not rows:
         if label_is_row:
             return {"op": "argmax" if form == "max" else "argmin", "series": series}
@@ -511,6 +547,41 @@ def garbled(table: Table) -> bool:
     return repeats >= 3
 
 
+def derivable(table: Table, label: str, question: str) -> bool:
+    """Whether a numeric answer follows from the drawn table: it is a drawn value, or what
+    one of the programs the parser knows gives on it (a column's sum, mean, median or
+    range, the sum of its two or three largest or smallest; two cells' difference, ratio,
+    sum or mean, within a series or a row, and two columns' extremes, totals or means, or
+    two rows' totals, compared; a count of rows), at the label's own precision. An answer no program reaches
+    (a "rise" stored as 70 where the chart prints 71% and no 70 follows) is one the chart
+    cannot show a reader."""
+    target = parse_number(label)
+    if target is None or label_key(label) in {label_key(x) for x in (*table.rows, *table.series)}:
+        return True  # not a number, or a drawn label (a year that names a row)
+    if " how many " in f" {label_key(question)} " and target == int(target) and 0 <= target <= len(table.rows):
+        return True  # a count of rows meeting some condition: at most every row
+    columns = [[v for v in table.column(s) if v is not None] for s in table.series]
+    rows = [[v for v in row if v is not None] for row in table.values]
+    candidates: list[float] = [float(len(table.rows))]
+    aggregates: list[float] = []  # one column's extreme, total or mean, compared with another's
+    for values in columns:
+        if values:
+            ranked = sorted(values)
+            candidates += values + [float(statistics.median(values)), max(values) - min(values)]
+            candidates += [math.fsum(ranked[-k:]) for k in (2, 3)] + [math.fsum(ranked[:k]) for k in (2, 3)]  # top k
+            aggregates += [max(values), min(values), math.fsum(values), math.fsum(values) / len(values)]
+    aggregates += [math.fsum(row) for row in rows if row]
+    candidates += aggregates
+    for group in columns + rows + [aggregates]:
+        candidates += [math.fsum(group)] if group else []
+        for i, a in enumerate(group):
+            for b in group[i + 1:]:
+                candidates += [abs(a - b), a + b, (a + b) / 2.0]
+                candidates += [a / b] if b else []
+                candidates += [b / a] if a else []
+    return any(answers_agree(c, label) for c in candidates)
+
+
 @dataclass(frozen=True)
 class Classified:
     """How a ChartQA record is used: ``status`` is cell, program, invariant or dropped."""
@@ -547,7 +618,8 @@ def classify_record(table: Table, query: str, label: str, tier2: str = "drop") -
             row, series = matches[0]
             series_named = mentions(query, series)
             if mentions(query, row) and (len(table.series) == 1 or series_named):
-                return Classified("cell", cell_rule(row, series, series_named, query, refers), mark=mark)
+                extreme = presupposed_extreme(query, table, row, series)
+                return Classified("cell", cell_rule(row, series, series_named, query, refers, extreme), mark=mark)
     program = parse_question(query, table, label)
     if program is not None:
         try:
@@ -560,6 +632,8 @@ def classify_record(table: Table, query: str, label: str, tier2: str = "drop") -
             return Classified("program", program_rule(program, query, refers), mark=mark)
         if computed is not None and tier2 == "drop":
             return Classified("dropped", reason="contradicts_table")
+    if tier2 == "drop" and not derivable(table, label, query):
+        return Classified("dropped", reason="answer_not_derivable")
     return Classified("invariant", invariant_rule(table, label, query, refers), mark=mark)
 
 
