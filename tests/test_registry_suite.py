@@ -224,10 +224,10 @@ def test_any_action_gets_a_result_never_an_exception(env_id):
 
 
 #: actions no JSON text decodes to: bytes that are not UTF-8, keys that are not strings, a
-#: lone surrogate, a non-finite number, a Python object, and a stop that carries fields
+#: lone surrogate, a Python object, and a stop that carries fields
 NOT_JSON = [b'{"op": "\xff"}', {1: "a", "op": "stop"}, {"ops": [{"op": "stop", 2: 3, "x": 1}]},
-            {"op": "set_cell", "row": "\ud800"}, {"op": "set_cell", "value": float("nan")},
-            {"ops": [{"op": "set_cell", "value": object()}]}, {"op": "stop", "extra": 1},
+            {"op": "set_cell", "row": "\ud800"}, {"ops": [{"op": "set_cell", "value": object()}]},
+            {"op": "stop", "extra": 1},
             [{"op": "stop", "why": "done"}]]
 
 

@@ -171,8 +171,9 @@ MAX_EDIT_DEPTH = 64
 
 def _check_json_data(value: Any) -> None:
     """``InvalidEdit`` unless ``value`` is JSON data as ``json.loads`` would give it:
-    objects with string keys, lists, strings of valid Unicode, finite numbers, booleans
-    and null, nested at most :data:`MAX_EDIT_DEPTH` deep (walked without recursion)."""
+    objects with string keys, lists, strings of valid Unicode, numbers, booleans and
+    null, nested at most :data:`MAX_EDIT_DEPTH` deep (walked without recursion). A number
+    that is no finite value is the arm's to refuse, at its field."""
     stack: list[tuple[Any, int, str]] = [(value, 0, "edit")]
     while stack:
         item, depth, where = stack.pop()
@@ -185,10 +186,6 @@ def _check_json_data(value: Any) -> None:
             except UnicodeEncodeError:
                 raise InvalidEdit("malformed", f"{where} holds a lone surrogate, which is not Unicode text; send "
                                   "valid UTF-8") from None
-        elif isinstance(item, float):
-            if item != item or item in (float("inf"), float("-inf")):
-                raise InvalidEdit("malformed", f"{where} is {item!r}, which JSON has no spelling for; send a finite "
-                                  "number")
         elif isinstance(item, Mapping):
             for key, inner in item.items():
                 if not isinstance(key, str):
@@ -198,7 +195,7 @@ def _check_json_data(value: Any) -> None:
                 stack.append((inner, depth + 1, f"{where}[{short_repr(key, 30)}]"))
         elif isinstance(item, (list, tuple)):
             stack.extend((inner, depth + 1, f"{where}[{i}]") for i, inner in enumerate(item))
-        elif item is not None and not isinstance(item, (bool, int)):
+        elif item is not None and not isinstance(item, (bool, int, float)):
             raise InvalidEdit("malformed", f"{where} is a {type(item).__name__}, which is not JSON data")
 
 
