@@ -1,6 +1,7 @@
 """Answerability checks of the CLEVR arm: every object shows (inside the frame, with
-enough visible pixels) and every left/right relation the question reads is one a reader
-can see (the objects far enough apart across the image). And, from the same facts, the
+enough visible pixels), every left/right relation the question reads is one a reader
+can see (the objects far enough apart across the image, and for front/behind far enough
+up or down it), and the question is none CLEVR's generator would reject as degenerate. And, from the same facts, the
 visual difficulty features a stand-in actor's accuracy follows, and plausible wrong
 answers of the answer's kind.
 
@@ -20,6 +21,8 @@ from vicogym.structures.clevr import ATTRIBUTES, MAX_OBJECTS, Scene
 MIN_PIXELS_AT_480x320 = 200
 #: left/right needs this share of the image width between the objects (6 px at 320)
 RELATION_SHARE = 0.02
+#: front/behind needs this share of the image height up or down the image (12 px at 240)
+DEPTH_SHARE = 0.05
 #: colour pairs a reader confuses more easily
 SIMILAR_COLORS = {frozenset(p) for p in (("red", "brown"), ("blue", "purple"), ("cyan", "blue"), ("gray", "brown"),
                                          ("green", "cyan"), ("yellow", "brown"))}
@@ -28,9 +31,13 @@ SIMILAR_COLORS = {frozenset(p) for p in (("red", "brown"), ("blue", "purple"), (
 def check(scene: Scene, facts: Any, rule: Mapping[str, Any]) -> None:
     """Raise ``InvalidEdit`` for the first reason a reader could not answer from the image."""
     check_visible(scene, facts)
-    problem = clevr_programs.relation_problem(scene, rule["program"], relation_px(scene.width))
+    problem = clevr_programs.relation_problem(scene, rule["program"], relation_px(scene.width),
+                                              depth_px(scene.height))
     if problem is not None:
         raise InvalidEdit("relation_unseen", f"{problem}; move one of them")
+    problem = clevr_programs.degeneracy(scene, rule["program"])
+    if problem is not None:
+        raise InvalidEdit("degenerate", f"{problem}; change the scene so that every step of the question counts")
 
 
 def check_visible(scene: Scene, facts: Any) -> None:
@@ -50,6 +57,11 @@ def check_visible(scene: Scene, facts: Any) -> None:
 def relation_px(width: int) -> float:
     """How far apart across the image two objects must be for a reader to call left/right."""
     return max(3.0, RELATION_SHARE * width)
+
+
+def depth_px(height: int) -> float:
+    """How far up or down the image two objects must be for a reader to call front/behind."""
+    return max(3.0, DEPTH_SHARE * height)
 
 
 def min_pixels(width: int, height: int) -> int:

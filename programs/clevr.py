@@ -462,12 +462,15 @@ INSTANCE_TRIES = 24  # instances drawn per wanted answer before another template
 FAMILIES = tuple(dict.fromkeys(t.family for t in TEMPLATES))
 
 
-def relation_problem(scene: Scene, program: Sequence[Mapping[str, Any]], min_px: float) -> str | None:
+def relation_problem(scene: Scene, program: Sequence[Mapping[str, Any]], min_px: float,
+                     min_depth_px: float | None = None) -> str | None:
     """Why a reader could not see one of the program's relate steps, or ``None``. For every
     relate step, every other object must lie on the side of the anchor that CLEVR's ground-
     plane rule says: left/right by at least ``min_px`` across the image (perspective can put
     an object that is left on the floor straight above its anchor in the picture), and
-    front/behind by the sign of its depth."""
+    front/behind by the sign of its depth and at least ``min_depth_px`` up (behind) or down
+    (in front) the image, where a reader sees depth (``min_px`` when not given)."""
+    min_depth_px = min_px if min_depth_px is None else min_depth_px
     outputs = run(scene, program)
     pixels = scene.pixel_coords()
     relations = scene.relationships()
@@ -492,7 +495,49 @@ def relation_problem(scene: Scene, program: Sequence[Mapping[str, Any]], min_px:
                 if (dz > 0 if relation == "behind" else dz < 0) != inside:
                     return (f"object {other} is {'farther' if dz > 0 else 'nearer'} than object {anchor} but "
                             f"{'' if inside else 'not '}{relation} of it on the floor")
+                dy = pixels[other][1] - pixels[anchor][1]  # behind sits higher in the picture
+                if (dy < 0) != (dz > 0) or abs(dy) < min_depth_px:
+                    return (f"object {other} is {'behind' if dz > 0 else 'in front of'} object {anchor} but "
+                            f"{abs(dy):.1f} px {'above' if dy < 0 else 'below'} it in the image; a reader needs "
+                            f"{min_depth_px:.0f} px {'up' if dz > 0 else 'down'} the image to see it")
     return None
+
+
+def degeneracy(scene: Scene, program: Sequence[Mapping[str, Any]]) -> str | None:
+    """Why CLEVR's generator would not ask this question on this scene, or ``None``: a
+    relate step whose output could be the whole scene with the same answer (CLEVR's
+    degeneracy test), or a count comparison of two sets one of which the wording makes a
+    subset of the other ("more purple spheres than purple things")."""
+    try:
+        answer = execute(scene, program)
+    except InvalidEdit:
+        return None  # no answer: the label's own problem
+    for k, node in enumerate(program):
+        if node["function"] == "relate":
+            variant = [dict(n) for n in program]
+            variant[k] = {"function": "scene", "inputs": [], "value_inputs": []}
+            try:
+                same = execute(scene, variant) == answer
+            except InvalidEdit:
+                same = False
+            if same:
+                return (f"its relate step {k} ({node['value_inputs'][0]}) changes nothing: the whole scene in its "
+                        f"place gives the same answer {answer_text(answer)!r}")
+        if node["function"] in ("greater_than", "less_than", "equal_integer"):
+            a, b = (_description(program, program[i]["inputs"][0]) for i in node["inputs"])
+            if a is not None and b is not None and (a.items() <= b.items() or b.items() <= a.items()):
+                return "it compares the counts of two sets its own words nest (one description contains the other)"
+    return None
+
+
+def _description(program: Sequence[Mapping[str, Any]], k: int) -> dict[str, str] | None:
+    """The attributes a chain of filters from the whole scene describes, or ``None`` when
+    node ``k`` is not such a chain."""
+    described: dict[str, str] = {}
+    while program[k]["function"].startswith("filter_"):
+        described[program[k]["function"][len("filter_"):]] = program[k]["value_inputs"][0]
+        k = program[k]["inputs"][0]
+    return described if program[k]["function"] == "scene" else None
 
 
 def attributes_read(nodes: Sequence[Mapping[str, Any]]) -> set[str]:
@@ -529,6 +574,6 @@ def generate_question(scene: Scene, rng: np.random.Generator, templates: Sequenc
                 continue
             text, nodes = built
             answer = answer_text(execute(scene, nodes))
-            if answer == wanted:
+            if answer == wanted and degeneracy(scene, nodes) is None:
                 return text, program_rule(nodes, text, template.id, template.family), answer
     raise GenerationError(f"no valid, balanced question for this scene in {max_tries} tries")

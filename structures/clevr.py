@@ -51,6 +51,8 @@ ERROR_CODES = {
     "object_count": "a scene with fewer than three or more than ten objects",
     "relation_unseen": "a left/right/front/behind step of the question that the picture contradicts or leaves too "
                        "close to call",
+    "degenerate": "a question CLEVR's generator would not ask: a relate step that changes nothing, or a comparison "
+                  "whose wording fixes its answer",
 }
 register_error_codes("clevr", ERROR_CODES)
 

@@ -203,3 +203,51 @@ def test_generated_questions_agree_with_an_independent_executor(seed):
     stored = json.loads(scene.to_json())
     assert reference_clevr.answer(stored, rule["program"]) == answer
     assert stored["relationships"] == reference_clevr.relationships(stored)
+
+
+def test_front_and_behind_need_a_separation_a_reader_can_see():
+    behind_red = [node("scene"), node("filter_color", [0], ["red"]), node("unique", [1]),
+                  node("relate", [2], ["behind"]), node("count", [3])]
+    bx, by = np.asarray(Scene(()).directions()["behind"][:2]) / np.hypot(*Scene(()).directions()["behind"][:2])
+    base = Scene((Obj("cube", "red", "metal", "large", 0.0, 0.0),
+                  Obj("sphere", "blue", "rubber", "small", 2.5 * bx, 2.5 * by),
+                  Obj("cylinder", "green", "rubber", "small", -2.5 * bx, -2.5 * by)), width=320, height=240)
+    pixels = base.pixel_coords()
+    behind = base.relationships()["behind"][0]
+    assert behind == [1] and pixels[1][1] < pixels[0][1]  # behind: higher in the picture
+    assert relation_problem(base, behind_red, 6, 12) is None
+    # slide the sphere towards the cube until it is drawn only a few pixels above it
+    for step in np.linspace(0.0, 1.0, 200):
+        d = 2.5 * (1 - step) + 0.45 * step
+        near = replace(base, objects=(base.objects[0], replace(base.objects[1], x=d * bx, y=d * by), base.objects[2]))
+        dy = abs(near.pixel_coords()[1][1] - near.pixel_coords()[0][1])
+        if 1 in near.relationships()["behind"][0] and dy < 12:
+            problem = relation_problem(near, behind_red, 6, 12)
+            assert problem is not None and "a reader needs 12 px up the image" in problem, (dy, problem)
+            break
+    else:
+        pytest.fail("the sphere never came within 12 px of the cube while behind it")
+
+
+def test_questions_clevrs_generator_calls_degenerate_are_found_and_never_generated():
+    from vicogym.programs.clevr import degeneracy
+
+    scene = Scene((Obj("cube", "red", "metal", "large", -2.0, 0.0),
+                   Obj("sphere", "purple", "rubber", "small", 2.0, 0.0),
+                   Obj("cylinder", "purple", "rubber", "large", 0.0, 2.5)), width=320, height=240)
+    # "how many spheres are right of the red cube?": every sphere is, so the relate changes nothing
+    right_of_red = [node("scene"), node("filter_color", [0], ["red"]), node("unique", [1]),
+                    node("relate", [2], ["right"]), node("filter_shape", [3], ["sphere"]), node("count", [4])]
+    assert "relate step 3 (right) changes nothing" in degeneracy(scene, right_of_red)
+    nested = [node("scene"), node("filter_color", [0], ["purple"]), node("filter_shape", [1], ["sphere"]),
+              node("scene"), node("filter_color", [3], ["purple"]), node("count", [2]), node("count", [4]),
+              node("greater_than", [5, 6])]
+    assert "nest" in degeneracy(scene, nested)  # "more purple spheres than purple things": always no
+    fine = [node("scene"), node("filter_shape", [0], ["sphere"]), node("scene"), node("filter_shape", [2], ["cube"]),
+            node("count", [1]), node("count", [3]), node("greater_than", [4, 5])]
+    assert degeneracy(scene, fine) is None
+    rng = np.random.default_rng(0)
+    for _ in range(150):
+        s = procedural_scene(rng, 320, 240)
+        _q, rule, _a = generate_question(s, rng)
+        assert degeneracy(s, rule["program"]) is None, rule
