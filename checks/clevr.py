@@ -38,6 +38,9 @@ def check(scene: Scene, facts: Any, rule: Mapping[str, Any]) -> None:
     problem = clevr_programs.degeneracy(scene, rule["program"])
     if problem is not None:
         raise InvalidEdit("degenerate", f"{problem}; change the scene so that every step of the question counts")
+    problem = clevr_programs.material_unseen(scene, rule["program"])
+    if problem is not None:
+        raise InvalidEdit("material_unseen", f"{problem}; make it another shape, or ask about something else")
 
 
 def check_visible(scene: Scene, facts: Any) -> None:

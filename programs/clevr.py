@@ -14,7 +14,7 @@ object is gone or doubled has no answer, never a guess.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -503,6 +503,35 @@ def relation_problem(scene: Scene, program: Sequence[Mapping[str, Any]], min_px:
     return None
 
 
+#: shapes whose material a picture does not show: a metal cube's flat faces reflect one even
+#: sky each and read as a lighter rubber cube (measured: the same surface variation as rubber)
+MATERIAL_UNSEEN_ON = ("cube",)
+
+
+def material_unseen(scene: Scene, program: Sequence[Mapping[str, Any]]) -> str | None:
+    """Why the answer depends on a material the picture does not show, or ``None``: the
+    answer changes (or is lost) when the material of some cube is flipped."""
+    try:
+        answer = execute(scene, program)
+    except InvalidEdit:
+        return None
+    if "material" not in attributes_read(program):
+        return None
+    for k, obj in enumerate(scene.objects):
+        if obj.shape not in MATERIAL_UNSEEN_ON:
+            continue
+        flipped = scene.with_objects(tuple(replace(o, material="rubber" if o.material == "metal" else "metal")
+                                           if i == k else o for i, o in enumerate(scene.objects)))
+        try:
+            same = execute(flipped, program) == answer
+        except InvalidEdit:
+            same = False
+        if not same:
+            return (f"the answer depends on whether object {k} (a {obj.color} {obj.shape}) is metal or rubber, which "
+                    f"a {obj.shape}'s flat faces do not show")
+    return None
+
+
 def degeneracy(scene: Scene, program: Sequence[Mapping[str, Any]]) -> str | None:
     """Why CLEVR's generator would not ask this question on this scene, or ``None``: a
     relate step whose output could be the whole scene with the same answer (CLEVR's
@@ -574,6 +603,6 @@ def generate_question(scene: Scene, rng: np.random.Generator, templates: Sequenc
                 continue
             text, nodes = built
             answer = answer_text(execute(scene, nodes))
-            if answer == wanted and degeneracy(scene, nodes) is None:
+            if answer == wanted and degeneracy(scene, nodes) is None and material_unseen(scene, nodes) is None:
                 return text, program_rule(nodes, text, template.id, template.family), answer
     raise GenerationError(f"no valid, balanced question for this scene in {max_tries} tries")

@@ -125,6 +125,13 @@ class ClevrRenderer:
         return ClevrFacts(np.zeros((scene.height, scene.width, 3), np.uint8), reply["visible"], reply["boxes"],
                            reply["at_edge"])
 
+    def labels(self, scene: Scene) -> np.ndarray:
+        """Each pixel's object (its index in ``scene.objects``), -1 where none is drawn: the
+        mask pass, for reading one object's pixels out of a render."""
+        reply = self._ask({"scene": scene.to_dict(), "size": [scene.width, scene.height], "seed": 0,
+                           "rebuild": False, "masks_only": True, "labels": True})
+        return np.frombuffer(reply["labels"], np.int16).reshape(scene.height, scene.width)
+
     def _ask(self, request: dict[str, Any]) -> dict[str, Any]:
         worker = _worker(self.settings)
         try:
@@ -412,8 +419,11 @@ class _Studio:
                               [scene_json["camera"], request["size"]], sort_keys=True)
         if geometry != self.mask_key:
             self.masks, self.mask_key = self._draw_masks(len(objects)), geometry
-        visible, boxes, at_edge = self.masks
-        return {"png": png, "visible": visible, "boxes": boxes, "at_edge": at_edge}
+        visible, boxes, at_edge, labels = self.masks
+        reply = {"png": png, "visible": visible, "boxes": boxes, "at_edge": at_edge}
+        if request.get("labels"):  # each pixel's object (0, 1 ...), -1 for the floor and the sky
+            reply["labels"] = (labels.astype(np.int16) - 2).clip(-1).tobytes()
+        return reply
 
     def _update(self, k: int, o: dict[str, Any]) -> None:
         obj, drawn = self._slot(k), self.drawn[k]
@@ -473,7 +483,7 @@ class _Studio:
         with open(self._render_to("image.png"), "rb") as handle:
             return handle.read()
 
-    def _draw_masks(self, n: int) -> tuple[list[int], list[list[int] | None], list[bool]]:
+    def _draw_masks(self, n: int) -> tuple[list[int], list[list[int] | None], list[bool], np.ndarray]:
         import cv2
 
         scene = self.scene
@@ -501,7 +511,7 @@ class _Studio:
             else:
                 boxes.append(None)
                 at_edge.append(False)
-        return visible, boxes, at_edge
+        return visible, boxes, at_edge, labels
 
 
 def _main() -> None:

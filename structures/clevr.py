@@ -53,6 +53,7 @@ ERROR_CODES = {
                        "close to call",
     "degenerate": "a question CLEVR's generator would not ask: a relate step that changes nothing, or a comparison "
                   "whose wording fixes its answer",
+    "material_unseen": "an answer that depends on a cube's material, which its flat faces do not show",
 }
 register_error_codes("clevr", ERROR_CODES)
 
