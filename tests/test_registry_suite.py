@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import vicogym
 from vicogym.errors import EDIT_ERROR_CODES
+from vicogym.images import same_image
 from vicogym.registry import env_class, env_kind
 from vicogym.runs.generate import GenerateConfig, generate
 from vicogym.runs.verify import verify
@@ -239,7 +240,7 @@ def test_actions_that_are_not_json_are_malformed_and_a_stop_takes_no_fields(env_
         before = env.sample
         _, reward, terminated, _, info = env.step(action)
         assert not info["valid"] and not terminated and reward == -1.0, (action, info)
-        assert info["error"]["code"] in {"malformed", "bad_field"} and env.sample is before, info["error"]
+        assert info["error"]["code"] in {"malformed", "bad_field", "bad_value"} and env.sample is before, info["error"]
     deep = {"ops": [{"op": "x", "v": json.loads("[" * 80 + "]" * 80)}]}
     assert env.step(deep)[4]["error"]["code"] == "malformed"
     assert "stop takes no fields" in env.step({"op": "stop", "extra": 1})[4]["error"]["message"]
@@ -283,7 +284,8 @@ def test_vector_envs_return_what_single_envs_return(env_id, mode):
         for i in range(2):
             assert obs["question"][i] == expected[i]["question"]
             assert obs["structure"][i] == expected[i]["structure"]
-            assert np.array_equal(obs["image"][i], expected[i]["image"])
+            # another process: Blender may round a boundary pixel one step apart (the arm says how far)
+            assert same_image(obs["image"][i], expected[i]["image"], singles[i].unwrapped.arm.pixel_tolerance)
         obs, rewards, *_ = vec.step(("{",) * 2)
         assert list(rewards) == [-1.0, -1.0] and obs["question"][1] == expected[1]["question"]
     finally:

@@ -70,6 +70,7 @@ class Edit:
         if keys == {"replace"}:
             if not isinstance(edit["replace"], Mapping):
                 raise InvalidEdit("malformed", "expected 'replace' to be a structure object", field="replace")
+            _check_text(edit["replace"], "replace", "replace")
             return cls(replace=dict(edit["replace"]))
         if keys != {"ops"}:
             raise InvalidEdit("malformed", f"expected exactly one key, 'ops' or 'replace', got {sorted(keys)}")
@@ -79,6 +80,9 @@ class Edit:
         for i, op in enumerate(ops):
             if not isinstance(op, Mapping) or not isinstance(op.get("op"), str):
                 raise InvalidEdit("malformed", f"expected ops[{i}] to be an object with a string 'op'", field="op")
+            name = op["op"] if len(op["op"]) <= 30 else short_repr(op["op"], 30)
+            for key, value in op.items():
+                _check_text([key, value], f"ops[{i}] {name}", key)
             if op["op"] == "stop" and len(op) > 1:
                 extra = sorted(set(op) - {"op"})
                 raise InvalidEdit("bad_field", f"stop takes no fields, got {short_repr(extra)}; send exactly "
@@ -171,32 +175,45 @@ MAX_EDIT_DEPTH = 64
 
 def _check_json_data(value: Any) -> None:
     """``InvalidEdit`` unless ``value`` is JSON data as ``json.loads`` would give it:
-    objects with string keys, lists, strings of valid Unicode, numbers, booleans and
-    null, nested at most :data:`MAX_EDIT_DEPTH` deep (walked without recursion). A number
-    that is no finite value is the arm's to refuse, at its field."""
+    objects with string keys, lists, strings, numbers, booleans and null, nested at most
+    :data:`MAX_EDIT_DEPTH` deep (walked without recursion). A number that is no finite
+    value is the arm's to refuse, at its field; a string that is no Unicode text (a lone
+    surrogate) is refused at its op and field (:func:`_check_text`)."""
     stack: list[tuple[Any, int, str]] = [(value, 0, "edit")]
     while stack:
         item, depth, where = stack.pop()
         if depth > MAX_EDIT_DEPTH:
             raise InvalidEdit("malformed", f"edit is nested more than {MAX_EDIT_DEPTH} deep; send a flat "
                               '{"ops": [...]} object')
-        if isinstance(item, str):
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                raise InvalidEdit("malformed", f"{where} holds a lone surrogate, which is not Unicode text; send "
-                                  "valid UTF-8") from None
-        elif isinstance(item, Mapping):
+        if isinstance(item, Mapping):
             for key, inner in item.items():
                 if not isinstance(key, str):
                     raise InvalidEdit("malformed", f"{where} has the key {short_repr(key)} of type "
                                       f"{type(key).__name__}; JSON object keys are strings")
-                stack.append((key, depth + 1, f"a key of {where}"))
                 stack.append((inner, depth + 1, f"{where}[{short_repr(key, 30)}]"))
         elif isinstance(item, (list, tuple)):
             stack.extend((inner, depth + 1, f"{where}[{i}]") for i, inner in enumerate(item))
-        elif item is not None and not isinstance(item, (bool, int, float)):
+        elif item is not None and not isinstance(item, (bool, int, float, str)):
             raise InvalidEdit("malformed", f"{where} is a {type(item).__name__}, which is not JSON data")
+
+
+def _check_text(value: Any, op: str, field: str) -> None:
+    """``bad_value`` at ``op``'s ``field`` when a string in ``value`` holds a lone surrogate
+    (no Unicode text: it cannot be drawn, stored or encoded)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InvalidEdit("bad_value", f"{field} holds a lone surrogate ({short_repr(item, 30)}), which is "
+                                  "not Unicode text; send valid UTF-8", op=op, field=field) from None
+        elif isinstance(item, Mapping):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
 
 
 def _loads(text: str | bytes) -> Any:
