@@ -1,6 +1,8 @@
 """Answerability checks of the natural-image arm: the proof that an edit left every
 protected pixel of the source, bit for bit, in the image (so the record's answer stands),
-that every op of an edit changed some pixel a reader can see, and the same proof on a
+that the untouched region does not stand out from its edited surroundings as a seam
+(which would teach a model where the photo is unedited), that every op of an edit
+changed some pixel a reader can see, and the same proof on a
 stored row's image against the run's stored source. And, read from the rendered image,
 what makes a question harder for a stand-in actor: :func:`difficulty_features` (how
 little of the image the targets cover, how little they stand out from the edited
@@ -54,6 +56,48 @@ def check(scene: Scene, facts: Any, image: np.ndarray) -> None:
         where = "the protected region was cut" if changed is None else f"{changed} protected pixels changed"
         targets = ", ".join(sorted({t.label for t in scene.record.targets}))
         raise InvalidEdit("protected", f"{where}; the edit reached the targets ({targets})")
+    outline = seam(facts.source, facts.protected, image, facts.guard)
+    if outline > MAX_SEAM:
+        raise InvalidEdit("seam", f"the untouched protected region stands out from its edited surroundings (its "
+                          f"boundary contrasts {outline:.1f}/255 more than in the photo, over the {MAX_SEAM:g} a "
+                          f"reader does not notice); give the op a box away from the targets, or make it weaker")
+
+
+#: how much more (0-255 luminance) the protected region's boundary may contrast with its
+#: surroundings in the edited image than in the source before a reader sees the seam
+MAX_SEAM = 10.0
+
+
+def seam(source: np.ndarray, protected: np.ndarray, image: np.ndarray, guard: np.ndarray) -> float:
+    """How much more the protected region's boundary contrasts in ``image`` than in
+    ``source``: the mean luminance difference across the boundary (each pixel of the region
+    against its outside neighbour, left, right, up and down), over the same pixel pairs in
+    both (those pads and crops kept). A global recolour or brightness change that stops at
+    the region draws its outline; 0 when the edit leaves the boundary as it was."""
+    if not protected.any() or protected.sum() != guard.sum():
+        return 0.0
+    (sy, sx), (gy, gx) = np.argwhere(protected)[0], np.argwhere(guard)[0]
+    dy, dx = int(gy - sy), int(gx - sx)  # pads and crops only move the region
+
+    def luminance(rgb: np.ndarray) -> np.ndarray:
+        return rgb[..., :3].astype(np.float32) @ np.array([0.299, 0.587, 0.114], np.float32)
+
+    ls, li = luminance(source), luminance(image)
+    h, w = protected.shape
+    before, after = [], []
+    for oy, ox in ((0, 1), (1, 0)):
+        a, b = protected[: h - oy, : w - ox], protected[oy:, ox:]
+        ys, xs = np.nonzero(a != b)
+        ys2, xs2 = ys + oy, xs + ox
+        cy, cx, cy2, cx2 = ys + dy, xs + dx, ys2 + dy, xs2 + dx
+        keep = ((cy >= 0) & (cy < li.shape[0]) & (cx >= 0) & (cx < li.shape[1]) & (cy2 >= 0) & (cy2 < li.shape[0])
+                & (cx2 >= 0) & (cx2 < li.shape[1]))
+        before.append(np.abs(ls[ys, xs] - ls[ys2, xs2])[keep])
+        after.append(np.abs(li[cy[keep], cx[keep]] - li[cy2[keep], cx2[keep]]))
+    before_all, after_all = np.concatenate(before), np.concatenate(after)
+    if not len(before_all):
+        return 0.0
+    return float(after_all.mean() - before_all.mean())
 
 
 def stored_pixels_problem(scene: Scene, source: np.ndarray, image: np.ndarray, mask: np.ndarray,

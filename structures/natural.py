@@ -28,6 +28,7 @@ ERROR_CODES = {
     "protected": "an edit that reaches a target's protected region (its box grown by the margin), or a crop that "
                  "cuts a target",
     "guarded": "an edit that could change the answer for the question's type (a count, a colour)",
+    "seam": "an edit that leaves the untouched protected region standing out from its edited surroundings",
 }
 register_error_codes("natural", ERROR_CODES)
 

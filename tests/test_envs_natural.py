@@ -138,7 +138,7 @@ def _random_edits(env, outcomes, index, ops, seed):
             assert _protected_pixels_hold(env)
         else:
             assert _state(env) == before and reward == -1.0
-            assert info["error"]["code"] in ("bad_value", "no_change", "protected", "guarded", "bad_field")
+            assert info["error"]["code"] in ("bad_value", "no_change", "protected", "guarded", "bad_field", "seam")
 
 
 def test_random_edits_never_change_a_protected_pixel_and_refused_ones_change_nothing(small_env):
@@ -180,6 +180,21 @@ def test_a_crashing_inpainter_rejects_the_edit_and_keeps_the_state(small_env, mo
     _, _, _, _, info = small_env.step({"op": "remove", "box": [70, 50, 90, 75]})
     assert info["error"]["code"] == "render_failed" and "out of memory" in info["error"]["message"]
     assert _state(small_env) == before
+
+
+def test_a_whole_image_edit_that_outlines_the_untouched_targets_is_refused_as_a_seam(small_env):
+    from vicogym.checks.natural import MAX_SEAM, seam
+
+    small_env.reset(seed=0, options={"index": 1})  # a counting question: brightness is allowed
+    before = _state(small_env)
+    _, reward, _, _, info = small_env.step({"op": "brightness", "delta": 60})  # everything but the targets
+    assert info["error"]["code"] == "seam" and "stands out from its edited surroundings" in info["error"]["message"]
+    assert _state(small_env) == before and reward == -1.0
+    _, _, _, _, info = small_env.step({"op": "brightness", "delta": 8})  # too faint to draw an outline
+    assert info["valid"], info["error"]
+    facts = small_env.unwrapped._render_out.facts
+    assert 0.0 <= seam(facts.source, facts.protected, info["sample"].image, facts.guard) <= MAX_SEAM
+    assert seam(facts.source, facts.protected, facts.source, facts.protected) == 0.0
 
 
 def test_guards_name_the_question_type(small_env):
