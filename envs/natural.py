@@ -36,7 +36,7 @@ from vicogym.renderers.natural import (
     SamSegmenter,
     StableDiffusionInpainter,
     frame_mask,
-    protected_region,
+    record_protection,
     replay,
 )
 from vicogym.sources.natural import RecordSource
@@ -240,7 +240,7 @@ class NaturalArm(Arm):
         self.open()
         image = self.source.image(record.image)
         targets = self.target_mask(record, image)
-        protected = protected_region([targets], self.config.margin)
+        protected = record_protection(record, targets, self.config.margin)
         return Scene(record, image.shape[1], image.shape[0], self.config.margin, (), pixels_sha256(image),
                      pack_mask(targets), pack_mask(protected))
 
@@ -303,7 +303,7 @@ class NaturalArm(Arm):
         targets, protected = structure.mask("targets"), structure.mask("protected")
         if not self.config.cache_masks:
             targets = self.target_mask(structure.record, source, cached=False)
-            protected = protected_region([targets], structure.margin)
+            protected = record_protection(structure.record, targets, structure.margin)
         idle: list[int] = []
         image, guard = replay(source, protected, structure.ops, int(rng.integers(2**63)), self.inpainter, idle)
         return Render(image, NaturalFacts(source, protected, guard, frame_mask(targets, structure.ops), tuple(idle)))
@@ -354,8 +354,9 @@ class NaturalArm(Arm):
             targets, protected = scene.mask("targets"), scene.mask("protected")
         except ValueError as exc:
             return f"the structure's masks cannot be read: {exc}"
-        if not np.array_equal(protected, protected_region([targets], scene.margin)):
-            return f"the protected mask is not the targets grown by the margin of {scene.margin} px"
+        if not np.array_equal(protected, record_protection(scene.record, targets, scene.margin)):
+            return (f"the protected mask is not the targets (and box targets' boxes) grown by the margin of "
+                    f"{scene.margin} px")
         if self.run_folder is None:
             return None
         stored_mask = self.run_folder / mask_file(scene)

@@ -264,6 +264,20 @@ class NaturalFacts:
     idle: tuple[int, ...] = ()
 
 
+def annotated_boxes(record: Any, height: int, width: int) -> np.ndarray:
+    """The boxes of ``record``'s box targets, as one boolean image: an annotator's box is
+    where the object lies, so it is protected whole (a segmenter that loses a tyre's tread or
+    the foot of a cup's handle inside it protects that part anyway)."""
+    boxes = [box_mask(t.box, height, width) for t in record.targets if t.geometry == "box"]
+    return np.logical_or.reduce(boxes) if boxes else np.zeros((height, width), bool)
+
+
+def record_protection(record: Any, targets: np.ndarray, margin: int) -> np.ndarray:
+    """A record's protected region: its targets' masks and its box targets' boxes, grown by
+    ``margin`` pixels."""
+    return protected_region([targets, annotated_boxes(record, *targets.shape)], margin)
+
+
 def protected_region(masks: list[np.ndarray], margin: int) -> np.ndarray:
     """The union of ``masks`` grown by ``margin`` pixels (a disc), as a boolean image."""
     if not masks:
@@ -527,4 +541,4 @@ def frame_mask(mask: np.ndarray, ops: tuple) -> np.ndarray:
 
 __all__ = ["SAM_MODELS", "BoxSegmenter", "GrabCutSegmenter", "OpenCVInpainter", "RePaintInpainter", "SamEncoder",
            "SamSegmenter", "StableDiffusionInpainter", "NaturalFacts", "build_sam", "box_mask", "frame_mask",
-           "polygon_mask", "protected_region", "replay"]
+           "polygon_mask", "protected_region", "replay", "annotated_boxes", "record_protection"]

@@ -212,7 +212,12 @@ class RecordSource:
         return len(self.records)
 
     def summary(self) -> dict[str, Any]:
-        return {"records": len(self.records), "images": len(self._images), "source": self.name}
+        summary = {"records": len(self.records), "images": len(self._images), "source": self.name}
+        if self.name == DEMO:
+            summary["note"] = (f"the embedded demo: {len(self.records)} questions on {len(self._images)} sample "
+                               "photos, for trying the arm, not for training; pass source=<COCO-style folder or "
+                               ".jsonl>")
+        return summary
 
 
 __all__ = ["DEMO", "RecordSource", "coco_records", "demo_records", "jsonl_records", "load_image"]

@@ -204,3 +204,14 @@ def test_images_and_records_are_bounded_before_decoding_and_stay_inside_their_fo
         (folder / "deep.jsonl").write_text('{"id": ' + "[" * 100_000 + "]" * 100_000 + "}\n", encoding="utf-8")
         RecordSource(str(folder / "deep.jsonl"))
     assert len(RecordSource(_one_record_file(folder))) == 1
+
+
+def test_every_demo_question_protects_whatever_it_names_as_an_owner():
+    """ "the cat's eyes" is about the cat: a patch pasted onto it (a second nose) would be a
+    new feature of what the question is about, so the owner is a target too."""
+    import re
+
+    for record in demo_records():
+        labels = {t.label for t in record.targets}
+        for owner in re.findall(r"\bthe (\w+)'s\b", record.question):
+            assert owner in labels, f"{record.id}: {record.question!r} names the {owner}, targets are {labels}"

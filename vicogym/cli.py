@@ -205,6 +205,9 @@ def _summary(manifest: dict) -> None:
     for code, n in manifest["rejections"].items():
         table.add_row(f"rejected: {code}", str(n))
     console.print(table)
+    note = (manifest.get("source") or {}).get("note")
+    if note:
+        console.print(f"[yellow]note:[/yellow] {escape(note)}", highlight=False)
 
 
 @app.command()
