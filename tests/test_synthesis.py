@@ -171,6 +171,44 @@ def test_conflicts_refuse_contradictory_sets():
     assert conflicts([{"id": a, "params": {}}], {"id": b, "params": {}}) is not None
 
 
+@pytest.mark.parametrize("chosen, new", [
+    ({"id": "lowercase", "params": {}}, {"id": "postscript", "params": {"marker": "P.P.S"}}),
+    ({"id": "uppercase", "params": {}}, {"id": "argument_structure", "params": {}}),  # lines starting "Claim:"
+    ({"id": "sections", "params": {"n": 2, "splitter": "SECTION", "relation": "exactly"}},
+     {"id": "paragraph_start", "params": {"word": "Market"}}),
+    ({"id": "lowercase", "params": {}}, {"id": "prefix", "params": {"text": "Dear Sir"}}),
+])
+def test_sets_a_person_reads_as_contradictory_are_refused_though_a_witness_passes(chosen, new):
+    assert witness([chosen, new], "A plain answer about the chart. " * 4, np.random.default_rng(0)) is not None or \
+        chosen["id"] == "sections"  # the verifiers' reading would let these through
+    assert conflicts([chosen], new) is not None and conflicts([new], chosen) is not None
+
+
+def test_one_paragraph_is_never_asked_with_a_divider_between_paragraphs():
+    from vicogym.editors.instruct import EDITS
+
+    draws = {EDITS["paragraph_count"].draw(np.random.default_rng(seed))["n"] for seed in range(200)}
+    assert min(draws) >= 2
+
+
+def test_planned_sets_hold_no_contradiction_a_person_would_read(tmp_path):
+    from vicogym.instruct.synthesis import read_as_a_person_would
+
+    config = small(tmp_path)
+    synth = Synthesizer(config)
+    source = synthesis.ImageSource(config, synth.perceiver)
+    rng = np.random.default_rng(3)
+    for _ in range(40):
+        picture = source.draw(rng)
+        plan = synth.plan(picture, {}, {}, np.zeros((0, 0), np.float32), rng)
+        constraints = plan["constraints"]
+        for a in constraints:
+            for b in constraints:
+                if a is not b:
+                    assert read_as_a_person_would(a, b) is None, (a, b)
+    source.close()
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(0, 50), min_size=3, max_size=3), st.integers(0, 2), st.integers(1, 30))
 def test_weights_favour_uncovered_and_failed_types(coverage, failed_type, fails):

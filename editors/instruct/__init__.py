@@ -23,9 +23,10 @@ Pure: text in, text out; randomness only from the ``rng`` passed in.
 """
 
 # isort: off
-from vicogym.editors.instruct.edits import EDITS, ResponseEdit, TypeEdits, edits, english, phrase, satisfy, violate
+from vicogym.editors.instruct.edits import (EDITS, ResponseEdit, TypeEdits, edits, english, phrase, quoted, satisfy,
+                                           violate)
 # the categories register their types' edits in import order (so the imports stay unsorted)
 from vicogym.editors.instruct import format, lexical, structural, style, grounded, reasoning  # noqa: F401
 # isort: on
 
-__all__ = ["EDITS", "ResponseEdit", "TypeEdits", "edits", "english", "phrase", "satisfy", "violate"]
+__all__ = ["EDITS", "ResponseEdit", "TypeEdits", "edits", "english", "phrase", "quoted", "satisfy", "violate"]

@@ -125,6 +125,24 @@ def phrase(id: str, params: Mapping[str, Any], rng: np.random.Generator) -> str:
     return english(pick(rng, templates).format(**values))
 
 
+def quoted(id: str, params: Mapping[str, Any]) -> list[str]:
+    """The text every phrasing of the type quotes for the writer to copy ('P.P.S', 'Claim:',
+    'SECTION 1'), and a prefix's or suffix's text: what a reader writes letter for letter."""
+    import re
+
+    values = {k: ", ".join(map(str, v)) if isinstance(v, (list, tuple)) else v for k, v in params.items()}
+    found = []
+    for template in EDITS[id].phrases if id in EDITS else ():
+        try:
+            text = template.format(**values)
+        except (KeyError, IndexError, ValueError):
+            continue
+        found += [a or b for a, b in re.findall(r"'([^']*)'|\"([^\"]*)\"", text)]
+    if id in ("prefix", "suffix"):
+        found.append(str(params.get("text", "")))
+    return [f for f in dict.fromkeys(found) if f]
+
+
 def english(text: str) -> str:
     """The grammar fixes, outside quoted values (a keyword or a text to quote stays as it is)."""
     import re

@@ -85,7 +85,7 @@ edits("paragraph_count",
       ("There should be {n} paragraphs, separated by the Markdown divider ***.",
        "Write exactly {n} paragraphs with *** between them."),
       *count_edits("paragraph_count", build_paragraph_count, relation="exactly"),
-      draw=lambda rng: {"n": draw_int(rng, 1, 4)})
+      draw=lambda rng: {"n": draw_int(rng, 2, 4)})  # "1 paragraph, separated by ***" reads as a contradiction
 
 
 def _nth(response: str, k: int, params: Mapping[str, Any]) -> str:

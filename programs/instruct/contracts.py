@@ -295,6 +295,17 @@ WHOLE_LIST = ("whole",
               ) + tuple(f"layout:{x}" for x in LAYOUTS if x not in ("bullet_list", "numbered_list", "line_count"))
 
 
+#: a reader's conflicts the verifiers do not see (they read paragraphs and case as IFEval
+#: does): a type that asks a word at the start (end) of every paragraph, against the types
+#: that put fixed text there (a heading, a label, a postscript's marker, a prefix)
+EVERY_PARAGRAPH = {"start": ("paragraph_start", "nth_paragraph_first_word"), "end": ("paragraph_end",)}
+FIXED_TEXT_AT = {"start": ("sections", "markdown_headers", "title", "argument_structure", "postscript", "summary_line",
+                           "numbered_steps", "key_value_lines", "prefix", "blockquote"),
+                 "end": ("postscript", "summary_line", "suffix", "end_with_question", "argument_structure")}
+#: case rules: every letter lower, every letter upper
+CASE_RULES = {"lowercase": str.islower, "uppercase": str.isupper}
+
+
 def layout(id: str) -> tuple[str, ...]:
     """The exclusive group of the layout type ``id``."""
     if id not in LAYOUTS:

@@ -283,6 +283,31 @@ def conflicts(chosen: Sequence[Mapping[str, Any]], spec: Mapping[str, Any]) -> s
             bounds = contract.bounds(other.get("params") or {})
             if bounds and max(bounds[0], low_high[0]) > min(bounds[1], low_high[1]):
                 return f"{contract.id} and {new.id} bound {new.measure} to disjoint ranges"
+        problem = read_as_a_person_would(other, spec) or read_as_a_person_would(spec, other)
+        if problem:
+            return problem
+    return None
+
+
+def read_as_a_person_would(a: Mapping[str, Any], b: Mapping[str, Any]) -> str | None:
+    """Why a person would find ``a`` and ``b`` contradictory although the verifiers (which
+    ignore case and read paragraphs as IFEval does) pass a witness: a case rule against text
+    the other quotes in the other case ("all lowercase" and a postscript starting 'P.P.S'),
+    or a word asked at the start (end) of every paragraph against fixed text the other puts
+    there ("every paragraph starts with 'Market'" and 'SECTION 1' headings)."""
+    from vicogym.programs.instruct.contracts import CASE_RULES, EVERY_PARAGRAPH, FIXED_TEXT_AT
+
+    if a["id"] in CASE_RULES:
+        fits = CASE_RULES[a["id"]]
+        for text in type_edits.quoted(b["id"], b.get("params") or {}):
+            letters = "".join(ch for ch in text if ch.isalpha())
+            if letters and not fits(letters):
+                article = "an" if a["id"][0] in "aeiou" else "a"
+                return (f"{a['id']} and {b['id']}: the instruction quotes {text!r}, which {article} {a['id']} answer "
+                        "cannot copy")
+    for end, rules in EVERY_PARAGRAPH.items():
+        if a["id"] in rules and b["id"] in FIXED_TEXT_AT[end]:
+            return f"{a['id']} and {b['id']}: {b['id']} puts fixed text at the {end} of a paragraph"
     return None
 
 
