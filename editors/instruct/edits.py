@@ -83,14 +83,21 @@ def count_edits(id: str, build: Callable[[str, int, Mapping[str, Any]], str],
     return satisfy_count, violate_count
 
 
-def cue_edits(id: str) -> tuple[ResponseEdit, ResponseEdit]:
+def cue_edits(id: str, meet: Callable[[str, Mapping[str, Any]], str] | None = None
+              ) -> tuple[ResponseEdit, ResponseEdit]:
     """The edits of a judge-track style type, as the simulated judge reads it: satisfying
-    puts one of the type's cues first, violating removes every cue."""
+    puts first one of the type's cues that fits its rubric's evidence (no "put simply" for
+    experts) and, with ``meet``, gives the response what that evidence needs (a question
+    mark for a rhetorical question); violating removes every cue."""
     def cues(params: Mapping[str, Any]) -> list[str]:
         return [cue.format(**params) for cue in REGISTRY[id].cues]
 
     def satisfy_cue(response: str, params: Mapping[str, Any], rng: np.random.Generator) -> str:
-        return pick(rng, cues(params)) + " " + response
+        evidence = REGISTRY[id].evidence
+        fitting = [c for c in cues(params) if evidence is None or evidence(c, **params) is None
+                   or evidence("", **params) is not None] or cues(params)
+        text = pick(rng, fitting) + " " + response
+        return meet(text, params) if meet is not None else text
 
     def violate_cue(response: str, params: Mapping[str, Any], rng: np.random.Generator) -> str:
         # the judge compares lowercased text: drop the few characters whose lowercase is longer

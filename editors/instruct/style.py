@@ -10,7 +10,19 @@ import numpy as np
 
 from vicogym.editors.instruct.edits import count_edits, cue_edits, draw_values, edits, holds, no_params
 from vicogym.editors.instruct.text import draw_int, draw_relation, drop_words, material
-from vicogym.programs.instruct.style import AUDIENCES, CONTRACTION, DEVICES, LANGUAGES, PRONOUNS, ROLES, SCRIPTS, TONES
+from vicogym.programs.instruct import REGISTRY
+from vicogym.programs.instruct.style import (
+    AUDIENCES,
+    CONTRACTION,
+    DEVICES,
+    LANGUAGES,
+    PRONOUNS,
+    ROLES,
+    SCRIPTS,
+    SIMPLIFYING,
+    SLANG,
+    TONES,
+)
 from vicogym.programs.instruct.text import words
 from vicogym.validation import pick
 
@@ -151,12 +163,47 @@ edits("no_contractions", ("Do not use contractions (write 'do not', not 'don't')
       satisfy_no_contractions, violate_no_contractions, draw=no_params)
 
 
-edits("tone", ("Write in a {tone} tone.", "Keep the tone {tone} throughout."), *cue_edits("tone"),
+def meet_tone(response: str, params: Mapping[str, Any]) -> str:
+    """What the tone's evidence needs: no contractions, slang or exclamations when formal,
+    no exclamations when neutral, one when enthusiastic."""
+    tone = params["tone"]
+    if tone == "formal":
+        response = SLANG.sub("", satisfy_no_contractions(response, {}, np.random.default_rng(0)))
+    if tone in ("formal", "neutral"):
+        response = response.replace("!", ".")
+    if tone == "enthusiastic" and "!" not in response:
+        response += " What a sight!"
+    return response
+
+
+def meet_audience(response: str, params: Mapping[str, Any]) -> str:
+    """No simplifying for experts and engineers; short words for children."""
+    if params["audience"] in ("experts", "engineers"):
+        response = SIMPLIFYING.sub("", response)
+    if params["audience"] == "children":
+        for _ in range(200):
+            ws = words(response)
+            if not ws or sum(map(len, ws)) / len(ws) <= 6.0:
+                break
+            response += " It is big and red, and we can see it."
+    return response
+
+
+def meet_device(response: str, params: Mapping[str, Any]) -> str:
+    """A question mark, a 'like', a 'but' or a word said three times, as the device needs."""
+    extra = {"rhetorical question": " Who could miss it?", "simile": " It stands like a tower.",
+             "contrast": " But the rest is not the same.", "repetition": " Again, again and again."}
+    device = params["device"]
+    fails = REGISTRY["rhetorical_device"].evidence(response, device=device)
+    return response + extra[device] if fails is not None and device in extra else response
+
+
+edits("tone", ("Write in a {tone} tone.", "Keep the tone {tone} throughout."), *cue_edits("tone", meet_tone),
       draw=draw_values({"tone": TONES}))
 
 
 edits("audience_adaptation", ("Explain it for {audience}.", "Adapt your answer to an audience of {audience}."),
-      *cue_edits("audience_adaptation"), draw=draw_values({"audience": AUDIENCES}))
+      *cue_edits("audience_adaptation", meet_audience), draw=draw_values({"audience": AUDIENCES}))
 
 
 edits("persona", ("Answer as a {role} would.", "Take on the role of a {role} in your answer."), *cue_edits("persona"),
@@ -164,4 +211,4 @@ edits("persona", ("Answer as a {role} would.", "Take on the role of a {role} in 
 
 
 edits("rhetorical_device", ("Use a {device} in your answer.", "Include at least one {device}."),
-      *cue_edits("rhetorical_device"), draw=draw_values({"device": DEVICES}))
+      *cue_edits("rhetorical_device", meet_device), draw=draw_values({"device": DEVICES}))

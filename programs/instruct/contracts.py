@@ -67,7 +67,8 @@ class Contract:
     Tracks: a ``"code"`` contract's ``verify`` decides; a ``"judge"`` contract has no
     ``verify`` (``None``) but a ``rubric`` (a statement with ``{param}`` placeholders that
     a structured LLM judge checks) and ``cues`` (phrases whose presence the simulated
-    judge takes as compliance); its cases are run by the judge that is configured
+    judge takes as compliance, with ``evidence``: what the rubric needs that a plain
+    check reads); its cases are run by the judge that is configured
     (:mod:`vicogym.instruct.judge`), not at registration.
 
     Visually grounded contracts read the image's *facts* (see :data:`FACT_KINDS`):
@@ -94,6 +95,10 @@ class Contract:
     optional: tuple[str, ...] = field(default=())
     rubric: str = ""
     cues: tuple[str, ...] = ()
+    #: for a judged type: what the rubric needs that a plain reader can check (``(response,
+    #: **params) -> str | None``, why the response fails the rubric), so that the simulated
+    #: judge never passes what its own rubric rejects ("For experts, put simply:")
+    evidence: Callable[..., str | None] | None = None
     needs: tuple[str, ...] = ()
     ground: Callable[..., dict[str, Any] | None] | None = None
     check_ground: Callable[..., str | None] | None = None

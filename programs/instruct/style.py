@@ -88,11 +88,52 @@ ROLES = ["tour guide", "detective", "teacher", "sports commentator", "museum cur
 DEVICES = ["rhetorical question", "metaphor", "simile", "repetition", "contrast"]
 
 
+SIMPLIFYING = re.compile(r"\b(put simply|simply put|in simple terms|in plain words|to put it simply)\b", re.IGNORECASE)
+SLANG = re.compile(r"\b(lol|gonna|wanna|kinda|omg|yeah|awesome|cool)\b", re.IGNORECASE)
+
+
+def _tone_evidence(response: str, tone: str) -> str | None:
+    if tone == "formal" and (re.search(CONTRACTION, response, re.IGNORECASE) or SLANG.search(response)
+                             or "!" in response):
+        return "a formal tone has no contractions, slang or exclamation marks"
+    if tone == "neutral" and "!" in response:
+        return "a neutral tone has no exclamation marks"
+    if tone == "enthusiastic" and "!" not in response:
+        return "an enthusiastic tone shows it (an exclamation at least)"
+    return None
+
+
+def _audience_evidence(response: str, audience: str) -> str | None:
+    if audience in ("experts", "engineers") and SIMPLIFYING.search(response):
+        return f"writing for {audience} does not simplify ({SIMPLIFYING.search(response).group(0)!r})"
+    ws = words(response)
+    if audience == "children" and ws and sum(map(len, ws)) / len(ws) > 6.0:
+        return "writing for children uses short words"
+    return None
+
+
+def _device_evidence(response: str, device: str) -> str | None:
+    if device == "rhetorical question" and "?" not in response:
+        return "a rhetorical question is a question (no question mark)"
+    if device == "simile" and not re.search(r"\blike\b|\bas \w+ as\b", response, re.IGNORECASE):
+        return "a simile compares with 'like' or 'as ... as'"
+    if device == "contrast" and not re.search(r"\b(but|however|whereas|while|yet|unlike)\b", response, re.IGNORECASE):
+        return "a contrast sets two things against each other (but, however, whereas ...)"
+    if device == "repetition":
+        counts = {}
+        for w in (w.lower() for w in words(response) if len(w) > 3):
+            counts[w] = counts.get(w, 0) + 1
+        if not counts or max(counts.values()) < 3:
+            return "repetition repeats a word or phrase (three times at least)"
+    return None
+
+
 judged("tone", "The response is written in the given tone (judged).", "style",
        {"tone": {"type": "string", "enum": TONES}}, "The response is written in a {tone} tone throughout.",
        ("Tone: {tone}.", "Keeping the tone {tone}:"),
        [("Tone: formal. The chart shows a steady rise.", {"tone": "formal"}, True),
-        ("lol the chart goes up, whatever", {"tone": "formal"}, False)])
+        ("lol the chart goes up, whatever", {"tone": "formal"}, False),
+        ("Tone: formal. lol it's up!", {"tone": "formal"}, False)], evidence=_tone_evidence)
 
 
 judged("audience_adaptation", "The response is adapted to the given audience: vocabulary, detail and examples fit "
@@ -100,7 +141,9 @@ judged("audience_adaptation", "The response is adapted to the given audience: vo
        "The response is adapted to {audience}: its vocabulary, level of detail and examples suit them.",
        ("Explained for {audience}:", "For {audience}, put simply:"),
        [("Explained for children: the big red ball is next to a tiny blue box.", {"audience": "children"}, True),
-        ("The spatial configuration exhibits heteroscedastic dispersion.", {"audience": "children"}, False)])
+        ("The spatial configuration exhibits heteroscedastic dispersion.", {"audience": "children"}, False),
+        ("For experts, put simply: the line goes up.", {"audience": "experts"}, False)],
+       evidence=_audience_evidence)
 
 
 judged("persona", "The response is written in the voice of the given role (judged).", "style",
@@ -114,7 +157,9 @@ judged("rhetorical_device", "The response uses the given rhetorical device at le
        {"device": {"type": "string", "enum": DEVICES}}, "The response uses at least one {device}, recognisably.",
        ("(a {device} follows)", "To use a {device}:"),
        [("To use a metaphor: the skyline is a saw blade against the dusk.", {"device": "metaphor"}, True),
-        ("The skyline is jagged.", {"device": "metaphor"}, False)])
+        ("The skyline is jagged.", {"device": "metaphor"}, False),
+        ("To use a rhetorical question: the skyline is jagged.", {"device": "rhetorical question"}, False)],
+       evidence=_device_evidence)
 
 
 @constraint("lowercase", "Every letter is lowercase.", "style",

@@ -66,7 +66,10 @@ def _items_checked(items: Sequence[tuple[Any, Mapping[str, Any]]]) -> list[tuple
 @dataclass(frozen=True)
 class SimulatedJudge:
     """Passes a judge constraint iff one of its cues (filled with the parameters) occurs in
-    the response, case-insensitively. Deterministic; ignores the image."""
+    the response, case-insensitively, and the response has what the rubric needs that a
+    plain check can read (the contract's ``evidence``: a rhetorical question ends with a
+    question mark, writing for experts does not say "put simply"). A stand-in, simple,
+    but it never accepts what its own rubric rejects. Deterministic; ignores the image."""
 
     def judge(self, response: str, items: Sequence[tuple[Any, Mapping[str, Any]]],
               image: np.ndarray | None = None) -> list[Any]:
@@ -76,7 +79,11 @@ class SimulatedJudge:
             cues = [fill(cue, params) for cue in contract.cues]
             hit = next((cue for cue in cues if cue and cue.lower() in response.lower()), None)
             expected = fill(contract.rubric, params)
-            if hit is not None:
+            lacking = contract.evidence(response, **params) if contract.evidence is not None and hit else None
+            if lacking is not None:
+                verdicts.append(Verdict(False, expected, f"cue {hit!r} found, but {lacking}",
+                                        f"simulated judge: the rubric is not met: {lacking}"))
+            elif hit is not None:
                 verdicts.append(Verdict(True, expected, f"cue {hit!r} found",
                                         f"simulated judge: the response contains {hit!r}"))
             else:
