@@ -177,11 +177,28 @@ def test_conflicts_refuse_contradictory_sets():
     ({"id": "sections", "params": {"n": 2, "splitter": "SECTION", "relation": "exactly"}},
      {"id": "paragraph_start", "params": {"word": "Market"}}),
     ({"id": "lowercase", "params": {}}, {"id": "prefix", "params": {"text": "Dear Sir"}}),
+    ({"id": "language", "params": {"language": "de"}}, {"id": "include_keywords", "params": {"keywords": ["clearly"]}}),
 ])
 def test_sets_a_person_reads_as_contradictory_are_refused_though_a_witness_passes(chosen, new):
     assert witness([chosen, new], "A plain answer about the chart. " * 4, np.random.default_rng(0)) is not None or \
-        chosen["id"] == "sections"  # the verifiers' reading would let these through
+        chosen["id"] in ("sections", "language")  # the verifiers' reading would let the others through
     assert conflicts([chosen], new) is not None and conflicts([new], chosen) is not None
+
+
+def test_types_that_do_not_fit_an_image_are_not_planned_for_it():
+    from vicogym.programs.instruct import REGISTRY as TYPES
+
+    photo, chart = {"source": "natural"}, {"source": "chart", "rows": [{"label": "a", "value": 64.0}]}
+    for type_id in ("json_format", "yaml_mapping", "xml_document", "code_block"):
+        assert TYPES[type_id].fit(photo, {}) is not None and TYPES[type_id].fit(chart, {}) is None
+    assert TYPES["scene_mood"].fit(chart, {}) is not None and TYPES["scene_mood"].fit(photo, {}) is None
+    assert "not 3" in TYPES["number_precision"].fit(chart, {"decimals": 3})  # "64.000" for a chart printing 64
+    assert TYPES["number_precision"].fit(chart, {"decimals": 0}) is None
+    assert TYPES["number_precision"].fit({"source": "chart", "rows": [{"label": "a", "value": 2.25}]},
+                                         {"decimals": 2}) is None
+    from vicogym.editors.instruct.text import VOCAB
+
+    assert not set(VOCAB) & {"river", "meadow", "garden", "forest"}  # no keyword asserts what an image lacks
 
 
 def test_one_paragraph_is_never_asked_with_a_divider_between_paragraphs():

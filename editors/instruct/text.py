@@ -41,7 +41,9 @@ def without(response: str, name: str, instead: str) -> str:
 # Rebuilt text is made of the response's plain words (ASCII letters, lowercased), so that it
 # keeps the response's content where it can without carrying stray symbols (asterisks,
 # digits, brackets) that other rules count.
-VOCAB = ("river", "garden", "lantern", "market", "forest", "harbor", "window", "signal", "meadow", "bridge")
+#: the words keyword, first/last word and paragraph-word types ask for: words any description can
+#: use truthfully ("river" forced on a motorcycle, "meadow" on an astronaut, make it false)
+VOCAB = ("overall", "clearly", "indeed", "visible", "detail", "together", "throughout", "notably", "again", "here")
 
 
 FILLER = ("this", "is", "what", "the", "picture", "shows", "in", "plain", "words", "here")

@@ -100,6 +100,9 @@ class Contract:
     #: judge never passes what its own rubric rejects ("For experts, put simply:")
     evidence: Callable[..., str | None] | None = None
     needs: tuple[str, ...] = ()
+    #: planning: why the type with these parameters does not fit an image (``(facts, params)
+    #: -> str | None``): code in a photo's caption, three decimals where a chart prints none
+    fit: Callable[..., str | None] | None = None
     ground: Callable[..., dict[str, Any] | None] | None = None
     check_ground: Callable[..., str | None] | None = None
     exclusive: tuple[str, ...] = ()
@@ -309,6 +312,16 @@ FIXED_TEXT_AT = {"start": ("sections", "markdown_headers", "title", "argument_st
                  "end": ("postscript", "summary_line", "suffix", "end_with_question", "argument_structure")}
 #: case rules: every letter lower, every letter upper
 CASE_RULES = {"lowercase": str.islower, "uppercase": str.isupper}
+
+
+def only_on(*sources: str) -> Callable[..., str | None]:
+    """A ``fit`` for types that make sense only for images of these sources (``chart``,
+    ``clevr``, ``natural``, ``model`` for a perceived photo)."""
+    def fit(facts: Mapping[str, Any], params: Mapping[str, Any]) -> str | None:
+        source = facts.get("source")
+        return None if source in sources else f"fits images of {list(sources)}, not a {source} image"
+
+    return fit
 
 
 def layout(id: str) -> tuple[str, ...]:

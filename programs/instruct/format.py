@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any, Mapping
 
-from vicogym.programs.instruct.contracts import WHOLE_LIST, WHOLE_RESPONSE, Verdict, constraint, layout
+from vicogym.programs.instruct.contracts import WHOLE_LIST, WHOLE_RESPONSE, Verdict, constraint, layout, only_on
 from vicogym.programs.instruct.text import (
     COUNT,
     RELATION,
@@ -21,10 +22,21 @@ from vicogym.programs.instruct.text import (
     strip_fence,
 )
 
+#: code and data formats fit an image that holds data (a chart's table, a scene graph), not a photo
+STRUCTURED = only_on("chart", "clevr")
+
+
+def _precision_fit(facts: Mapping[str, Any], decimals: int) -> str | None:
+    """Numbers to ``decimals`` places fit only where the image prints numbers that precise:
+    "64.000" for a chart that shows 64 makes up a precision the chart does not have."""
+    shown = [str(float(r["value"])) for r in facts.get("rows") or () if "value" in r]
+    most = max((len(v.partition(".")[2].rstrip("0")) for v in shown), default=0)
+    return None if decimals <= most else f"the image shows numbers to {most} decimals at most, not {decimals}"
+
 
 @constraint("json_format", "The whole response is valid JSON (a Markdown code fence around it is allowed).", "format",
             {}, [('{"a": 1}', {}, True), ('```json\n[1, 2]\n```', {}, True), ("a: 1", {}, False), ("", {}, False)],
-            exclusive=WHOLE_RESPONSE)
+            exclusive=WHOLE_RESPONSE, fit=STRUCTURED)
 def _json_format(response: str) -> Verdict:
     # IFEval's unfencing: strip a leading ```json, ```Json, ```JSON, ``` (in turn) and a trailing ```
     text = response.strip()
@@ -42,7 +54,7 @@ def _json_format(response: str) -> Verdict:
 
 @constraint("yaml_mapping", "The whole response is a YAML mapping (a fence around it is allowed).", "format",
             {}, [("a: 1\nb: [2, 3]", {}, True), ("just words", {}, False), ("a: [1", {}, False)],
-            exclusive=WHOLE_RESPONSE)
+            exclusive=WHOLE_RESPONSE, fit=STRUCTURED)
 def _yaml_mapping(response: str) -> Verdict:
     import yaml
 
@@ -59,7 +71,7 @@ def _yaml_mapping(response: str) -> Verdict:
 
 @constraint("xml_document", "The whole response is one well-formed XML element.", "format",
             {}, [("<a><b>1</b></a>", {}, True), ("<a><b></a>", {}, False), ("plain", {}, False)],
-            exclusive=WHOLE_RESPONSE)
+            exclusive=WHOLE_RESPONSE, fit=STRUCTURED)
 def _xml_document(response: str) -> Verdict:
     import xml.etree.ElementTree as ElementTree
 
@@ -144,7 +156,7 @@ def _choice(response: str, options: list[str]) -> Verdict:
             {"language": TEXT}, [("```python\nx = 1\n```", {"language": "python"}, True), ("x = 1", {}, False),
                                  ("```\nx\n```", {"language": "python"}, False), ("```\nx\n```", {}, True)],
             optional=("language",),
-            exclusive=layout("code_block"))
+            exclusive=layout("code_block"), fit=STRUCTURED)
 def _code_block(response: str, language: str | None = None) -> Verdict:
     fences = re.findall(r"```([\w+-]*)\n.*?```", response, re.DOTALL)
     ok = any(language is None or lang.lower() == language.lower() for lang in fences)
@@ -217,7 +229,8 @@ def _punctuation_control(response: str, rule: str) -> Verdict:
             "decimal places, and there is at least one number.", "format",
             {"decimals": {"type": "integer", "minimum": 0, "maximum": 6}},
             [("It costs 3.50 and weighs 2.00 kg.", {"decimals": 2}, True), ("It costs 3.5.", {"decimals": 2}, False),
-             ("No numbers.", {"decimals": 0}, False), ("3 cubes, 12 spheres", {"decimals": 0}, True)])
+             ("No numbers.", {"decimals": 0}, False), ("3 cubes, 12 spheres", {"decimals": 0}, True)],
+            fit=lambda facts, params: _precision_fit(facts, params["decimals"]))
 def _number_precision(response: str, decimals: int) -> Verdict:
     found = re.findall(NUMBER, response)
     bad = [x for x in found if len(x.partition(".")[2]) != decimals]

@@ -17,7 +17,7 @@ import math
 import re
 from typing import Any, Mapping
 
-from vicogym.programs.instruct.contracts import Verdict, constraint, judged
+from vicogym.programs.instruct.contracts import Verdict, constraint, judged, only_on
 from vicogym.programs.instruct.text import (
     CLAUSE,
     TEXT,
@@ -305,7 +305,7 @@ judged("scene_mood", "Describe the overall mood or atmosphere the image conveys.
        "grounded in what the image shows.",
        ("mood", "atmosphere", "feels", "feel", "calm", "tense", "cheerful", "serene", "gloomy"),
        [("The scene feels calm and orderly.", {"tone": "calm"}, True),
-        ("There are three cubes.", {"tone": "calm"}, False)])
+        ("There are three cubes.", {"tone": "calm"}, False)], fit=only_on("natural", "model"))  # no bar chart's mood
 
 
 def _ground_spatial(facts: Mapping[str, Any], rng: Any) -> dict[str, Any] | None:

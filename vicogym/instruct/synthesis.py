@@ -294,7 +294,9 @@ def read_as_a_person_would(a: Mapping[str, Any], b: Mapping[str, Any]) -> str | 
     ignore case and read paragraphs as IFEval does) pass a witness: a case rule against text
     the other quotes in the other case ("all lowercase" and a postscript starting 'P.P.S'),
     or a word asked at the start (end) of every paragraph against fixed text the other puts
-    there ("every paragraph starts with 'Market'" and 'SECTION 1' headings)."""
+    there ("every paragraph starts with 'Market'" and 'SECTION 1' headings), or an answer
+    in another language or script asked to carry English words ("German only" with a quoted
+    English phrase)."""
     from vicogym.programs.instruct.contracts import CASE_RULES, EVERY_PARAGRAPH, FIXED_TEXT_AT
 
     if a["id"] in CASE_RULES:
@@ -308,6 +310,15 @@ def read_as_a_person_would(a: Mapping[str, Any], b: Mapping[str, Any]) -> str | 
     for end, rules in EVERY_PARAGRAPH.items():
         if a["id"] in rules and b["id"] in FIXED_TEXT_AT[end]:
             return f"{a['id']} and {b['id']}: {b['id']} puts fixed text at the {end} of a paragraph"
+    language = (a.get("params") or {}).get("language") if a["id"] == "language" else None
+    script = (a.get("params") or {}).get("script") if a["id"] == "script" else None
+    if (language is not None and language != "en") or (script is not None and script != "latin"):
+        params = b.get("params") or {}
+        english = type_edits.quoted(b["id"], params) + [str(w) for key in ("keywords", "keyword", "word", "text")
+                                                         for w in (params.get(key) if isinstance(params.get(key), list)
+                                                                   else [params.get(key)]) if w]
+        if any(any(ch.isascii() and ch.isalpha() for ch in text) for text in english):
+            return f"{a['id']} and {b['id']}: {b['id']} asks for English words in an answer in another language"
     return None
 
 
@@ -359,8 +370,8 @@ def plan_set(types: Sequence[str], weights: np.ndarray, facts: Mapping[str, Any]
             type_id = pool.pop(i)
             w = np.delete(w, i)
             params = draw_params(type_id, facts, rng)
-            if params is None:
-                continue
+            if params is None or (REGISTRY[type_id].fit is not None and REGISTRY[type_id].fit(facts, params)):
+                continue  # the image supports none, or a person could not sensibly follow it for this image
             spec = {"id": type_id, "params": params}
             if conflicts(chosen, spec) is None and witness([*chosen, spec], base, rng) is not None:
                 chosen.append(spec)
