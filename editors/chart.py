@@ -59,6 +59,7 @@ from vicogym.structures.chart import (
     MAX_ROWS,
     MAX_SERIES,
     PALETTES,
+    PERCENT_TOTAL_SLACK,
     ChartSpec,
     ChartStructure,
     Table,
@@ -355,6 +356,13 @@ def check_structure(s: ChartStructure, before: ChartStructure | None = None) -> 
         raise InvalidEdit("order", f"the rows follow an order ({', '.join(before.table.rows[:4])} ...); keep it: "
                           f"add a row at its place, rename only to a label that keeps the order, do not reorder",
                           field="rows")
+    if t.part_of_whole and t.unit == "%":  # shares of one whole: no series adds up to more than all of it
+        for j, series in enumerate(t.series):
+            total = math.fsum(r[j] for r in t.values if r[j] is not None)
+            if total > 100.0 + PERCENT_TOTAL_SLACK:
+                raise InvalidEdit("bad_value", f"{series!r} holds shares of one whole, and they would add up to "
+                                  f"{format_number(total)}%; keep the total at most 100% (lower another share as "
+                                  f"you raise one)", field="value")
     problem = chart_type_fits(t, s.spec.chart_type)
     if problem is None and s.spec.chart_type == "line" and not ordered_rows(s):
         problem = "line joins its points in order, and these rows have no order (years, months ...)"

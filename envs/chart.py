@@ -111,9 +111,12 @@ class ChartArm(Arm):
 
     def seed_variants(self, seed: Seed) -> list[Seed]:
         """A ChartQA table comes without a chart: plainer specs are tried when a reader could
-        not answer from the default one. Procedural seeds are drawn again instead."""
+        not answer from the default one. A procedural seed is tried as drawn, then with its
+        values printed (data labels), before it is drawn again."""
         if seed.source != "chartqa":
-            return [seed]
+            spec = seed.structure.spec
+            labelled = replace(seed, structure=replace(seed.structure, spec=replace(spec, data_labels=True)))
+            return [seed] if spec.data_labels else [seed, labelled]
         locked = chart_editor.locked_style_fields(seed.label_rule)
         return [replace(seed, structure=replace(seed.structure, spec=spec))
                 for spec in spec_variants(seed.structure.spec, locked)]

@@ -85,7 +85,9 @@ def topics() -> dict[str, Any]:
 def _draw_values(rng: np.random.Generator, topic: Mapping[str, Any], n_rows: int, n_series: int) -> np.ndarray:
     low, high, decimals = float(topic["low"]), float(topic["high"]), int(topic["decimals"])
     base = rng.uniform(low, high, size=(n_rows, 1))
-    spread = (high - low) * 0.25
+    # how far a row's series lie apart, as a share of the range: a country's female and male
+    # life expectancies a few years, not forty
+    spread = (high - low) * float(topic.get("spread", 0.25))
     values = np.clip(base + rng.normal(0.0, spread, size=(n_rows, n_series)), low, high)
     return np.round(values, decimals)
 
@@ -98,9 +100,13 @@ def _shares_of_100(values: np.ndarray, decimals: int) -> np.ndarray:
 
 
 def topic_bounds(topic: Mapping[str, Any]) -> tuple[float, float]:
-    """What a topic's values can be: its drawing range widened by a quarter on each side,
-    never below zero for a topic that has no negative values, never above 100 for its
-    percentages."""
+    """What a topic's values can be: the range it declares (``bounds``), or its drawing range
+    widened by a quarter on each side, never below zero for a topic that has no negative
+    values, never above 100 for its percentages."""
+    if "bounds" in topic:  # a rate with a range of its own (a life expectancy lies within 45-90 years)
+        return float(topic["bounds"][0]), float(topic["bounds"][1])
+    if topic.get("part_of_whole") and topic["unit"] == "%":  # a share of a whole: anything up to all of it
+        return 0.0, 100.0
     low, high = float(topic["low"]), float(topic["high"])
     span = high - low
     lo, hi = low - 0.25 * span, high + 0.25 * span
@@ -125,9 +131,14 @@ def procedural_seed(rng: np.random.Generator, max_tries: int = 16, templates: tu
         rows = [pool[i] for i in (sorted(picked) if ordered else picked)]
         decimals = int(topic["decimals"])
         values = _draw_values(rng, topic, n_rows, len(series))
-        whole = bool(topic.get("part_of_whole", False)) and len(series) == 1
+        whole = bool(topic.get("part_of_whole", False))
         if whole and topic["unit"] == "%":
-            values[:, 0] = _shares_of_100(values[:, 0], decimals)
+            if len(series) == 1:
+                values[:, 0] = _shares_of_100(values[:, 0], decimals)
+            else:  # each year's shares of the vendors drawn: some of a whole, never more than all of it
+                for j in range(len(series)):
+                    total = float(rng.uniform(55.0, 95.0))
+                    values[:, j] = np.round(values[:, j] / values[:, j].sum() * total, decimals)
         table = Table(
             index_name=topic["index_name"],
             rows=tuple(rows),
@@ -273,7 +284,7 @@ def load_chartqa_table(path: str | Path) -> Table:
     if _years_descending(rows):  # listed newest first, drawn (as charts draw time) oldest first
         rows, values = rows[::-1], values[::-1]
     return Table(
-        index_name=_clean_label(raw[0]),
+        index_name="" if UNNAMED.fullmatch(raw[0]) else _clean_label(raw[0]),  # a blank header names no axis
         rows=rows,
         series=_unique([_clean_label(c) for c in raw[1:]]),
         values=tuple(values),
@@ -536,9 +547,16 @@ def answers_agree(computed: float | str, label: str) -> bool:
     return abs(float(computed) - target) <= 0.5 * 10.0 ** -places + 1e-9 * abs(target)
 
 
+#: the name pandas gives a column whose header cell is blank: extraction lost the series' name
+UNNAMED = re.compile(r"Unnamed: \d+")
+
+
 def garbled(table: Table) -> bool:
-    """A table that lost its shape on extraction: a multi-series row of zeros only (a
+    """A table that lost its shape on extraction: a series whose header is blank (it would
+    be drawn as "Unnamed: 4" in the legend), a multi-series row of zeros only (a
     placeholder), or three or more rows that repeat the row before them."""
+    if any(UNNAMED.fullmatch(s) for s in table.series):
+        return True
     if len(table.series) < 2:
         return False
     if any(row and all(v == 0.0 for v in row) for row in table.values):
