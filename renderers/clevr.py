@@ -217,6 +217,9 @@ def stop_workers() -> None:
 KEY, FILL, BACK = (6.44, -2.95, 10.0), (-4.67, -4.0, 3.0), (-1.19, 4.6, 6.0)
 LIGHT_ENERGY = {"key": 700.0, "fill": 150.0, "back": 400.0}
 GROUND_RGB = (0.35, 0.35, 0.35)
+#: Workbench's studio light draws the floor darker than Cycles does: a lighter one, so that
+#: gray, brown, blue and purple objects stand out from it as they do under Cycles
+WORKBENCH_GROUND_RGB = (0.6, 0.6, 0.6)
 BACKGROUND_RGB = (0.05, 0.05, 0.05)
 #: the sky that metal reflects (glossy rays only): dark at the horizon, bright overhead, so a
 #: metal face shows which way it points and gray metal reads as silver, not black
@@ -309,7 +312,7 @@ class _Studio:
         scene.world = world
         bpy.ops.mesh.primitive_plane_add(size=60.0, location=(0.0, 0.0, 0.0))
         self.ground = bpy.context.active_object
-        self.ground.data.materials.append(self._material("ground", GROUND_RGB, 0.0, 0.8))
+        self.ground.data.materials.append(self._material("ground", GROUND_RGB, 0.0, 0.8, shown=WORKBENCH_GROUND_RGB))
         camera = bpy.data.objects.new("camera", bpy.data.cameras.new("camera"))
         scene.collection.objects.link(camera)
         scene.camera = self.camera = camera

@@ -189,3 +189,25 @@ def test_gray_metal_reads_as_silver_not_black(shape):
         x0, y0, x1, y1 = out.boxes[0]
         medians[material] = float(np.median(out.image[y0:y1, x0:x1].mean(axis=2)))
     assert medians["metal"] > medians["rubber"] + 10, medians
+
+
+def test_every_colour_stands_out_from_the_floor_under_workbench_read_from_pixels():
+    """Each CLEVR colour against the floor around it (CIELAB distance of their mean colours,
+    OpenCV's 8-bit scale), every object found by the mask pass's labels; gray objects on a
+    gray floor were hard to see."""
+    import cv2
+
+    from vicogym.structures.clevr import COLORS
+
+    renderer = ClevrRenderer(WORKBENCH)
+    for color in COLORS:
+        scene = Scene((Obj("cube", color, "rubber", "large", -2.0, -1.0),
+                       Obj("sphere", color, "metal", "large", 1.5, 1.5),
+                       Obj("cylinder", color, "rubber", "small", 2.0, -2.0)), width=160, height=120)
+        image, labels = renderer.render(scene, seed=0).image, renderer.labels(scene)
+        lab = cv2.cvtColor(image, cv2.COLOR_RGB2LAB).astype(float)
+        for k in range(3):
+            mask = labels == k
+            ring = (cv2.dilate(mask.astype(np.uint8), np.ones((7, 7), np.uint8)) > 0) & (labels == -1)
+            distance = np.linalg.norm(lab[mask].mean(axis=0) - lab[ring].mean(axis=0))
+            assert distance >= 25, (color, k, round(float(distance), 1))
