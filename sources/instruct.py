@@ -21,7 +21,7 @@ No rendering here: callers pass the renderer's report when they have it.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from vicogym.programs.instruct.text import collapse_spaces
 from vicogym.structures.chart import ChartStructure
@@ -107,9 +107,12 @@ def clevr_facts(structure: ClevrScene, render_facts: Any = None, unshown: Any = 
     return {"source": "clevr", "objects": objects}
 
 
-def natural_facts(structure: NaturalScene, render_facts: Any = None) -> dict[str, Any]:
+def natural_facts(structure: NaturalScene, render_facts: Any = None, others: Sequence[Any] = ()) -> dict[str, Any]:
     """The facts of a natural-image scene (see the module notes). The render adds nothing
-    the structure lacks (its masks are the targets' union), so ``render_facts`` is unused."""
+    the structure lacks (its masks are the targets' union), so ``render_facts`` is unused.
+    ``others``: targets other records annotate on the same photo, listed unprotected (an
+    espresso cup in the centre that this record's annotation lacks is still in the
+    picture, so "the main subject in the centre" is not the saucer)."""
     if not isinstance(structure, NaturalScene):
         raise TypeError(f"expected a natural-image Scene, got {type(structure).__name__}")
     frame = frame_of(structure)
@@ -118,9 +121,15 @@ def natural_facts(structure: NaturalScene, render_facts: Any = None) -> dict[str
     def fraction(v: float, size: int) -> float:
         return round(min(1.0, max(0.0, v / size)), 4)
 
-    for target in structure.record.targets:
+    seen = {(t.label, tuple(t.bounds())) for t in structure.record.targets}
+    context = []
+    for t in others:  # each annotated object once, however many records name it
+        if (t.label, tuple(t.bounds())) not in seen:
+            seen.add((t.label, tuple(t.bounds())))
+            context.append(t)
+    for target, protected in [(t, True) for t in structure.record.targets] + [(t, False) for t in context]:
         x0, y0, x1, y1 = target.bounds()
-        objects.append({"name": target.label, "category": target.label, "protected": True,
+        objects.append({"name": target.label, "category": target.label, "protected": protected,
                         "x": fraction((x0 + x1) / 2 + dx, width), "y": fraction((y0 + y1) / 2 + dy, height),
                         "box": [fraction(x0 + dx, width), fraction(y0 + dy, height), fraction(x1 + dx, width),
                                 fraction(y1 + dy, height)]})

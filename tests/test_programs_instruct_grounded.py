@@ -226,3 +226,29 @@ def test_the_target_named_is_the_main_subject_of_its_part_of_the_image():
     rng = np.random.default_rng(0)
     assert {REGISTRY["target_name"].ground(facts, rng)["category"] for _ in range(10)} == {"cat"}
     assert REGISTRY["target_name"].check_ground(facts, {"category": "eye", "where": "centre"})
+
+
+def test_the_main_subject_of_a_part_is_the_one_a_reader_sees_there_not_only_the_annotated_one():
+    """The coffee photo: one record annotates the spoon and saucer, another the cup. With
+    the photo's other annotations in the facts, the centre holds the cup and the saucer, so
+    no record asks for "the main subject in the centre"."""
+    from vicogym.programs.instruct import REGISTRY
+    from vicogym.sources.instruct import natural_facts
+    from vicogym.sources.natural import demo_records
+    from vicogym.structures.natural import Scene as NaturalScene
+
+    records = [r for r in demo_records() if r.image == "skimage:coffee"]
+    target_name = REGISTRY["target_name"]
+    for record in records:
+        scene = NaturalScene(record, 600, 400)
+        others = [t for r in records if r.id != record.id for t in r.targets]
+        facts = natural_facts(scene, others=others)
+        for _ in range(20):
+            params = target_name.ground(facts, np.random.default_rng(_))
+            if params is not None:
+                assert params["where"] != "centre", (record.id, params)
+        centre = target_name.check_ground(facts, {"category": "saucer", "where": "centre"})
+        assert centre is not None  # with the cup in the facts, the saucer is no unique centre subject
+    spoon = next(r for r in records if r.id == "coffee-spoon")
+    assert target_name.check_ground(natural_facts(NaturalScene(spoon, 600, 400)),
+                                    {"category": "saucer", "where": "centre"}) is None  # what the audit found

@@ -488,15 +488,22 @@ def _object_describe(response: str, group: str, attribute: str, values: list[str
 SUBJECT_AREA = 0.15
 
 
-def _subjects(facts: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [o for o in _objects(facts) if o.get("protected") and "box" in o
+def _subjects(facts: Mapping[str, Any], protected_only: bool = True) -> list[dict[str, Any]]:
+    return [o for o in _objects(facts) if (o.get("protected") or not protected_only) and "box" in o
             and (o["box"][2] - o["box"][0]) * (o["box"][3] - o["box"][1]) >= SUBJECT_AREA]
 
 
+def _unique_subjects(facts: Mapping[str, Any]) -> list[tuple[dict[str, Any], str]]:
+    """The protected subjects, each with its cell, that no other large object of the picture
+    (protected or not) shares a cell with: "the main subject in the centre" must be the one
+    a reader sees there, not the one an annotation happens to list."""
+    every = _subjects(facts, protected_only=False)
+    cells = [position(float(o["x"]), float(o["y"])) for o in every]
+    return [(o, cell) for o, cell in zip(every, cells) if o.get("protected") and cells.count(cell) == 1]
+
+
 def _ground_target(facts: Mapping[str, Any], rng: Any) -> dict[str, Any] | None:
-    targets = _subjects(facts)
-    cells = [position(float(o["x"]), float(o["y"])) for o in targets]
-    options = [{"category": o["category"], "where": cell} for o, cell in zip(targets, cells) if cells.count(cell) == 1]
+    options = [{"category": o["category"], "where": cell} for o, cell in _unique_subjects(facts)]
     return pick(rng, options) if options else None
 
 
@@ -506,11 +513,10 @@ def position(x: float, y: float) -> str:
 
 
 def _check_target(facts: Mapping[str, Any], params: Mapping[str, Any]) -> str | None:
-    targets = _subjects(facts)
-    cells = [position(float(o["x"]), float(o["y"])) for o in targets]
-    hits = [o for o, cell in zip(targets, cells) if cell == params["where"]]
-    if len(hits) != 1:
-        return f"expected one protected target at the {params['where']}, got {len(hits)}"
+    every = _subjects(facts, protected_only=False)
+    hits = [o for o in every if position(float(o["x"]), float(o["y"])) == params["where"]]
+    if len(hits) != 1 or not hits[0].get("protected"):
+        return f"expected one large object, a protected target, at the {params['where']}, got {len(hits)}"
     return None if hits[0]["category"] == params["category"] else \
         f"expected category {hits[0]['category']!r}, got {params['category']!r}"
 

@@ -241,7 +241,12 @@ def picture_facts(arm: Any, structure: Any, render: Any) -> dict[str, Any]:
 
     unshown = arm.config.unasked_attributes() if hasattr(arm.config, "unasked_attributes") else ()
     extract = getattr(facts_of, f"{arm.name}_facts")
-    return {"source": arm.name, **extract(structure, render.facts, **({"unshown": unshown} if unshown else {}))}
+    more: dict[str, Any] = {"unshown": unshown} if unshown else {}
+    if arm.name == "natural":  # what the source's other records annotate on this photo is in it too
+        record = structure.record
+        more["others"] = [t for r in arm.source.records if r.image == record.image and r.id != record.id
+                          for t in r.targets]
+    return {"source": arm.name, **extract(structure, render.facts, **more)}
 
 
 def supported_types(facts: Mapping[str, Any], discovered: Sequence[str] = ()) -> list[str]:
