@@ -252,3 +252,17 @@ def test_the_main_subject_of_a_part_is_the_one_a_reader_sees_there_not_only_the_
     spoon = next(r for r in records if r.id == "coffee-spoon")
     assert target_name.check_ground(natural_facts(NaturalScene(spoon, 600, 400)),
                                     {"category": "saucer", "where": "centre"}) is None  # what the audit found
+
+
+def test_a_subject_that_another_object_as_large_crowds_is_no_main_subject():
+    from vicogym.programs.instruct import REGISTRY
+    from vicogym.sources.instruct import natural_facts
+    from vicogym.sources.natural import demo_records
+    from vicogym.structures.natural import Scene as NaturalScene
+
+    records = [r for r in demo_records() if r.image == "skimage:astronaut"]
+    suit = next(r for r in records if r.id == "astronaut-suit-color")
+    facts = natural_facts(NaturalScene(suit, 512, 512), others=[t for r in records if r is not suit for t in r.targets])
+    for seed in range(20):
+        params = REGISTRY["target_name"].ground(facts, np.random.default_rng(seed))
+        assert params is None or params["category"] != "suit", params

@@ -499,7 +499,22 @@ def _unique_subjects(facts: Mapping[str, Any]) -> list[tuple[dict[str, Any], str
     a reader sees there, not the one an annotation happens to list."""
     every = _subjects(facts, protected_only=False)
     cells = [position(float(o["x"]), float(o["y"])) for o in every]
-    return [(o, cell) for o, cell in zip(every, cells) if o.get("protected") and cells.count(cell) == 1]
+    return [(o, cell) for o, cell in zip(every, cells) if o.get("protected") and cells.count(cell) == 1
+            and _dominates(o, [p for p in every if p is not o], cell)]
+
+
+def _dominates(subject: Mapping[str, Any], others: list[Mapping[str, Any]], cell: str) -> bool:
+    """Whether ``subject`` covers at least twice as much of its grid cell as any other large
+    object does (an equally large helmet beside the suit makes "the main subject" a guess)."""
+    k = POSITIONS.index(cell)
+    x0, y0 = (k % 3) / 3, (k // 3) / 3
+
+    def covered(o: Mapping[str, Any]) -> float:
+        bx0, by0, bx1, by1 = (float(v) for v in o["box"])
+        return max(0.0, min(bx1, x0 + 1 / 3) - max(bx0, x0)) * max(0.0, min(by1, y0 + 1 / 3) - max(by0, y0))
+
+    mine = covered(subject)
+    return all(covered(o) * 2 <= mine for o in others)
 
 
 def _ground_target(facts: Mapping[str, Any], rng: Any) -> dict[str, Any] | None:
@@ -517,6 +532,8 @@ def _check_target(facts: Mapping[str, Any], params: Mapping[str, Any]) -> str | 
     hits = [o for o in every if position(float(o["x"]), float(o["y"])) == params["where"]]
     if len(hits) != 1 or not hits[0].get("protected"):
         return f"expected one large object, a protected target, at the {params['where']}, got {len(hits)}"
+    if not _dominates(hits[0], [o for o in every if o is not hits[0]], params["where"]):
+        return f"another large object covers as much of the {params['where']} as the {hits[0]['category']}"
     return None if hits[0]["category"] == params["category"] else \
         f"expected category {hits[0]['category']!r}, got {params['category']!r}"
 
