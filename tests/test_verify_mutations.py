@@ -311,3 +311,24 @@ def test_a_run_whose_source_is_gone_fails_unless_unreplayed_rows_are_allowed(tmp
     assert not findings.ok and "4 of 4 rows were not replayed" in dict(findings.problems)[str(out)]
     allowed = verify(out, allow_unreplayed=True)
     assert allowed.ok and any("4 of 4 rows were not replayed" in note for note in allowed.notes)
+
+
+def test_the_simulated_actor_is_asked_again_so_its_answers_cannot_be_rewritten(small_runs, tmp_path):
+    """Answers, pass rate and reward rewritten together, consistently with each other: only
+    asking the run's own simulated actor again shows they are not what it answered."""
+    from vicogym.rewards import RewardConfig, difficulty_reward
+
+    def rewrite(shards, folder):
+        row = shards["part-00000.parquet"][0]
+        truth = row["answer"]
+        row["actor_answers"] = [truth] * len(row["actor_answers"])  # every answer right
+        row["pass_rate"] = 1.0
+        row["reward"] = difficulty_reward(1.0, RewardConfig())
+
+    findings = _tampered(small_runs, tmp_path, rewrite)
+    row_id = _shards(small_runs[5])["part-00000.parquet"][0]["id"]
+    problems = dict(findings.problems)
+    original = _shards(small_runs[5])["part-00000.parquet"][0]
+    if original["pass_rate"] == 1.0 and set(original["actor_answers"]) == {original["answer"]}:
+        pytest.skip("the row's answers were all right already")
+    assert "the simulated actor, asked again, answers" in problems[row_id], problems

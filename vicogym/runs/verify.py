@@ -138,6 +138,8 @@ class _Arms:
         self._source, self._findings, self._files = source, findings, files
         self._arms: dict[str, Any] = {}
         self._envs: dict[str, Any] = {}
+        #: env id -> whether its replays ask the run's own (simulated) actor again
+        self.reprobes: dict[str, bool] = {}
 
     def get(self, env_id: str) -> Any:
         if env_id not in self._arms:
@@ -157,7 +159,11 @@ class _Arms:
 
             from vicogym.errors import SourceError
 
-            kwargs = dict(self._kwargs.get(env_id) or {}, k=1, actor="simulated", **self.get(env_id).replay_settings())
+            own = dict(self._kwargs.get(env_id) or {})
+            cheaper = self.get(env_id).replay_settings()
+            # the simulated actor answers again as in the run when nothing about the replay is cheaper
+            self.reprobes[env_id] = own.get("actor", "simulated") == "simulated" and not cheaper
+            kwargs = own if self.reprobes[env_id] else dict(own, k=1, actor="simulated", **cheaper)
             try:
                 self._envs[env_id] = gym.make(env_id, **kwargs).unwrapped
             except (SourceError, OSError) as exc:
@@ -454,6 +460,10 @@ class _Replay:
                 problem = "structure differs from the replayed episode's"
             elif kept.sample.answer != row["answer"]:
                 problem = f"answer {row['answer']!r} differs from the replayed answer {kept.sample.answer!r}"
+            elif self.arms.reprobes.get(self.env_id) and "actor_answers" in row and (
+                    list(kept.answers) != list(row["actor_answers"]) or kept.pass_rate != row["pass_rate"]):
+                problem = (f"the simulated actor, asked again, answers {list(kept.answers)} (pass rate "
+                           f"{kept.pass_rate!r}), the row keeps {row['actor_answers']} ({row['pass_rate']!r})")
         if problem:
             self.findings.add(str(row["id"]), problem)
 
