@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -236,9 +236,19 @@ def _check_field_counts(path: Path) -> None:
         raise SourceError(f"{path}: not a readable CSV file ({exc})") from None
 
 
-def load_chartqa_table(path: str | Path) -> Table:
+def mixed_scale(cells: Sequence[str]) -> bool:
+    """Whether a column mixes scales: some values carry an ``M`` (millions) suffix and others
+    none, so one axis would draw 0.26 (million) beside 300 (of another unit)."""
+    given = [c.strip() for c in cells if c.strip() and c.strip().lower() not in _MISSING]
+    suffixed = [c for c in given if c.endswith(("M", "m")) and parse_number(c[:-1]) is not None]
+    return 0 < len(suffixed) < len(given)
+
+
+def load_chartqa_table(path: str | Path, problems: list[str] | None = None) -> Table:
     """Read one ChartQA CSV: quoting, thousands separators, %, M suffixes, missing cells.
-    Raises :class:`SourceError` naming the file, the line and what to change."""
+    Raises :class:`SourceError` naming the file, the line and what to change; what makes
+    the table unfit to draw though it parses (a column that mixes scales) is appended to
+    ``problems``."""
     import pandas as pd
 
     check_size(Path(path), LIMITS["csv"], "CSV table")  # a chart shows a few dozen cells; ChartQA's are < 10 KiB
@@ -273,6 +283,9 @@ def load_chartqa_table(path: str | Path) -> Table:
                 raise SourceError(f"{path}:{line + 2}: column {column!r} holds {text!r}; expected a number (1,327.7 / "
                                   f"80% / 0.26M) or a missing-value mark (empty, -, nan)") from None
         values.append(tuple(parsed))
+    if problems is not None:
+        problems += [f"column {c!r} mixes values with and without an M suffix" for c in raw[1:]
+                     if mixed_scale([str(v) for v in frame[c]])]
     cells = frame.iloc[:, 1:].to_numpy().ravel()
     # a unit counts only when every value carries it (a stray "%" in a column of counts does not)
     units = {_unit(c) for c in cells if c.strip() and c.strip().lower() not in _MISSING}
@@ -706,6 +719,7 @@ class ChartQASource:
             raise SourceError(f"expected a ChartQA folder with tables/*.csv and qa.jsonl, got {self.folder}")
         self.records = load_chartqa_records(self.folder)
         self._tables: dict[str, Table] = {}
+        self.unfit: dict[str, list[str]] = {}  # tables that parse but cannot be drawn as they are
         for record in self.records:
             stem = _stem(record.imgname)
             if stem not in self._tables:
@@ -714,8 +728,12 @@ class ChartQASource:
                 if not path.is_file():
                     raise SourceError(f"{self.folder / 'qa.jsonl'}:{record.line}: imgname {record.imgname!r} has no "
                                       f"table at {path}; add the CSV or remove the record")
-                self._tables[stem] = load_chartqa_table(path)
-        self.classified = [classify_record(self.table(r.imgname), r.query, r.label, tier2) for r in self.records]
+                problems: list[str] = []
+                self._tables[stem] = load_chartqa_table(path, problems)
+                if problems:
+                    self.unfit[stem] = problems
+        self.classified = [Classified("dropped", reason="mixed_scale") if _stem(r.imgname) in self.unfit
+                           else classify_record(self.table(r.imgname), r.query, r.label, tier2) for r in self.records]
         self.usable = [i for i, c in enumerate(self.classified) if c.status != "dropped"]
 
     def table(self, imgname: str) -> Table:
