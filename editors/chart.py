@@ -356,6 +356,13 @@ def check_structure(s: ChartStructure, before: ChartStructure | None = None) -> 
         raise InvalidEdit("order", f"the rows follow an order ({', '.join(before.table.rows[:4])} ...); keep it: "
                           f"add a row at its place, rename only to a label that keeps the order, do not reorder",
                           field="rows")
+    if t.row_spread is not None:  # a row's series lie as close as the topic says
+        for label, row in zip(t.rows, t.values):
+            present = [v for v in row if v is not None]
+            if len(present) > 1 and max(present) - min(present) > t.row_spread + 1e-9:
+                gap = format_number(max(present) - min(present))
+                raise InvalidEdit("bad_value", f"{label!r}'s values would lie {gap} apart, more than the "
+                                  f"{format_number(t.row_spread)} this table's series can differ by", field="value")
     if t.part_of_whole and t.unit == "%":  # shares of one whole: no series adds up to more than all of it
         for j, series in enumerate(t.series):
             total = math.fsum(r[j] for r in t.values if r[j] is not None)
@@ -386,8 +393,8 @@ def diff(old: ChartStructure, new: ChartStructure) -> dict[str, Any]:
         "reordered": [r for r in o.rows if r in n.rows] != [r for r in n.rows if r in o.rows],
         "style_changed": sorted(k for k, v in new_spec.items() if old_spec[k] != v),
         "index_renamed": o.index_name != n.index_name or o.unit != n.unit,
-        "table_kind_changed": (o.decimals, o.part_of_whole, o.stackable, o.bounds) != (
-            n.decimals, n.part_of_whole, n.stackable, n.bounds),
+        "table_kind_changed": (o.decimals, o.part_of_whole, o.stackable, o.bounds, o.row_spread) != (
+            n.decimals, n.part_of_whole, n.stackable, n.bounds, n.row_spread),
         "vocabulary_changed": old.vocabulary != new.vocabulary,
     }
 
@@ -407,7 +414,7 @@ def _apply_replace(s: ChartStructure, data: Mapping[str, Any], rule: Mapping[str
     d = diff(s, new)
     if d["index_renamed"] or d["table_kind_changed"] or d["vocabulary_changed"]:
         raise InvalidEdit("bad_value",
-                          "index_name, unit, decimals, part_of_whole, stackable, bounds and the vocabulary "
+                          "index_name, unit, decimals, part_of_whole, stackable, bounds, row_spread and the vocabulary "
                           "belong to the question's table and cannot change", op="replace", field="table")
     for v in new.table.all_values():
         if v is not None:

@@ -89,6 +89,11 @@ def _draw_values(rng: np.random.Generator, topic: Mapping[str, Any], n_rows: int
     # life expectancies a few years, not forty
     spread = (high - low) * float(topic.get("spread", 0.25))
     values = np.clip(base + rng.normal(0.0, spread, size=(n_rows, n_series)), low, high)
+    gap = topic.get("max_gap")
+    if gap is not None and n_series > 1:  # pull a row's series together to within the topic's gap
+        mean = values.mean(axis=1, keepdims=True)
+        width = values.max(axis=1, keepdims=True) - values.min(axis=1, keepdims=True)
+        values = mean + (values - mean) * np.minimum(1.0, 0.9 * float(gap) / np.maximum(width, 1e-12))
     return np.round(values, decimals)
 
 
@@ -149,6 +154,7 @@ def procedural_seed(rng: np.random.Generator, max_tries: int = 16, templates: tu
             part_of_whole=whole,
             stackable=bool(topic.get("stackable", False)) and len(series) > 1,
             bounds=topic_bounds(topic),
+            row_spread=topic.get("max_gap") if len(series) > 1 else None,
         )
         candidates = (
             ("bar", "hbar", "grouped_bar", "stacked_bar", "line", "pie")

@@ -84,6 +84,9 @@ class Table:
     part_of_whole: bool = False
     stackable: bool = False
     bounds: tuple[float, float] | None = None
+    #: how far apart a row's series may lie (a country's female and male life expectancies),
+    #: or ``None`` for no limit
+    row_spread: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.index_name, str):
@@ -99,6 +102,10 @@ class Table:
                     or not all(_is_number(v) and math.isfinite(v) for v in b) or not b[0] < b[1]):
                 raise ValueError(f"expected bounds as [low, high] with low < high, got {b!r}")
             object.__setattr__(self, "bounds", (float(b[0]), float(b[1])))
+        if self.row_spread is not None:
+            if not (_is_number(self.row_spread) and math.isfinite(self.row_spread) and self.row_spread > 0):
+                raise ValueError(f"expected row_spread as a positive number or None, got {self.row_spread!r}")
+            object.__setattr__(self, "row_spread", float(self.row_spread))
         if len(self.values) != len(self.rows):
             raise ValueError(f"expected {len(self.rows)} value rows, got {len(self.values)}")
         for label, row in zip(self.rows, self.values):
@@ -144,6 +151,7 @@ class Table:
             "part_of_whole": self.part_of_whole,
             "stackable": self.stackable,
             "bounds": None if self.bounds is None else list(self.bounds),
+            **({} if self.row_spread is None else {"row_spread": self.row_spread}),
         }
 
     def in_bounds(self, value: float) -> bool:
@@ -184,6 +192,7 @@ class Table:
             part_of_whole=data.get("part_of_whole", False),
             stackable=data.get("stackable", False),
             bounds=data.get("bounds"),
+            row_spread=data.get("row_spread"),
         )
 
     def to_csv(self) -> str:

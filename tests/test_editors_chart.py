@@ -155,8 +155,8 @@ def test_a_question_that_names_no_series_keeps_one_series():
                              ChartSpec())
     with pytest.raises(InvalidEdit) as info:
         apply(single, {"replace": renamed.to_dict()}, rule)
-    assert str(info.value) == ("[bad_value] replace: index_name, unit, decimals, part_of_whole, stackable, bounds and "
-                               "the vocabulary belong to the question's table and cannot change")
+    assert str(info.value) == ("[bad_value] replace: index_name, unit, decimals, part_of_whole, stackable, bounds, "
+                               "row_spread and the vocabulary belong to the question's table and cannot change")
 
 
 def test_size_limits_and_stop():
