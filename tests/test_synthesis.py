@@ -178,6 +178,8 @@ def test_conflicts_refuse_contradictory_sets():
      {"id": "paragraph_start", "params": {"word": "Market"}}),
     ({"id": "lowercase", "params": {}}, {"id": "prefix", "params": {"text": "Dear Sir"}}),
     ({"id": "language", "params": {"language": "de"}}, {"id": "include_keywords", "params": {"keywords": ["clearly"]}}),
+    ({"id": "uppercase", "params": {}},
+     {"id": "temporal_sequence", "params": {"markers": ["First", "Then", "Finally"]}}),
 ])
 def test_sets_a_person_reads_as_contradictory_are_refused_though_a_witness_passes(chosen, new):
     assert witness([chosen, new], "A plain answer about the chart. " * 4, np.random.default_rng(0)) is not None or \

@@ -134,7 +134,8 @@ def phrase(id: str, params: Mapping[str, Any], rng: np.random.Generator) -> str:
 
 def quoted(id: str, params: Mapping[str, Any]) -> list[str]:
     """The text every phrasing of the type quotes for the writer to copy ('P.P.S', 'Claim:',
-    'SECTION 1'), and a prefix's or suffix's text: what a reader writes letter for letter."""
+    'SECTION 1'), a prefix's or suffix's text, and the markers or keys it lists: what a
+    reader writes letter for letter."""
     import re
 
     values = {k: ", ".join(map(str, v)) if isinstance(v, (list, tuple)) else v for k, v in params.items()}
@@ -147,6 +148,8 @@ def quoted(id: str, params: Mapping[str, Any]) -> list[str]:
         found += [a or b for a, b in re.findall(r"'([^']*)'|\"([^\"]*)\"", text)]
     if id in ("prefix", "suffix"):
         found.append(str(params.get("text", "")))
+    for key in ("markers", "keys"):  # labels to write as given: "First, Then, Finally", "Name:"
+        found += [str(v) for v in params.get(key) or () if isinstance(params.get(key), (list, tuple))]
     return [f for f in dict.fromkeys(found) if f]
 
 
