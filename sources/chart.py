@@ -619,6 +619,55 @@ def derivable(table: Table, label: str, question: str) -> bool:
     return any(answers_agree(c, label) for c in candidates)
 
 
+def _named_loosely(question: str, labels: Sequence[str]) -> list[int]:
+    """The labels a question names in full or by a word only that label has ("neonatal" for
+    "Neonatal (first 28 days of life)"), by index."""
+    words = set(label_key(question).split())
+    owners = Counter(w for x in labels for w in set(label_key(x).split()))
+    return [i for i, x in enumerate(labels) if mentions(question, x)
+            or any(len(w) > 3 and owners[w] == 1 and w in words for w in label_key(x).split())]
+
+
+def extreme_tie(table: Table, label: str, question: str) -> bool:
+    """Whether a question that asks for the label with an extreme ("when is the gap
+    largest?") and is answered by a row or series label has that label only among tied
+    ones under every way the table gives an extreme that the question's words allow: the
+    gap between the two labels it names, the one column it names, or else any column, gap
+    between two columns or row total (for a series label, the same with the table turned).
+    A tie makes the answer a guess (1990 and 1995 share the largest gap)."""
+    words = set(label_key(question).split())
+    wants = [k for k, vocabulary in (("max", _FORMS["max"]), ("min", _FORMS["min"])) if words & vocabulary]
+    rows, series = [label_key(r) for r in table.rows], [label_key(x) for x in table.series]
+    if len(wants) != 1 or label_key(label) not in rows + series:
+        return False
+    pick = max if wants[0] == "max" else min
+    grid, across = [list(r) for r in table.values], table.series
+    if label_key(label) not in rows:  # the answer is a series (years across the top): read the table turned
+        grid, rows, across = [list(c) for c in zip(*grid)], series, table.rows
+    columns = [list(c) for c in zip(*grid)]
+    named = _named_loosely(question, across)
+    if len(named) == 2:  # "the gap between Child and Neonatal": that gap alone
+        a, b = (columns[i] for i in named)
+        measures = [[None if x is None or y is None else abs(x - y) for x, y in zip(a, b)]]
+    elif len(named) == 1:
+        measures = [columns[named[0]]]
+    else:
+        measures = columns + [[None if a is None or b is None else abs(a - b) for a, b in zip(x, y)]
+                              for i, x in enumerate(columns) for y in columns[i + 1:]]
+        measures.append([None if any(v is None for v in row) else math.fsum(row) for row in grid])
+    target, tied = rows.index(label_key(label)), False
+    for values in measures:
+        present = [v for v in values if v is not None]
+        if not present or values[target] is None:
+            continue
+        best = pick(present)
+        if round(values[target], 9) == round(best, 9):
+            if sum(round(v, 9) == round(best, 9) for v in present) == 1:
+                return False  # some reading makes it the one extreme
+            tied = True
+    return tied
+
+
 @dataclass(frozen=True)
 class Classified:
     """How a ChartQA record is used: ``status`` is cell, program, invariant or dropped."""
@@ -671,6 +720,8 @@ def classify_record(table: Table, query: str, label: str, tier2: str = "drop") -
             return Classified("dropped", reason="contradicts_table")
     if tier2 == "drop" and not derivable(table, label, query):
         return Classified("dropped", reason="answer_not_derivable")
+    if tier2 == "drop" and extreme_tie(table, label, query):
+        return Classified("dropped", reason="tied_extreme")
     return Classified("invariant", invariant_rule(table, label, query, refers), mark=mark)
 
 
