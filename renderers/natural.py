@@ -521,10 +521,31 @@ def replay(source: np.ndarray, protected: np.ndarray, ops: tuple, seed: int,
             editable = _region(op, shape) & ~guard
             edited = FILTERS[name](image, op, _stream(seed, k), editable)
         before = image
-        image = np.where(editable[:, :, None], edited, image)
+        if name == "remove":  # the inpainter blends its hole in itself: a soft edge would bring the object back
+            image = np.where(editable[:, :, None], edited, image)
+        else:
+            alpha = feather(editable)[:, :, None]
+            image = np.where(editable[:, :, None], np.rint(alpha * edited + (1.0 - alpha) * image), image).astype(
+                np.uint8)
         if np.array_equal(image, before):
             idle.append(k)
     return image, guard
+
+
+#: how many pixels an edit fades in over from the edge of what it may change
+FEATHER_PX = 12
+
+
+def feather(editable: np.ndarray) -> np.ndarray:
+    """How much of an edit each pixel takes (0-1): all of it from ``FEATHER_PX`` pixels inside
+    the editable region's edge on (a box's edge, the protected region's), fading to nothing
+    at the edge, so that no edit draws a rectangle or the targets' outline; the image's own
+    border is no edge. Zero outside the region, so protected pixels stay exact."""
+    import cv2
+
+    padded = np.pad(editable.astype(np.uint8), 1, constant_values=1)
+    distance = cv2.distanceTransform(padded, cv2.DIST_L2, 3)[1:-1, 1:-1]
+    return np.where(editable, np.clip(distance / FEATHER_PX, 0.0, 1.0), 0.0).astype(np.float32)
 
 
 def frame_mask(mask: np.ndarray, ops: tuple) -> np.ndarray:
@@ -541,4 +562,4 @@ def frame_mask(mask: np.ndarray, ops: tuple) -> np.ndarray:
 
 __all__ = ["SAM_MODELS", "BoxSegmenter", "GrabCutSegmenter", "OpenCVInpainter", "RePaintInpainter", "SamEncoder",
            "SamSegmenter", "StableDiffusionInpainter", "NaturalFacts", "build_sam", "box_mask", "frame_mask",
-           "polygon_mask", "protected_region", "replay", "annotated_boxes", "record_protection"]
+           "polygon_mask", "protected_region", "replay", "annotated_boxes", "record_protection", "feather"]

@@ -182,19 +182,37 @@ def test_a_crashing_inpainter_rejects_the_edit_and_keeps_the_state(small_env, mo
     assert _state(small_env) == before
 
 
-def test_a_whole_image_edit_that_outlines_the_untouched_targets_is_refused_as_a_seam(small_env):
+def test_edits_fade_in_so_the_untouched_targets_draw_no_outline_and_the_seam_check_proves_it(small_env, monkeypatch):
+    """A whole-image brightness change fades in over the pixels around the protected region
+    (and a box's edge), so no seam arises; with hard edges (the renderer's fade turned
+    off) the same edit draws the targets' outline and the check refuses it as a seam."""
+    import vicogym.renderers.natural as renderer
     from vicogym.checks.natural import MAX_SEAM, seam
 
     small_env.reset(seed=0, options={"index": 1})  # a counting question: brightness is allowed
-    before = _state(small_env)
-    _, reward, _, _, info = small_env.step({"op": "brightness", "delta": 60})  # everything but the targets
-    assert info["error"]["code"] == "seam" and "stands out from its edited surroundings" in info["error"]["message"]
-    assert _state(small_env) == before and reward == -1.0
-    _, _, _, _, info = small_env.step({"op": "brightness", "delta": 8})  # too faint to draw an outline
+    _, _, _, _, info = small_env.step({"op": "brightness", "delta": 60})
     assert info["valid"], info["error"]
     facts = small_env.unwrapped._render_out.facts
-    assert 0.0 <= seam(facts.source, facts.protected, info["sample"].image, facts.guard) <= MAX_SEAM
+    assert seam(facts.source, facts.protected, info["sample"].image, facts.guard) <= MAX_SEAM
     assert seam(facts.source, facts.protected, facts.source, facts.protected) == 0.0
+    small_env.reset(seed=0, options={"index": 1})
+    before = _state(small_env)
+    monkeypatch.setattr(renderer, "feather", lambda editable: editable.astype(np.float32))
+    _, reward, _, _, info = small_env.step({"op": "brightness", "delta": 60})
+    assert info["error"]["code"] == "seam" and "stands out from its edited surroundings" in info["error"]["message"]
+    assert _state(small_env) == before and reward == -1.0
+
+
+def test_a_boxed_edit_fades_in_from_its_edges():
+    from vicogym.renderers.natural import FEATHER_PX, feather
+
+    box = np.zeros((60, 80), bool)
+    box[10:50, 20:70] = True
+    alpha = feather(box)
+    assert alpha[~box].max() == 0.0 and alpha[30, 45] == 1.0  # nothing outside, all of it deep inside
+    assert 0.0 < alpha[10, 45] < alpha[10 + FEATHER_PX // 2, 45] < 1.0  # a ramp from the edge in
+    whole = feather(np.ones((30, 30), bool))
+    assert whole.min() == 1.0  # the image's own border is no edge
 
 
 def test_guards_name_the_question_type(small_env):
