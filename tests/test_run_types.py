@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import gymnasium as gym
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -42,9 +43,17 @@ def run(tmp_path_factory):
     config = SynthesizeConfig.from_mapping({"images": ["vicogym/Chart-v0"], "per_round": 4, "probes": 2,
                                             "candidates": 2, "progress": False, "discover": 1.0, "n": 16,
                                             "max_constraints": 4, "out": str(folder)})
+    from vicogym.instruct import synthesis as synthesis_module
+
+    weights = synthesis_module.type_weights
+
+    def favour_the_discovered(types, *args):  # one type among 83 is drawn into few sets by chance alone
+        return weights(types, *args) * np.array([20.0 if t == EASY["id"] else 1.0 for t in types])
+
     with pytest.MonkeyPatch.context() as patch:
         patch.setitem(discovery.BANK, EASY["id"], EASY)
         patch.setattr(discovery, "GOOD", (EASY["id"],))
+        patch.setattr(synthesis_module, "type_weights", favour_the_discovered)
         manifest = synthesize(config)
     rows = list(iter_samples(folder))
     assert sum(bool(json.loads(row["discovered"])) for row in rows) >= 2, "the run used its discovered type too little"
