@@ -668,6 +668,36 @@ def extreme_tie(table: Table, label: str, question: str) -> bool:
     return tied
 
 
+_THROUGHOUT = ("consistently", "always", "every year", "all years", "throughout", "each year", "in all years")
+
+
+def threshold_fit(table: Table, label: str, question: str) -> str | None:
+    """Why a label answer to "which X was consistently above 1.5?" is no answer, or
+    ``None``: with the question's one threshold and "consistently" (always, every year ...),
+    the labels whose every value lies past it must be exactly the answer; "fits" for
+    several labels, "misses" when the answer is not among them."""
+    text = f" {label_key(question)} "
+    if not any(f" {w} " in text for w in _THROUGHOUT):
+        return None
+    numbers = [n for n in _NUMBER.findall(question) if not _YEAR.match(n)]
+    above, below = any(f" {p} " in text for p in _ABOVE), any(f" {p} " in text for p in _LESS + ("below", "under"))
+    if len(numbers) != 1 or above == below:
+        return None
+    threshold = float(numbers[0].replace(",", ""))
+    rows, series = [label_key(r) for r in table.rows], [label_key(x) for x in table.series]
+    key = label_key(label)
+    if key in rows:
+        groups = {r: [v for v in row if v is not None] for r, row in zip(rows, table.values)}
+    elif key in series:
+        groups = {x: [v for v in table.column(s) if v is not None] for x, s in zip(series, table.series)}
+    else:
+        return None
+    fitting = [g for g, vs in groups.items() if vs and all((v > threshold) if above else (v < threshold) for v in vs)]
+    if key not in fitting:
+        return "misses"
+    return "fits" if len(fitting) > 1 else None
+
+
 @dataclass(frozen=True)
 class Classified:
     """How a ChartQA record is used: ``status`` is cell, program, invariant or dropped."""
@@ -722,6 +752,8 @@ def classify_record(table: Table, query: str, label: str, tier2: str = "drop") -
         return Classified("dropped", reason="answer_not_derivable")
     if tier2 == "drop" and extreme_tie(table, label, query):
         return Classified("dropped", reason="tied_extreme")
+    if tier2 == "drop" and threshold_fit(table, label, query) is not None:
+        return Classified("dropped", reason="ambiguous_threshold")  # several labels fit, or the answer does not
     return Classified("invariant", invariant_rule(table, label, query, refers), mark=mark)
 
 
