@@ -332,3 +332,22 @@ def test_the_simulated_actor_is_asked_again_so_its_answers_cannot_be_rewritten(s
     if original["pass_rate"] == 1.0 and set(original["actor_answers"]) == {original["answer"]}:
         pytest.skip("the row's answers were all right already")
     assert "the simulated actor, asked again, answers" in problems[row_id], problems
+
+
+def test_verify_says_when_a_run_was_written_by_other_code(small_runs, tmp_path):
+    from vicogym.runs.generate import code_sha256
+
+    manifest = json.loads((small_runs[5] / "manifest.json").read_text())
+    assert manifest["code_sha256"] == code_sha256() and len(code_sha256()) == 64
+    assert not any("code_sha256" in note for note in verify(small_runs[5]).notes)
+    for value, words in (("0" * 64, "written by other code"), (None, "records no code_sha256")):
+        other = tmp_path / f"other-{words[:5]}"
+        shutil.copytree(small_runs[5], other)
+        changed = dict(manifest)
+        if value is None:
+            changed.pop("code_sha256")
+        else:
+            changed["code_sha256"] = value
+        (other / "manifest.json").write_text(json.dumps(changed))
+        findings = verify(other)
+        assert findings.ok and any(words in note for note in findings.notes), findings.notes

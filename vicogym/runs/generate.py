@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures as cf
+import functools
 import math
 import multiprocessing
 import os
@@ -127,6 +128,29 @@ class GenerateConfig:
         if d["rewriter"] == "random":  # runs from before rewriters were a setting stay resumable
             d.pop("rewriter")
         return d
+
+
+#: the packages whose files decide what a run writes (the layers install as vicogym.<layer>)
+CODE_PACKAGES = ("vicogym", "vicogym.programs", "vicogym.editors", "vicogym.renderers", "vicogym.envs",
+                 "vicogym.sources", "vicogym.structures", "vicogym.checks", "vicogym.assets")
+
+
+@functools.lru_cache(maxsize=1)
+def code_sha256() -> str:
+    """SHA-256 of the package's code and shipped data (every .py and asset file, by path):
+    a run records it, so that verify can tell a replay that differs because the code did.
+    The version number stays the same between releases; this does not."""
+    import hashlib
+    import importlib
+
+    digest = hashlib.sha256()
+    for name in CODE_PACKAGES:
+        for root in importlib.import_module(name).__path__:
+            for path in sorted(Path(root).rglob("*")):
+                if path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".json", ".jsonl"):
+                    digest.update(f"{name}/{path.relative_to(root).as_posix()}\0".encode())
+                    digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
 
 
 def episode_seed(seed: int, episode: int) -> int:
@@ -464,6 +488,7 @@ def _manifest(config: GenerateConfig, totals: EpisodeStats, episodes: int, count
     return {
         "config": dict(asdict(config), env_kwargs=config.make_kwargs),
         "package_version": vicogym.__version__,
+        "code_sha256": code_sha256(),
         "gymnasium_version": gym.__version__,
         "env": {"id": config.env_id, "version": spec.version, "entry_point": str(spec.entry_point),
                 "arm": env_class(config.env_id).arm_class.name,

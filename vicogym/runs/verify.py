@@ -232,6 +232,7 @@ def _verify(out: Path, images: bool, source: str | Path | None, allow_unreplayed
     finally:
         arms.close()
     shape.check_totals(findings.rows)
+    _note_code(manifest, findings)
     if findings.rows == 0:
         findings.add(str(out), "holds no rows")
     if findings.unreplayed:
@@ -250,6 +251,21 @@ def _turns(trace: Any) -> list[Any] | None:
     if not isinstance(trace, list):
         return None
     return [{k: t.get(k) for k in ("turn", "edit", "answer")} if isinstance(t, dict) else t for t in trace]
+
+
+def _note_code(manifest: dict[str, Any], findings: Findings) -> None:
+    """A note when the run was written by other code than this (its replays may differ for
+    that reason alone: the seed generator, the checks, the renderers changed)."""
+    from vicogym.runs.generate import code_sha256
+
+    recorded = manifest.get("code_sha256")
+    if recorded is None:
+        findings.notes.append("the run records no code_sha256 (written before runs recorded their code); if its "
+                              "replays differ, regenerate it with this vicogym or verify it with the one that wrote it")
+    elif recorded != code_sha256():
+        findings.notes.append(f"the run was written by other code (code_sha256 {recorded[:12]}..., this vicogym's is "
+                              f"{code_sha256()[:12]}...); replays that differ may differ for that reason: verify it "
+                              "with the vicogym that wrote it, or regenerate it")
 
 
 def _guarded(row: Any, findings: Findings, check: Any, *args: Any) -> None:
