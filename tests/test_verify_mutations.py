@@ -318,19 +318,19 @@ def test_the_simulated_actor_is_asked_again_so_its_answers_cannot_be_rewritten(s
     asking the run's own simulated actor again shows they are not what it answered."""
     from vicogym.rewards import RewardConfig, difficulty_reward
 
+    rows = _shards(small_runs[5])["part-00000.parquet"]
+    at = next(i for i, r in enumerate(rows) if r["pass_rate"] < 1.0)  # a row the actor got wrong at least once
+    row_id = rows[at]["id"]
+
     def rewrite(shards, folder):
-        row = shards["part-00000.parquet"][0]
+        row = shards["part-00000.parquet"][at]
         truth = row["answer"]
         row["actor_answers"] = [truth] * len(row["actor_answers"])  # every answer right
         row["pass_rate"] = 1.0
         row["reward"] = difficulty_reward(1.0, RewardConfig())
 
     findings = _tampered(small_runs, tmp_path, rewrite)
-    row_id = _shards(small_runs[5])["part-00000.parquet"][0]["id"]
     problems = dict(findings.problems)
-    original = _shards(small_runs[5])["part-00000.parquet"][0]
-    if original["pass_rate"] == 1.0 and set(original["actor_answers"]) == {original["answer"]}:
-        pytest.skip("the row's answers were all right already")
     assert "the simulated actor, asked again, answers" in problems[row_id], problems
 
 

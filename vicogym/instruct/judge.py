@@ -239,13 +239,13 @@ def judge_once(spec: Any) -> Any:
 
 
 def verify_sample(response: str, constraints: Sequence[Mapping[str, Any]], judge: Any = None,
-                  image: np.ndarray | None = None, max_chars: int | None = None) -> list[dict[str, Any]]:
+                  image: np.ndarray | None = None) -> list[dict[str, Any]]:
     """Each constraint (``{"id", "params"}``) verified on ``response``, as ``verify_all``'s
     dicts (``{"id", "pass", "expected", "actual", "detail"}``) in the input order:
     code-track ones by their verifier (a discovered type's calls batched into one sandbox
     child), judge-track ones together in one ``judge`` call (``image`` passed on). A blank
-    response, or one over ``max_chars`` (default and at most
-    :data:`~vicogym.programs.instruct.MAX_RESPONSE_CHARS`), fails every constraint."""
+    response, or one over :data:`~vicogym.programs.instruct.MAX_RESPONSE_CHARS`, fails
+    every constraint."""
     if not isinstance(response, str):
         raise TypeError(f"expected the response as a string, got {type(response).__name__}")
     registry = instruct.REGISTRY
@@ -257,8 +257,7 @@ def verify_sample(response: str, constraints: Sequence[Mapping[str, Any]], judge
         if contract is None:
             raise ValueError(f"unknown constraint id {spec.get('id')!r} at position {i}")
         resolved.append((contract, contract.check_params(dict(spec.get("params") or {}))))
-    limit = instruct.MAX_RESPONSE_CHARS if max_chars is None else min(max_chars, instruct.MAX_RESPONSE_CHARS)
-    refused = instruct.unverifiable(response, limit)  # blank, or longer than any verifier reads
+    refused = instruct.unverifiable(response)  # blank, or longer than any verifier reads
     if refused is not None:
         return [{"id": contract.id, **refused.to_dict()} for contract, _ in resolved]
     judged = [i for i, (contract, _) in enumerate(resolved) if contract.track == "judge"]

@@ -48,6 +48,7 @@ class Findings:
     notes: list[str] = field(default_factory=list)
     #: rows whose episodes could not be replayed here (their source is not on this machine)
     unreplayed: int = 0
+    _where: set[str] = field(default_factory=set, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -55,10 +56,11 @@ class Findings:
 
     def add(self, where: str, reason: str) -> None:
         self.problems.append((where, reason))
+        self._where.add(where)
 
     def has(self, where: str) -> bool:
         """Whether a problem is reported at ``where`` already (a row gets its first one)."""
-        return any(w == where for w, _ in self.problems)
+        return where in self._where
 
 
 def read_manifest(out: Path) -> dict[str, Any]:
@@ -319,9 +321,11 @@ class _RunShape:
         self.ends_short = span.stop < end
         self.episodes += max(0, span.stop - span.start)
 
-    def rows_by_episode(self, block: int, name: str, rows: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
-        """The shard's rows by episode, after their ids, provenance, order and membership
-        are checked (rows that fail are reported and left out)."""
+    def rows_by_episode(self, block: int, name: str,
+                        rows: list[dict[str, Any]]) -> dict[int, list[tuple[int, dict[str, Any]]]]:
+        """The shard's rows by episode, each with the turn its id names, after their ids,
+        provenance, order and membership are checked (rows that fail are reported and left
+        out)."""
         span = self.episodes_of(block, self.manifest["shards"][block])
         out: dict[int, list[dict[str, Any]]] = {}
         for row in rows:
@@ -344,7 +348,7 @@ class _RunShape:
                 self.findings.add(row_id, problem)
                 continue
             self.last = (e, turn)
-            out.setdefault(e, []).append(row)
+            out.setdefault(e, []).append((turn, row))
         return out
 
     def _provenance_problem(self, row: dict[str, Any], e: int, turn: int) -> str | None:
@@ -406,7 +410,7 @@ class _Replay:
         self.expected = 0  # rows the replayed episodes yield, in run order (the run stops at n)
         self.slug = self.env_id.split("/")[-1].lower()
 
-    def block(self, rows: dict[int, list[dict[str, Any]]], episodes: range) -> None:
+    def block(self, rows: dict[int, list[tuple[int, dict[str, Any]]]], episodes: range) -> None:
         env = self.arms.env(self.env_id)
         for e in episodes:
             mine = rows.get(e, [])
@@ -414,14 +418,14 @@ class _Replay:
                 self.findings.unreplayed += len(mine)
                 continue
             if not self.proposes_again:
-                for row in mine:
+                for _, row in mine:
                     if not self.findings.has(str(row.get("id"))):
                         _guarded(row, self.findings, self._recorded, row, env)
                 continue
             try:
                 seed_sample, turns = self._play(env, e)
             except Exception as exc:  # an episode that cannot be played again is its rows' problem
-                for row in mine:
+                for _, row in mine:
                     self.findings.add(str(row.get("id")), f"its episode cannot be replayed ({type(exc).__name__}: "
                                       f"{str(exc)[:200]})")
                 continue
@@ -439,20 +443,20 @@ class _Replay:
                                               rng=rng, keep="all")
         return seed_sample, {k.turn: k for k in kept}
 
-    def _compare(self, e: int, rows: list[dict[str, Any]], seed_sample: Any, turns: dict[int, Any], arm: Any) -> None:
+    def _compare(self, e: int, rows: list[tuple[int, dict[str, Any]]], seed_sample: Any, turns: dict[int, Any],
+                 arm: Any) -> None:
         if self.keep in ("final", "all"):
             yielded = sorted(turns)[-1:] if self.keep == "final" else sorted(turns)
             yielded = yielded[:max(0, self.n - self.expected)]
             self.expected += len(yielded)
-            present = {int(ROW_ID.fullmatch(str(r["id"]))["turn"]) for r in rows}
+            present = {turn for turn, _ in rows}
             for turn in yielded:
                 if turn not in present:
                     self.findings.add(f"{self.slug}-s{self.seed}-e{e:07d}-t{turn}",
                                       f"is missing: episode {e}, replayed, yields it (keep={self.keep})")
         else:
             yielded = None
-        for row in rows:
-            turn = int(ROW_ID.fullmatch(str(row["id"]))["turn"])
+        for turn, row in rows:
             if self.findings.has(str(row["id"])):
                 continue  # its first problem is reported
             if turn not in turns:
