@@ -17,7 +17,9 @@ A *label rule* says how a sample's answer follows from its table:
 from __future__ import annotations
 
 import math
+import re
 import statistics
+import unicodedata
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
@@ -212,16 +214,21 @@ def _sourced(rule: dict[str, Any], question: str | None, refers: tuple[str, ...]
 
 
 def cell_rule(row: str, series: str, series_named: bool = True, question: str | None = None,
-              refers: tuple[str, ...] | list[str] = (), presupposes: str | None = None) -> dict[str, Any]:
+              refers: tuple[str, ...] | list[str] = (), presupposes: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Tier 1. ``series_named=False`` when the question names only the row: the chart must
     then keep a single series, or the question would not say which one it means.
-    ``presupposes`` (``max`` or ``min``): the question's wording calls the cell the extreme
-    of its series ("the highest number of journeys, in 2007/08"), so it must stay so."""
+    ``presupposes``: what the question's wording asserts of the cell, which every edit must
+    keep (see :func:`presupposition`): ``{"presupposes": "max"}`` for "the highest number of
+    journeys, in 2007/08", ``{"past": ["above", 35.0]}`` for "the year it exceeded 35"."""
     rule = {"kind": "cell", "row": row, "series": series, "series_named": series_named}
-    if presupposes is not None:
-        if presupposes not in EXTREME_WORDS:
-            raise ValueError(f"expected presupposes in {sorted(EXTREME_WORDS)} or None, got {presupposes!r}")
-        rule["presupposes"] = presupposes
+    for key, value in dict(presupposes or {}).items():
+        if key == "presupposes" and value in EXTREME_WORDS:
+            rule[key] = value
+        elif key == "past" and isinstance(value, (list, tuple)) and len(value) == 2 and value[0] in THRESHOLD_PHRASES:
+            rule[key] = [value[0], float(value[1])]
+        else:
+            raise ValueError(f"expected presupposes with 'presupposes' in {sorted(EXTREME_WORDS)} or 'past' as "
+                             f"[side in {sorted(THRESHOLD_PHRASES)}, number], got {key!r}: {value!r}")
     return _sourced(rule, question, refers)
 
 
@@ -229,16 +236,55 @@ def cell_rule(row: str, series: str, series_named: bool = True, question: str | 
 EXTREME_WORDS = {"max": frozenset({"highest", "largest", "maximum", "peak", "biggest", "greatest", "most", "top",
                                    "record"}),
                  "min": frozenset({"lowest", "smallest", "minimum", "least", "fewest", "bottom"})}
+#: phrases with which a question places what it asks about past a number ("when sales exceeded 5 million")
+THRESHOLD_PHRASES = {
+    "above": ("above", "over", "more than", "greater than", "higher than", "larger than", "bigger than", "exceed",
+              "exceeds", "exceeded", "exceeding", "beyond", "at least"),
+    "below": ("below", "under", "less than", "lower than", "smaller than", "fewer than", "at most"),
+}
+#: words with which a question sets what it asks about against other labels ("the only year
+#: with a loss", "higher than in 2010"): an assertion about other cells no cell rule keeps
+RELATIVE_WORDS = frozenset({"only", "sole", "alone", "unlike", "than", "compared", "exceed", "exceeds", "exceeded",
+                            "exceeding", "surpassed", "overtook", "beat", "ahead", "behind", "unique"})
+_NUMBER_AFTER = r"\s+(?:the\s+)?(?:level\s+of\s+|mark\s+of\s+)?[$€£]?(-?\d[\d,]*(?:\.\d+)?)"
 
 
-def presupposed_extreme(question: str, table: Table, row: str, series: str) -> str | None:
-    """The extreme (``max``/``min``) a question's words assert of a cell, when the cell is
-    that extreme of its series now (words for the other extreme, or for both, assert none)."""
-    words = set(label_key(question).split())
+def presupposition(question: str, table: Table, row: str, series: str) -> dict[str, Any] | None:
+    """What a cell question's words assert of its cell, as rule fields every edit must keep
+    (``{}`` when nothing), or ``None`` when they assert what no cell rule can keep: an extreme
+    the cell is not (or not alone), a threshold it is not past, or a comparison with other
+    labels ("the only year", "higher than in 2010"). A ``None`` question is no cell's.
+
+    The table's own labels are read first and set aside: "Only abroad" or "Over 65 years"
+    as a row name asserts nothing."""
+    plain = unicodedata.normalize("NFKC", question).casefold()
+    for label in sorted((*table.rows, *table.series, table.index_name), key=len, reverse=True):
+        if label.strip():
+            plain = re.sub(re.escape(label.casefold()), " ", plain)
+    words = set(label_key(plain).split())
+    value = table.cell(row, series)
+    facts: dict[str, Any] = {}
     said = [k for k, vocabulary in EXTREME_WORDS.items() if words & vocabulary]
-    if len(said) != 1:
-        return None
-    return said[0] if is_unique_extreme(table, row, series, said[0]) else None
+    if said:
+        if len(said) != 1 or not is_unique_extreme(table, row, series, said[0]):
+            return None
+        facts["presupposes"] = said[0]
+    past = []
+    for side, phrases in THRESHOLD_PHRASES.items():
+        for phrase in phrases:
+            pattern = re.compile(rf"\b{re.escape(phrase)}{_NUMBER_AFTER}")
+            past += [(side, float(m.group(1).replace(",", ""))) for m in pattern.finditer(plain)]
+            plain = pattern.sub(" ", plain)
+    if set(label_key(plain).split()) & RELATIVE_WORDS:
+        return None  # "the only year", "more than in 2010": set against cells the rule does not keep
+    if past:
+        if len(set(past)) != 1 or value is None:
+            return None
+        side, threshold = past[0]
+        if not (value > threshold if side == "above" else value < threshold):
+            return None
+        facts["past"] = [side, threshold]
+    return facts
 
 
 def is_unique_extreme(table: Table, row: str, series: str, extreme: str) -> bool:
@@ -362,6 +408,12 @@ def relabel(table: Table, rule: Mapping[str, Any]) -> str:
             word = "highest" if extreme == "max" else "lowest"
             raise InvalidEdit("invariance", f"the question's words call {rule['row']!r} the {word} of "
                               f"{rule['series']!r}; keep it the only {word} value")
+        if "past" in rule:
+            side, threshold = rule["past"]
+            value = table.cell(rule["row"], rule["series"])
+            if value is None or not (value > threshold if side == "above" else value < threshold):
+                raise InvalidEdit("invariance", f"the question's words put {rule['row']!r} {side} "
+                                  f"{format_number(threshold)} in {rule['series']!r}; keep its value {side} it")
         return answer
     if kind == "program":
         return answer_text(execute(table, rule["program"]))

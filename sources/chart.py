@@ -48,7 +48,7 @@ from vicogym.programs.chart import (
     generate_question,
     invariant_rule,
     mentions,
-    presupposed_extreme,
+    presupposition,
     program_rule,
     question_references,
     relabel,
@@ -733,9 +733,9 @@ def classify_record(table: Table, query: str, label: str, tier2: str = "drop") -
         if len(matches) == 1:
             row, series = matches[0]
             series_named = mentions(query, series)
-            if mentions(query, row) and (len(table.series) == 1 or series_named):
-                extreme = presupposed_extreme(query, table, row, series)
-                return Classified("cell", cell_rule(row, series, series_named, query, refers, extreme), mark=mark)
+            facts = presupposition(query, table, row, series)
+            if mentions(query, row) and (len(table.series) == 1 or series_named) and facts is not None:
+                return Classified("cell", cell_rule(row, series, series_named, query, refers, facts), mark=mark)
     program = parse_question(query, table, label)
     if program is not None:
         try:
