@@ -30,6 +30,7 @@ import json
 import math
 import re
 import statistics
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -43,6 +44,7 @@ from vicogym.answers import format_number, parse_number
 from vicogym.core import Seed, canonical_json
 from vicogym.errors import GenerationError, InvalidEdit, SourceError
 from vicogym.programs.chart import (
+    THRESHOLD_PHRASES,
     cell_rule,
     execute,
     generate_question,
@@ -698,6 +700,35 @@ def threshold_fit(table: Table, label: str, question: str) -> str | None:
     return "fits" if len(fitting) > 1 else None
 
 
+#: what a comparison may be made against without a figure of its own: the drawn values' own mean
+_OWN_AGGREGATES = {"average", "mean", "median", "rest", "others", "other", "each", "all"}
+
+
+def undrawn_reference(table: Table, question: str) -> str | None:
+    """The reference a question compares against that the chart does not draw ("which
+    countries are above the OECD average?"), or ``None``. A comparison ("above", "more than",
+    "exceeds" ...) must be followed by a number, a drawn label, or the drawn values' own
+    average; "over" and "under" count only before a number ("over the years" compares
+    nothing)."""
+    plain = unicodedata.normalize("NFKC", question).casefold()
+    labels = [label_key(x) for x in (*table.rows, *table.series, table.index_name) if label_key(x)]
+    phrases = [p for side in THRESHOLD_PHRASES.values() for p in side if p not in ("over", "under")]
+    # "80 years and above", "or more": a range's open end, not a comparison
+    pattern = rf"(?<!\band )(?<!\bor )\b(?:{'|'.join(re.escape(p) for p in phrases)})\b(.{{0,60}})"
+    for match in re.finditer(pattern, plain):
+        after = label_key(match.group(1))
+        head = after.split()[:5]
+        if not head or _NUMBER.match(match.group(1).strip().lstrip("$€£")) or head[0][0].isdigit():
+            continue
+        if any(f" {x} " in f" {after} " for x in labels):
+            continue
+        words = [w for w in head if w not in ("the", "a", "an", "that", "those", "of", "in", "its", "their")]
+        if words and words[0] in _OWN_AGGREGATES:
+            continue
+        return " ".join(head)
+    return None
+
+
 @dataclass(frozen=True)
 class Classified:
     """How a ChartQA record is used: ``status`` is cell, program, invariant or dropped."""
@@ -752,6 +783,8 @@ def classify_record(table: Table, query: str, label: str, tier2: str = "drop") -
         return Classified("dropped", reason="answer_not_derivable")
     if tier2 == "drop" and extreme_tie(table, label, query):
         return Classified("dropped", reason="tied_extreme")
+    if tier2 == "drop" and undrawn_reference(table, query) is not None:
+        return Classified("dropped", reason="reference_not_drawn")  # "above the OECD average": a figure not drawn
     if tier2 == "drop" and threshold_fit(table, label, query) is not None:
         return Classified("dropped", reason="ambiguous_threshold")  # several labels fit, or the answer does not
     return Classified("invariant", invariant_rule(table, label, query, refers), mark=mark)
