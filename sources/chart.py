@@ -386,7 +386,12 @@ def default_spec(table: Table, mark: str | None = None) -> ChartSpec:
         chart_type = "hbar" if long_labels else "bar"
     else:
         chart_type = "hbar" if len(table.rows) * len(table.series) > 24 else "grouped_bar"
-    y_label = table.series[0][:MAX_TITLE_CHARS] if len(table.series) == 1 and chart_type != "pie" else ""
+    if chart_type == "pie":
+        y_label = ""
+    elif len(table.series) == 1:
+        y_label = table.series[0][:MAX_TITLE_CHARS]
+    else:  # several series name no measure; the unit, where the cells give one, is all the table says
+        y_label = "Percent" if table.unit == "%" else ""
     return ChartSpec(chart_type=chart_type, x_label=table.index_name[:MAX_TITLE_CHARS] if chart_type != "pie" else "",
                      y_label=y_label, data_labels=len(table.rows) * len(table.series) <= 16,
                      palette="Paired" if len(table.series) > 10 else "tab10")
@@ -700,6 +705,22 @@ def threshold_fit(table: Table, label: str, question: str) -> str | None:
     return "fits" if len(fitting) > 1 else None
 
 
+#: words that give a value a scale or currency a percentage cannot have
+_NOT_PERCENT = {"million", "millions", "billion", "billions", "thousand", "thousands", "trillion", "trillions",
+                "dollars", "dollar", "euros", "euro", "pounds", "yen", "usd", "eur", "gbp", "tons", "tonnes"}
+_PERCENT_WORDS = {"percent", "percentage", "percentages", "%", "share", "shares", "rate", "rates", "proportion"}
+
+
+def unit_conflict(table: Table, question: str) -> bool:
+    """Whether the table prints its values as percentages while the question gives them a
+    scale or currency ("the number of Christians ... in millions" over cells extracted as
+    "856.36%"): the chart would show a reader a unit the question contradicts."""
+    if table.unit != "%":
+        return False
+    words = set(label_key(question).split()) | ({"%"} if "%" in question else set())
+    return bool(words & _NOT_PERCENT) and not words & _PERCENT_WORDS
+
+
 #: what a comparison may be made against without a figure of its own: the drawn values' own mean
 _OWN_AGGREGATES = {"average", "mean", "median", "rest", "others", "other", "each", "all"}
 
@@ -751,6 +772,8 @@ def classify_record(table: Table, query: str, label: str, tier2: str = "drop") -
         return Classified("dropped", reason="mark_reference")
     if garbled(table):
         return Classified("dropped", reason="garbled_table")
+    if unit_conflict(table, query):
+        return Classified("dropped", reason="unit_conflict")
     if mark == "line" and not chartqa_vocabulary(table).ordered:
         return Classified("dropped", reason="mark_reference")  # a line over categories with no order
     if mark == "line" and label_key(label) in {label_key(r) for r in table.rows} - {label_key(x) for x in table.series}:
@@ -842,6 +865,7 @@ class ChartQASource:
         self.records = load_chartqa_records(self.folder)
         self._tables: dict[str, Table] = {}
         self.unfit: dict[str, list[str]] = {}  # tables that parse but cannot be drawn as they are
+        unfit_reason: dict[str, str] = {}  # and the drop reason of their records
         for record in self.records:
             stem = _stem(record.imgname)
             if stem not in self._tables:
@@ -853,8 +877,15 @@ class ChartQASource:
                 problems: list[str] = []
                 self._tables[stem] = load_chartqa_table(path, problems)
                 if problems:
-                    self.unfit[stem] = problems
-        self.classified = [Classified("dropped", reason="mixed_scale") if _stem(r.imgname) in self.unfit
+                    self.unfit[stem], unfit_reason[stem] = problems, "mixed_scale"
+        for record in self.records:  # one record that gives the cells a scale shows their "%" is extraction junk
+            stem = _stem(record.imgname)
+            if stem not in self.unfit and unit_conflict(self._tables[stem], record.query):
+                self.unfit[stem] = [f"{record.imgname}: cells read as percentages but {self.folder / 'qa.jsonl'}:"
+                                    f"{record.line} gives them a scale ({record.query!r})"]
+                unfit_reason[stem] = "unit_conflict"
+        self.classified = [Classified("dropped", reason=unfit_reason[_stem(r.imgname)])
+                           if _stem(r.imgname) in self.unfit
                            else classify_record(self.table(r.imgname), r.query, r.label, tier2) for r in self.records]
         self.usable = [i for i, c in enumerate(self.classified) if c.status != "dropped"]
 
