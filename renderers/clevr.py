@@ -219,7 +219,13 @@ LIGHT_ENERGY = {"key": 700.0, "fill": 150.0, "back": 400.0}
 GROUND_RGB = (0.35, 0.35, 0.35)
 #: Workbench's studio light draws the floor darker than Cycles does: a lighter one, so that
 #: gray, brown, blue and purple objects stand out from it as they do under Cycles
-WORKBENCH_GROUND_RGB = (0.6, 0.6, 0.6)
+WORKBENCH_GROUND_RGB = (0.8, 0.8, 0.8)
+#: Workbench shades objects darker than Cycles too (gray rubber at 51 of 255 against 78, read
+#: as black): it is given each colour as (display value) ** 1.5 rather than linear (** 2.2)
+WORKBENCH_GAMMA = 1.5
+#: the floor's side: wide enough that its edge stays behind the horizon (at 60 m a high
+#: camera showed the dark world in the top corners, as an arc under Cycles)
+GROUND_SIZE = 2000.0
 BACKGROUND_RGB = (0.05, 0.05, 0.05)
 #: the sky that metal reflects (glossy rays only): dark at the horizon, bright overhead, so a
 #: metal face shows which way it points and gray metal reads as silver, not black
@@ -310,7 +316,7 @@ class _Studio:
         # the world doubled the frame time and bought nothing
         world.cycles.sampling_method = "NONE"
         scene.world = world
-        bpy.ops.mesh.primitive_plane_add(size=60.0, location=(0.0, 0.0, 0.0))
+        bpy.ops.mesh.primitive_plane_add(size=GROUND_SIZE, location=(0.0, 0.0, 0.0))
         self.ground = bpy.context.active_object
         self.ground.data.materials.append(self._material("ground", GROUND_RGB, 0.0, 0.8, shown=WORKBENCH_GROUND_RGB))
         camera = bpy.data.objects.new("camera", bpy.data.cameras.new("camera"))
@@ -384,13 +390,13 @@ class _Studio:
         key = (color, material)
         if key not in self.materials:
             rgb = tuple(_linear(c / 255) for c in COLORS[color])
+            shown = tuple((c / 255) ** WORKBENCH_GAMMA for c in COLORS[color])  # Workbench draws both alike
             if material == "metal":
-                # a metal's colour is its reflectance: the display value, so dark metals stay
-                # readable; Workbench draws metal and rubber alike
+                # a metal's colour is its reflectance: the display value, so dark metals stay readable
                 self.materials[key] = self._material(f"{color}-metal", tuple(c / 255 for c in COLORS[color]), 1.0, 0.15,
-                                                     shown=rgb)
+                                                     shown=shown)
             else:
-                self.materials[key] = self._material(f"{color}-rubber", rgb, 0.0, 0.9)
+                self.materials[key] = self._material(f"{color}-rubber", rgb, 0.0, 0.9, shown=shown)
         return self.materials[key]
 
     def _slot(self, k: int) -> Any:

@@ -211,3 +211,29 @@ def test_every_colour_stands_out_from_the_floor_under_workbench_read_from_pixels
             ring = (cv2.dilate(mask.astype(np.uint8), np.ones((7, 7), np.uint8)) > 0) & (labels == -1)
             distance = np.linalg.norm(lab[mask].mean(axis=0) - lab[ring].mean(axis=0))
             assert distance >= 25, (color, k, round(float(distance), 1))
+
+
+def test_gray_reads_as_gray_not_black_under_workbench():
+    """Workbench's studio light shaded gray rubber to a median of 51 of 255 (Cycles: 78), which
+    reads as black; every face of a gray object must stay a gray a reader would call gray."""
+    scene = Scene((Obj("cube", "gray", "rubber", "large", -2.0, -1.0), Obj("sphere", "gray", "metal", "large", 1.5, 1.5),
+                   Obj("cylinder", "gray", "rubber", "large", 2.0, -2.0)), width=160, height=120)
+    renderer = ClevrRenderer(WORKBENCH)
+    image, labels = renderer.render(scene, seed=0).image, renderer.labels(scene)
+    for k in range(3):
+        assert np.median(image[labels == k].mean(axis=1)) >= 65, k
+
+
+@pytest.mark.parametrize("dx, dy, dz", [(0.5, 0.5, 0.5), (0.5, -0.5, 0.5), (-0.5, 0.5, 0.5), (-0.5, -0.5, -0.5)])
+def test_the_floor_fills_the_frame_under_workbench_at_every_camera_the_sampler_draws(dx, dy, dz):
+    """The floor's edge showed the black world in the top corners of high cameras."""
+    from vicogym.sources.clevr import CAMERA_JITTER
+
+    base = Camera()
+    x, y, z = base.location
+    camera = Camera((x + dx * 2 * CAMERA_JITTER, y + dy * 2 * CAMERA_JITTER, z + dz * 2 * CAMERA_JITTER),
+                    base.rotation, base.lens, base.sensor)
+    scene = Scene((Obj("cube", "red", "rubber", "small", 0.0, 0.0),), camera, width=160, height=120)
+    image = ClevrRenderer(WORKBENCH).render(scene, seed=0).image.mean(axis=2)
+    floor = np.median(image)
+    assert image[:4].min() > 0.75 * floor, (float(image[:4].min()), float(floor))
