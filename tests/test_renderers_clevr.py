@@ -216,7 +216,8 @@ def test_every_colour_stands_out_from_the_floor_under_workbench_read_from_pixels
 def test_gray_reads_as_gray_not_black_under_workbench():
     """Workbench's studio light shaded gray rubber to a median of 51 of 255 (Cycles: 78), which
     reads as black; every face of a gray object must stay a gray a reader would call gray."""
-    scene = Scene((Obj("cube", "gray", "rubber", "large", -2.0, -1.0), Obj("sphere", "gray", "metal", "large", 1.5, 1.5),
+    scene = Scene((Obj("cube", "gray", "rubber", "large", -2.0, -1.0),
+                   Obj("sphere", "gray", "metal", "large", 1.5, 1.5),
                    Obj("cylinder", "gray", "rubber", "large", 2.0, -2.0)), width=160, height=120)
     renderer = ClevrRenderer(WORKBENCH)
     image, labels = renderer.render(scene, seed=0).image, renderer.labels(scene)
