@@ -79,3 +79,27 @@ def test_judge_types_satisfy_by_a_cue_and_violate_by_removing_them(id, response,
     assert contract.rubric.format(**params) and contract.cues
     assert _judged(id, satisfy(id, response, params, rng), params)
     assert not _judged(id, violate(id, response + " " + contract.cues[0].format(**params), params, rng), params)
+
+
+@settings(max_examples=200, deadline=None)
+@given(response=RESPONSES, seed=st.integers(0, 2**32 - 1))
+def test_the_letter_writer_keeps_or_drops_whole_words_never_a_words_letters(response, seed):
+    """Writing "at most one 'i'" by deleting every 'i' made "whte" and "pcture": every word of
+    the written response must be a word of the response or one the writer adds whole."""
+    import re
+
+    from vicogym.editors.instruct.lexical import ONE_OF
+
+    rng = np.random.default_rng(seed)
+    params = EDITS["letter_frequency"].draw(rng)
+    for edit in (satisfy, violate):
+        written = edit("letter_frequency", response, params, rng)
+        allowed = set(re.findall(r"\w+", response)) | set(ONE_OF.values())
+        assert set(re.findall(r"\w+", written)) <= allowed, (params, response, written)
+
+
+def test_every_added_letter_word_holds_its_letter_once():
+    from vicogym.editors.instruct.lexical import ONE_OF
+
+    assert sorted(ONE_OF) == list("abcdefghijklmnopqrstuvwxyz")
+    assert all(word.count(letter) == 1 for letter, word in ONE_OF.items())

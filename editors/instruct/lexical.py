@@ -66,10 +66,32 @@ edits("keyword_frequency",
       draw=lambda rng: {"keyword": pick(rng, VOCAB), "n": draw_int(rng, 1, 4), "relation": draw_relation(rng)})
 
 
+#: for each letter a word that holds it once, to add where a response has too few of it
+ONE_OF = {"a": "a", "b": "big", "c": "clear", "d": "dark", "e": "the", "f": "for", "g": "great", "h": "the",
+          "i": "is", "j": "just", "k": "kind", "l": "light", "m": "many", "n": "one", "o": "on", "p": "picture",
+          "q": "quite", "r": "very", "s": "is", "t": "the", "u": "just", "v": "very", "w": "well", "x": "next",
+          "y": "very", "z": "size"}
+
+
 def _letters(response: str, k: int, params: Mapping[str, Any]) -> str:
+    """The response with exactly k of the letter: words are kept while their letters fit in k
+    and the rest of those that hold it are dropped whole (no word loses a letter: "whte" is
+    no word), then words that hold it once make up what is missing."""
     letter = params["letter"].lower()
-    kept = "".join(c for c in response if letter not in c.lower())
-    return kept + (" " + letter * k if k else "")
+    kept = 0
+
+    def drop(word: str) -> bool:
+        nonlocal kept
+        n = word.lower().count(letter)
+        if n and kept + n <= k:
+            kept += n
+            return False
+        return n > 0
+
+    text = drop_words(response, drop)
+    text = re.sub(r"\W", lambda m: "" if letter in m.group().lower() else m.group(), text)  # outside words
+    adding = [ONE_OF.get(letter, letter)] * (k - kept)
+    return text + (" " + " ".join(adding) if adding else "")
 
 
 edits("letter_frequency",
