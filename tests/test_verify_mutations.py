@@ -190,7 +190,7 @@ def _renamed(row, seed=None, episode=None, turn=None):
     episode = int(match["episode"]) if episode is None else episode
     turn = int(match["turn"]) if turn is None else turn
     new = copy.deepcopy(row)
-    new["id"] = f"{match['slug']}-s{seed}-e{episode:07d}-t{turn}"
+    new["id"] = f"{match['prefix']}-s{seed}-e{episode:07d}-t{turn}"
     provenance = dict(json.loads(row["provenance"]), index=episode, turn=turn, seed=episode_seed(seed, episode),
                       run_seed=seed)
     new["provenance"] = json.dumps(provenance, sort_keys=True)
@@ -351,3 +351,18 @@ def test_verify_says_when_a_run_was_written_by_other_code(small_runs, tmp_path):
         (other / "manifest.json").write_text(json.dumps(changed))
         findings = verify(other)
         assert findings.ok and any(words in note for note in findings.notes), findings.notes
+
+
+def test_runs_of_one_seed_with_other_settings_share_no_row_id(tmp_path):
+    """A procedural chart run and a ChartQA-seeded one of the same seed gave the same ids, so
+    a merged data set had duplicate keys; a larger n keeps the ids."""
+    from vicogym.runs.generate import GenerateConfig, id_prefix
+
+    plain = GenerateConfig(env_id="vicogym/Chart-v0", n=4, seed=3, out=str(tmp_path / "a"))
+    other = GenerateConfig(env_id="vicogym/Chart-v0", n=4, seed=3, out=str(tmp_path / "b"), env_kwargs={"k": 4})
+    more = GenerateConfig(env_id="vicogym/Chart-v0", n=400, seed=3, out=str(tmp_path / "c"), max_episodes=2000,
+                          episodes_per_shard=4)
+    moved = GenerateConfig(env_id="vicogym/Chart-v0", n=4, seed=3, out=str(tmp_path / "d"), workers=2)
+    assert id_prefix(plain.identity()) != id_prefix(other.identity())
+    assert id_prefix(plain.identity()) == id_prefix(more.identity()) == id_prefix(moved.identity())
+    assert id_prefix(plain.identity()).startswith("chart-v0-")

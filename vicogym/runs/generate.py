@@ -161,6 +161,27 @@ def _slug(env_id: str) -> str:
     return env_id.split("/")[-1].lower()
 
 
+#: settings that decide which episodes a run holds, not what an episode writes
+EXTENT_SETTINGS = ("n", "max_episodes", "episodes_per_shard", "seed")
+
+
+def id_prefix(identity: Mapping[str, Any]) -> str:
+    """What every row id of a run starts with: the environment's slug and 8 hex digits of
+    the settings that decide what an episode writes (the source, K, the rewriter, keep ...;
+    not n, the budget or the shard size, which only decide how many episodes there are).
+    Two runs of one seed with other settings, a procedural chart run and a ChartQA one,
+    give their rows other ids, so merged data sets do not collide; a run extended to a
+    larger n keeps its ids."""
+    import hashlib
+
+    settings = {k: v for k, v in identity.items() if k not in EXTENT_SETTINGS}
+    return f"{_slug(str(identity['env_id']))}-{hashlib.sha256(canonical_json(settings).encode()).hexdigest()[:8]}"
+
+
+def row_id(prefix: str, seed: int, episode: int, turn: int) -> str:
+    return f"{prefix}-s{seed}-e{episode:07d}-t{turn}"
+
+
 # -- one block of episodes (in this process or a worker) ----------------------------------
 _WORKER_ENVS: dict[str, list[Any]] = {}
 
@@ -260,10 +281,10 @@ def _episode_result(config: GenerateConfig, env: Any, e: int) -> EpisodeResult:
     rows: list[dict[str, Any]] = []
     files: dict[str, bytes] = {}
     for k in kept:
-        row_id = f"{_slug(config.env_id)}-s{config.seed}-e{e:07d}-t{k.turn}"
+        rid = row_id(id_prefix(config.identity()), config.seed, e, k.turn)
         provenance = dict(k.sample.provenance.to_dict(), seed=episode_seed(config.seed, e), index=e, turn=k.turn,
                           run_seed=config.seed)
-        row = sample_row(env.arm, config.env_id, row_id, k, seed_sample, p0, provenance)
+        row = sample_row(env.arm, config.env_id, rid, k, seed_sample, p0, provenance)
         row.update(verl_fields(row, env.arm.export, index=e))
         rows.append(row)
         files.update(env.arm.side_files(k.sample.structure))

@@ -280,7 +280,19 @@ def _guarded(row: Any, findings: Findings, check: Any, *args: Any) -> None:
 
 
 #: a generated row's id: the environment, the run's seed, the episode and the turn it was kept at
-ROW_ID = re.compile(r"(?P<slug>[a-z0-9_.-]+)-s(?P<seed>[0-9]+)-e(?P<episode>[0-9]{7})-t(?P<turn>[0-9]+)")
+ROW_ID = re.compile(r"(?P<prefix>(?P<slug>[a-z0-9_.-]+)-(?P<settings>[0-9a-f]{8}))-s(?P<seed>[0-9]+)"
+                    r"-e(?P<episode>[0-9]{7})-t(?P<turn>[0-9]+)")
+
+
+def run_id_prefix(manifest: dict[str, Any]) -> str:
+    """The id prefix the run's settings give (see :func:`~vicogym.runs.generate.id_prefix`);
+    settings this version cannot read give one no row has."""
+    from vicogym.runs.generate import GenerateConfig, id_prefix
+
+    try:
+        return id_prefix(GenerateConfig.from_mapping(manifest["config"]).identity())
+    except (TypeError, ValueError, KeyError) as exc:
+        return f"{manifest['env']['id'].split('/')[-1].lower()}-<settings this version cannot read: {exc}>"
 
 
 class _RunShape:
@@ -296,7 +308,7 @@ class _RunShape:
         self.seed, self.n, self.per_shard = int(config["seed"]), int(config["n"]), int(config["episodes_per_shard"])
         max_episodes = config.get("max_episodes")
         self.budget = int(max_episodes) if isinstance(max_episodes, int) and max_episodes > 0 else max(4 * self.n, 32)
-        self.slug = manifest["env"]["id"].split("/")[-1].lower()
+        self.prefix = run_id_prefix(manifest)
         self.episodes = 0
         self.last: tuple[int, int] = (-1, 0)
         self.ends_short = False
@@ -331,8 +343,9 @@ class _RunShape:
         for row in rows:
             row_id = str(row.get("id"))
             match = ROW_ID.fullmatch(row_id)
-            if match is None or match["slug"] != self.slug:
-                self.findings.add(row_id, f"is no id of this run ({self.slug}-s{self.seed}-e<episode>-t<turn>)")
+            if match is None or match["prefix"] != self.prefix:
+                self.findings.add(row_id, f"is no id of this run ({self.prefix}-s{self.seed}-e<episode>-t<turn>: "
+                                  "the environment and the settings that decide what an episode writes)")
                 continue
             e, turn = int(match["episode"]), int(match["turn"])
             problem = None
@@ -408,7 +421,12 @@ class _Replay:
             findings.notes.append(f"rewriter {self.rewriter!r} cannot propose again here: episodes are replayed from "
                                   "their recorded edits, and rows an episode should have yielded are not counted")
         self.expected = 0  # rows the replayed episodes yield, in run order (the run stops at n)
-        self.slug = self.env_id.split("/")[-1].lower()
+        self.prefix = run_id_prefix(manifest)
+
+    def _row_id(self, e: int, turn: int) -> str:
+        from vicogym.runs.generate import row_id
+
+        return row_id(self.prefix, self.seed, e, turn)
 
     def block(self, rows: dict[int, list[tuple[int, dict[str, Any]]]], episodes: range) -> None:
         env = self.arms.env(self.env_id)
@@ -452,7 +470,7 @@ class _Replay:
             present = {turn for turn, _ in rows}
             for turn in yielded:
                 if turn not in present:
-                    self.findings.add(f"{self.slug}-s{self.seed}-e{e:07d}-t{turn}",
+                    self.findings.add(self._row_id(e, turn),
                                       f"is missing: episode {e}, replayed, yields it (keep={self.keep})")
         else:
             yielded = None
