@@ -323,16 +323,30 @@ def _unit(cell: str) -> str:
     return "M" if text[-1:] in "Mm" and parse_number(text[:-1]) is not None else ""
 
 
-def _year(label: str) -> int | None:
-    key = label.rstrip("*")
-    return int(key) if _YEAR.match(key) else None
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_TIME_LABEL = re.compile(
+    r"^(?:(?P<quarter>q[1-4])\s*|(?P<month>[a-z]{3})[a-z]*\.?\s*)?"
+    r"(?:(?P<year>(?:19|20)\d\d)(?:/(?P<season>\d\d))?|[\u2019\u00b4'`](?P<short>\d\d))$")
+
+
+def time_key(label: str) -> float | None:
+    """Where a row label falls in time, for labels that name one ("2017", "2017*", "Jan '17",
+    "Q3 2021", "2016/17"), else ``None``: the year, plus the month's or quarter's share of it,
+    plus half a year for a season."""
+    match = _TIME_LABEL.match(" ".join(label.strip().rstrip("*").casefold().split()))
+    if match is None or (match["month"] and match["month"] not in _MONTHS):
+        return None
+    year = int(match["year"]) if match["year"] else 2000 + int(match["short"])
+    if match["short"] and year > 2040:
+        year -= 100
+    part = (_MONTHS.index(match["month"]) / 12 if match["month"] else 0.0) + (
+        (int(match["quarter"][1]) - 1) / 4 if match["quarter"] else 0.0)
+    return year + part + (0.5 if match["season"] else 0.0)
 
 
 def _years_descending(rows: tuple[str, ...]) -> bool:
-    years = [_year(r) for r in rows]
-    return (
-        len(rows) >= 2 and None not in years and years == sorted(years, reverse=True) and len(set(years)) == len(years)
-    )
+    keys = [time_key(r) for r in rows]
+    return len(rows) >= 2 and None not in keys and keys == sorted(keys, reverse=True) and len(set(keys)) == len(keys)
 
 
 def observed_bounds(values: list[float], unit: str) -> tuple[float, float] | None:
@@ -705,6 +719,48 @@ def threshold_fit(table: Table, label: str, question: str) -> str | None:
     return "fits" if len(fitting) > 1 else None
 
 
+_RISE = {"increase", "increased", "increasing", "grow", "grew", "growing", "growth", "rise", "rose", "rising",
+         "risen", "climb", "climbed", "climbing", "up", "improve", "improved", "improving"}
+_FALL = {"decrease", "decreased", "decreasing", "decline", "declined", "declining", "fall", "fell", "falling",
+         "fallen", "drop", "dropped", "dropping", "shrink", "shrank", "shrinking", "down"}
+#: words that ask when a trend set in ("since what year", "began to grow", "increased steadily")
+_ONSET = {"since", "begin", "began", "begun", "start", "started", "starting", "steadily", "consistently",
+          "continuously", "continually", "constantly", "onwards", "onward"}
+
+
+def onset_problem(table: Table, label: str, question: str) -> str | None:
+    """Why a row label cannot answer "since what year has it been rising?" or "when did it
+    begin to grow?", or ``None``. The only reading that picks one row is "since": the row
+    the trend that runs to the end starts from. "Began to grow", "increased steadily" fit
+    that row and the one after it (the growth from 2012 shows in 2013), so they are
+    ambiguous, and rows that name no time, a series left unnamed among several, or a
+    trend that does not run to the end leave the answer unknown."""
+    words = set(label_key(question).split())
+    rises, falls = bool(words & _RISE), bool(words & _FALL)
+    keys = {label_key(r): i for i, r in enumerate(table.rows)}
+    if not words & _ONSET or rises == falls or label_key(label) not in keys:
+        return None
+    if "since" not in words:
+        return "two rows fit: the one the trend starts from and the first it shows in"
+    times = [time_key(r) for r in table.rows]
+    named = [x for x in table.series if mentions(question, x)]
+    series = table.series[0] if len(table.series) == 1 else (named[0] if len(named) == 1 else None)
+    if None in times or series is None:
+        return "the rows name no time, or the question no series" if series is not None or None in times else \
+            "the question names none of the series"
+    order = sorted(range(len(table.rows)), key=lambda i: times[i])
+    values = [table.values[i][table.series.index(series)] for i in order]
+    if None in values or len(values) < 2:
+        return "a value is missing"
+    start = len(values) - 1
+    while start > 0 and ((values[start] > values[start - 1]) if rises else (values[start] < values[start - 1])):
+        start -= 1
+    if start == len(values) - 1:
+        return "the trend the question names does not run to the last row"
+    return None if order[start] == keys[label_key(label)] else \
+        f"the trend runs from {table.rows[order[start]]!r}, not {label!r}"
+
+
 #: words that give a value a scale or currency a percentage cannot have
 _NOT_PERCENT = {"million", "millions", "billion", "billions", "thousand", "thousands", "trillion", "trillions",
                 "dollars", "dollar", "euros", "euro", "pounds", "yen", "usd", "eur", "gbp", "tons", "tonnes"}
@@ -808,6 +864,8 @@ def classify_record(table: Table, query: str, label: str, tier2: str = "drop") -
         return Classified("dropped", reason="tied_extreme")
     if tier2 == "drop" and undrawn_reference(table, query) is not None:
         return Classified("dropped", reason="reference_not_drawn")  # "above the OECD average": a figure not drawn
+    if tier2 == "drop" and onset_problem(table, label, query) is not None:
+        return Classified("dropped", reason="ambiguous_onset")  # "when did it begin to grow?": two rows fit
     if tier2 == "drop" and threshold_fit(table, label, query) is not None:
         return Classified("dropped", reason="ambiguous_threshold")  # several labels fit, or the answer does not
     return Classified("invariant", invariant_rule(table, label, query, refers), mark=mark)
