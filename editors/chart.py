@@ -66,6 +66,7 @@ from vicogym.structures.chart import (
     at_precision,
     chart_type_fits,
     label_key,
+    reflect_into,
 )
 from vicogym.validation import is_int, is_number, pick
 
@@ -363,6 +364,10 @@ def check_structure(s: ChartStructure, before: ChartStructure | None = None) -> 
                 gap = format_number(max(present) - min(present))
                 raise InvalidEdit("bad_value", f"{label!r}'s values would lie {gap} apart, more than the "
                                   f"{format_number(t.row_spread)} this table's series can differ by", field="value")
+    rank = t.rank_problem()
+    if rank is not None:  # series the topic ranks in every row keep their order
+        raise InvalidEdit("bad_value", f"{rank}; {', '.join(t.ranked)} keep this order in every row of this table",
+                          field="value")
     if t.part_of_whole and t.unit == "%":  # shares of one whole: no series adds up to more than all of it
         for j, series in enumerate(t.series):
             total = math.fsum(r[j] for r in t.values if r[j] is not None)
@@ -393,8 +398,8 @@ def diff(old: ChartStructure, new: ChartStructure) -> dict[str, Any]:
         "reordered": [r for r in o.rows if r in n.rows] != [r for r in n.rows if r in o.rows],
         "style_changed": sorted(k for k, v in new_spec.items() if old_spec[k] != v),
         "index_renamed": o.index_name != n.index_name or o.unit != n.unit,
-        "table_kind_changed": (o.decimals, o.part_of_whole, o.stackable, o.bounds, o.row_spread) != (
-            n.decimals, n.part_of_whole, n.stackable, n.bounds, n.row_spread),
+        "table_kind_changed": (o.decimals, o.part_of_whole, o.stackable, o.bounds, o.row_spread, o.ranked) != (
+            n.decimals, n.part_of_whole, n.stackable, n.bounds, n.row_spread, n.ranked),
         "vocabulary_changed": old.vocabulary != new.vocabulary,
     }
 
@@ -414,8 +419,8 @@ def _apply_replace(s: ChartStructure, data: Mapping[str, Any], rule: Mapping[str
     d = diff(s, new)
     if d["index_renamed"] or d["table_kind_changed"] or d["vocabulary_changed"]:
         raise InvalidEdit("bad_value",
-                          "index_name, unit, decimals, part_of_whole, stackable, bounds, row_spread and the vocabulary "
-                          "belong to the question's table and cannot change", op="replace", field="table")
+                          "index_name, unit, decimals, part_of_whole, stackable, bounds, row_spread, ranked and the "
+                          "vocabulary belong to the question's table and cannot change", op="replace", field="table")
     for v in new.table.all_values():
         if v is not None:
             _value(v, "values", s.table)
@@ -485,12 +490,12 @@ def apply(structure: ChartStructure, edit: Edit | Mapping[str, Any] | str, rule:
 def _perturb(value: float, rng: np.random.Generator, table: Table) -> float:
     """A value 5-60% away from ``value``, at the table's precision, within its bounds."""
     scale = abs(value) if value else 1.0
-    new = round(float(value + rng.choice([-1.0, 1.0]) * scale * rng.uniform(0.05, 0.6)), table.decimals)
-    if table.bounds is not None:  # the nearest value at the table's precision inside the bounds
+    new = float(value + rng.choice([-1.0, 1.0]) * scale * rng.uniform(0.05, 0.6))
+    if table.bounds is not None:  # folded back inside the bounds at the table's precision, not piled on them
         unit = 10.0 ** -table.decimals
         low, high = math.ceil(table.bounds[0] / unit) * unit, math.floor(table.bounds[1] / unit) * unit
-        new = round(min(max(new, low), high), table.decimals)
-    return new
+        new = min(max(reflect_into(new, low, high), low), high)
+    return round(new, table.decimals)
 
 
 def _fresh(structure: ChartStructure, axis: str) -> list[str]:

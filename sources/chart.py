@@ -69,6 +69,7 @@ from vicogym.structures.chart import (
     chart_type_fits,
     decimals_of,
     label_key,
+    reflect_into,
 )
 from vicogym.validation import pick
 
@@ -90,7 +91,8 @@ def _draw_values(rng: np.random.Generator, topic: Mapping[str, Any], n_rows: int
     # how far a row's series lie apart, as a share of the range: a country's female and male
     # life expectancies a few years, not forty
     spread = (high - low) * float(topic.get("spread", 0.25))
-    values = np.clip(base + rng.normal(0.0, spread, size=(n_rows, n_series)), low, high)
+    drawn = base + rng.normal(0.0, spread, size=(n_rows, n_series))
+    values = np.vectorize(lambda v: reflect_into(float(v), low, high))(drawn)
     gap = topic.get("max_gap")
     if gap is not None and n_series > 1:  # pull a row's series together to within the topic's gap
         mean = values.mean(axis=1, keepdims=True)
@@ -138,6 +140,9 @@ def procedural_seed(rng: np.random.Generator, max_tries: int = 16, templates: tu
         rows = [pool[i] for i in (sorted(picked) if ordered else picked)]
         decimals = int(topic["decimals"])
         values = _draw_values(rng, topic, n_rows, len(series))
+        ranked = [series.index(x) for x in topic.get("ranked", ()) if x in series]
+        if len(ranked) > 1:  # the topic's ranked series in their order in every row (female above male)
+            values[:, ranked] = -np.sort(-values[:, ranked], axis=1)
         whole = bool(topic.get("part_of_whole", False))
         if whole and topic["unit"] == "%":
             if len(series) == 1:
@@ -157,6 +162,7 @@ def procedural_seed(rng: np.random.Generator, max_tries: int = 16, templates: tu
             stackable=bool(topic.get("stackable", False)) and len(series) > 1,
             bounds=topic_bounds(topic),
             row_spread=topic.get("max_gap") if len(series) > 1 else None,
+            ranked=tuple(x for x in topic.get("ranked", ()) if x in series),
         )
         candidates = (
             ("bar", "hbar", "grouped_bar", "stacked_bar", "line", "pie")

@@ -52,6 +52,17 @@ def label_key(label: str) -> str:
     return " ".join(_PUNCT.sub(" ", text).split())
 
 
+def reflect_into(value: float, low: float, high: float) -> float:
+    """``value`` folded back into [low, high] by reflection at its ends (``high + d`` becomes
+    ``high - d``): clipping instead piles values up on the ends (three sources at exactly
+    800 TWh, two countries at exactly 90 years)."""
+    width = high - low
+    if width <= 0:
+        return low
+    t = (value - low) % (2.0 * width)
+    return low + width - abs(t - width)
+
+
 def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
@@ -87,6 +98,9 @@ class Table:
     #: how far apart a row's series may lie (a country's female and male life expectancies),
     #: or ``None`` for no limit
     row_spread: float | None = None
+    #: series whose values keep this order in every row, the first the largest (a country's
+    #: female life expectancy above its male one), or ``()``
+    ranked: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.index_name, str):
@@ -106,6 +120,9 @@ class Table:
             if not (_is_number(self.row_spread) and math.isfinite(self.row_spread) and self.row_spread > 0):
                 raise ValueError(f"expected row_spread as a positive number or None, got {self.row_spread!r}")
             object.__setattr__(self, "row_spread", float(self.row_spread))
+        if not isinstance(self.ranked, (list, tuple)) or not all(isinstance(x, str) for x in self.ranked):
+            raise TypeError(f"expected ranked as a list of series names, got {self.ranked!r}")
+        object.__setattr__(self, "ranked", tuple(self.ranked))
         if len(self.values) != len(self.rows):
             raise ValueError(f"expected {len(self.rows)} value rows, got {len(self.values)}")
         for label, row in zip(self.rows, self.values):
@@ -152,10 +169,22 @@ class Table:
             "stackable": self.stackable,
             "bounds": None if self.bounds is None else list(self.bounds),
             **({} if self.row_spread is None else {"row_spread": self.row_spread}),
+            **({"ranked": list(self.ranked)} if self.ranked else {}),
         }
 
     def in_bounds(self, value: float) -> bool:
         return self.bounds is None or self.bounds[0] <= value <= self.bounds[1]
+
+    def rank_problem(self) -> str | None:
+        """The first row whose ranked series are out of their order, said, or ``None``."""
+        present = [x for x in self.ranked if x in self.series]
+        for label, row in zip(self.rows, self.values):
+            ranked = [(x, row[self.series.index(x)]) for x in present]
+            ranked = [(x, v) for x, v in ranked if v is not None]
+            for (a, va), (b, vb) in zip(ranked, ranked[1:]):
+                if va < vb:
+                    return f"{label!r} would have {b!r} above {a!r}"
+        return None
 
     def total(self) -> float:
         return float(sum(v for v in self.all_values() if v is not None))
@@ -193,6 +222,7 @@ class Table:
             stackable=data.get("stackable", False),
             bounds=data.get("bounds"),
             row_spread=data.get("row_spread"),
+            ranked=data.get("ranked", ()),
         )
 
     def to_csv(self) -> str:
