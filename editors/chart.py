@@ -371,6 +371,10 @@ def check_structure(s: ChartStructure, before: ChartStructure | None = None) -> 
     if t.part_of_whole and t.unit == "%":  # shares of one whole: no series adds up to more than all of it
         for j, series in enumerate(t.series):
             total = math.fsum(r[j] for r in t.values if r[j] is not None)
+            if t.complete and abs(total - 100.0) > PERCENT_TOTAL_SLACK:
+                raise InvalidEdit("bad_value", f"{series!r} holds every share of one whole, and they would add up to "
+                                  f"{format_number(total)}%; keep them at 100% (lower another share as you raise "
+                                  f"one, in the same edit)", field="value")
             if total > 100.0 + PERCENT_TOTAL_SLACK:
                 raise InvalidEdit("bad_value", f"{series!r} holds shares of one whole, and they would add up to "
                                   f"{format_number(total)}%; keep the total at most 100% (lower another share as "
@@ -398,8 +402,9 @@ def diff(old: ChartStructure, new: ChartStructure) -> dict[str, Any]:
         "reordered": [r for r in o.rows if r in n.rows] != [r for r in n.rows if r in o.rows],
         "style_changed": sorted(k for k, v in new_spec.items() if old_spec[k] != v),
         "index_renamed": o.index_name != n.index_name or o.unit != n.unit,
-        "table_kind_changed": (o.decimals, o.part_of_whole, o.stackable, o.bounds, o.row_spread, o.ranked) != (
-            n.decimals, n.part_of_whole, n.stackable, n.bounds, n.row_spread, n.ranked),
+        "table_kind_changed": (o.decimals, o.part_of_whole, o.stackable, o.bounds, o.row_spread, o.ranked,
+                               o.complete) != (n.decimals, n.part_of_whole, n.stackable, n.bounds, n.row_spread,
+                                               n.ranked, n.complete),
         "vocabulary_changed": old.vocabulary != new.vocabulary,
     }
 
@@ -419,8 +424,9 @@ def _apply_replace(s: ChartStructure, data: Mapping[str, Any], rule: Mapping[str
     d = diff(s, new)
     if d["index_renamed"] or d["table_kind_changed"] or d["vocabulary_changed"]:
         raise InvalidEdit("bad_value",
-                          "index_name, unit, decimals, part_of_whole, stackable, bounds, row_spread, ranked and the "
-                          "vocabulary belong to the question's table and cannot change", op="replace", field="table")
+                          "index_name, unit, decimals, part_of_whole, stackable, bounds, row_spread, ranked, complete "
+                          "and the vocabulary belong to the question's table and cannot change", op="replace",
+                          field="table")
     for v in new.table.all_values():
         if v is not None:
             _value(v, "values", s.table)
@@ -585,6 +591,21 @@ def sample_edit(structure: ChartStructure, rng: np.random.Generator, max_ops: in
         ops.append(op)
         try:
             current = OPS[op["op"]](current, op, rule)
+            if op["op"] == "set_cell" and current.table.complete:  # every share of a whole: another gives way
+                ops.append(_compensate(current.table, op, rng))
+                current = OPS["set_cell"](current, ops[-1], rule)
         except InvalidEdit:
             break
     return {"ops": ops}
+
+
+def _compensate(table: Table, op: Mapping[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+    """The set_cell that brings ``op``'s series back to 100% through another of its cells."""
+    series = op["series"]
+    others = [r for r in table.rows if r != op["row"] and table.cell(r, series) is not None]
+    if not others:
+        raise InvalidEdit("bad_value", "no other share to lower")
+    row = pick(rng, others)
+    excess = math.fsum(v for v in table.column(series) if v is not None) - 100.0
+    return {"op": "set_cell", "row": row, "series": series,
+            "value": round(max(0.0, float(table.cell(row, series)) - excess), table.decimals)}

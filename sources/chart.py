@@ -159,6 +159,7 @@ def procedural_seed(rng: np.random.Generator, max_tries: int = 16, templates: tu
             unit=topic["unit"],
             decimals=decimals,
             part_of_whole=whole,
+            complete=whole and topic["unit"] == "%" and len(series) == 1,  # all the products' shares
             stackable=bool(topic.get("stackable", False)) and len(series) > 1,
             bounds=topic_bounds(topic),
             row_spread=topic.get("max_gap") if len(series) > 1 else None,
@@ -305,8 +306,10 @@ def load_chartqa_table(path: str | Path, problems: list[str] | None = None) -> T
     units = {_unit(c) for c in cells if c.strip() and c.strip().lower() not in _MISSING}
     unit = units.pop() if len(units) == 1 else ""
     present = [v for row in values for v in row if v is not None]
-    whole = (len(raw) == 2 and unit == "%" and bool(present) and len(present) == len(values) and min(present) >= 0
-             and abs(sum(present) - 100.0) <= PERCENT_TOTAL_SLACK)
+    # every column a complete breakdown (shares that add up to 100): parts of one whole each
+    columns = [[row[j] for row in values] for j in range(len(raw) - 1)]
+    whole = (unit == "%" and bool(present) and len(present) == len(values) * len(columns) and min(present) >= 0
+             and all(abs(math.fsum(c) - 100.0) <= PERCENT_TOTAL_SLACK for c in columns))
     rows = _unique([_clean_label(r) for r in frame.iloc[:, 0]])
     if _years_descending(rows):  # listed newest first, drawn (as charts draw time) oldest first
         rows, values = rows[::-1], values[::-1]
@@ -318,6 +321,7 @@ def load_chartqa_table(path: str | Path, problems: list[str] | None = None) -> T
         unit=unit,
         decimals=min(MAX_DECIMALS, max((decimals_of(v) for v in present), default=0)),
         part_of_whole=whole,
+        complete=whole,
         bounds=observed_bounds(present, unit),
     )
 

@@ -101,13 +101,16 @@ class Table:
     #: series whose values keep this order in every row, the first the largest (a country's
     #: female life expectancy above its male one), or ``()``
     ranked: tuple[str, ...] = ()
+    #: every series holds all the parts of its whole: percentages that add up to 100 and
+    #: must keep doing so (a survey's Yes, No and Don't know), not some of them (leading vendors)
+    complete: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.index_name, str):
             raise TypeError(f"expected index_name to be a string, got {self.index_name!r}")
         if not is_int(self.decimals, 0, MAX_DECIMALS):
             raise ValueError(f"expected decimals as an integer in [0, {MAX_DECIMALS}], got {self.decimals!r}")
-        for name in ("part_of_whole", "stackable"):
+        for name in ("part_of_whole", "stackable", "complete"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"expected {name} to be true or false, got {getattr(self, name)!r}")
         if self.bounds is not None:
@@ -170,6 +173,7 @@ class Table:
             "bounds": None if self.bounds is None else list(self.bounds),
             **({} if self.row_spread is None else {"row_spread": self.row_spread}),
             **({"ranked": list(self.ranked)} if self.ranked else {}),
+            **({"complete": True} if self.complete else {}),
         }
 
     def in_bounds(self, value: float) -> bool:
@@ -223,6 +227,7 @@ class Table:
             bounds=data.get("bounds"),
             row_spread=data.get("row_spread"),
             ranked=data.get("ranked", ()),
+            complete=data.get("complete", False),
         )
 
     def to_csv(self) -> str:
