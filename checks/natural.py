@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from vicogym.errors import InvalidEdit
-from vicogym.structures.natural import Scene, pixels_sha256
+from vicogym.structures.natural import FEATHER_PX, Scene, pixels_sha256
 
 
 def protected_changes(source: np.ndarray, protected: np.ndarray, image: np.ndarray, guard: np.ndarray) -> int | None:
@@ -61,8 +61,18 @@ def check(scene: Scene, facts: Any, image: np.ndarray) -> None:
         raise InvalidEdit("seam", f"the untouched protected region stands out from its edited surroundings (its "
                           f"boundary contrasts {outline:.1f}/255 more than in the photo, over the {MAX_SEAM:g} a "
                           f"reader does not notice); give the op a box away from the targets, or make it weaker")
+    tone = any(op.get("op") in TONE_OPS for op in scene.ops)  # content ops (remove, paste) change what is there
+    shift = halo(facts.source, facts.protected, image, facts.guard) if tone else 0.0
+    if shift > MAX_SEAM:
+        raise InvalidEdit("seam", f"the surroundings of the untouched protected region moved {shift:.1f}/255 away "
+                          f"from the photo (a band of the old colour stands around the targets, over the "
+                          f"{MAX_SEAM:g} a reader does not notice); make the op weaker, or give it a box that "
+                          f"keeps away from the targets")
 
 
+#: ops that change the tone of what they cover (not what is there): the ones that leave a
+#: band of the old colour around the targets
+TONE_OPS = frozenset({"brightness", "contrast", "recolor", "desaturate"})
 #: how much more (0-255 luminance) the protected region's boundary may contrast with its
 #: surroundings in the edited image than in the source before a reader sees the seam
 MAX_SEAM = 10.0
@@ -98,6 +108,42 @@ def seam(source: np.ndarray, protected: np.ndarray, image: np.ndarray, guard: np
     if not len(before_all):
         return 0.0
     return float(after_all.mean() - before_all.mean())
+
+
+def halo(source: np.ndarray, protected: np.ndarray, image: np.ndarray, guard: np.ndarray) -> float:
+    """How far (0-255, the largest channel) the surroundings of the protected region moved
+    from the photo where a reader would see a band: the local mean change (over
+    ``2 * FEATHER_PX + 1`` pixels square, edited pixels only) on a ring of twice the edit's
+    fade around the region, at its 90th percentile. The fade hides the region's outline, but a whole-image
+    brightening, contrast or recolour still leaves a band of the old colour around the
+    targets (a lighter rectangle around the camera), and where the targets fill nearly the
+    whole photo the edit is a coloured strip at its border; noise, blur or JPEG move the
+    local mean by nothing, and a small paste beside the targets moves a few of the ring's
+    pixels. 0 when pads and crops cut the region."""
+    import cv2
+
+    if not protected.any() or protected.sum() != guard.sum():
+        return 0.0
+    (sy, sx), (gy, gx) = np.argwhere(protected)[0], np.argwhere(guard)[0]
+    dy, dx = int(gy - sy), int(gx - sx)  # pads and crops only move the region
+    h, w = protected.shape
+    y0, y1, x0, x1 = max(0, -dy), min(h, image.shape[0] - dy), max(0, -dx), min(w, image.shape[1] - dx)
+    if y0 >= y1 or x0 >= x1:
+        return 0.0
+    change = np.zeros((h, w, 3), np.float32)
+    valid = np.zeros((h, w), np.float32)
+    change[y0:y1, x0:x1] = (image[y0 + dy:y1 + dy, x0 + dx:x1 + dx, :3].astype(np.float32)
+                            - source[y0:y1, x0:x1, :3].astype(np.float32))
+    valid[y0:y1, x0:x1] = 1.0
+    valid[protected] = 0.0
+    size = (2 * FEATHER_PX + 1,) * 2
+    weight = cv2.boxFilter(valid, -1, size, normalize=False)
+    local = cv2.boxFilter(change * valid[..., None], -1, size, normalize=False) / np.maximum(weight, 1.0)[..., None]
+    distance = cv2.distanceTransform((~protected).astype(np.uint8), cv2.DIST_L2, 3)
+    ring = (distance <= 2 * FEATHER_PX) & (valid > 0)  # the fade too: a strip thinner than it is all band
+    if not ring.any():
+        return 0.0
+    return float(np.percentile(np.abs(local[ring]), 90, axis=0).max())
 
 
 def stored_pixels_problem(scene: Scene, source: np.ndarray, image: np.ndarray, mask: np.ndarray,

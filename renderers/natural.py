@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from vicogym.structures.natural import Target
+from vicogym.structures.natural import FEATHER_PX, Target
 from vicogym.validation import is_int, is_number
 
 #: GrabCut rounds; five is OpenCV's own example and converges on the demo images
@@ -530,10 +530,6 @@ def replay(source: np.ndarray, protected: np.ndarray, ops: tuple, seed: int,
         if np.array_equal(image, before):
             idle.append(k)
     return image, guard
-
-
-#: how many pixels an edit fades in over from the edge of what it may change
-FEATHER_PX = 12
 
 
 def feather(editable: np.ndarray) -> np.ndarray:

@@ -36,6 +36,11 @@ ANSWER_TYPES = ("yes/no", "number", "other")
 GEOMETRIES = ("box", "points", "polygon")
 
 
+#: how many pixels an edit fades in over from the edge of what it may change (the renderer
+#: fades, and the checks measure past the fade)
+FEATHER_PX = 12
+
+
 def _fail(where: str, expected: str, got: Any) -> ValueError:
     text = repr(got)
     return ValueError(f"{where}: expected {expected}, got {text if len(text) <= 80 else text[:77] + '...'}")

@@ -190,7 +190,7 @@ def test_edits_fade_in_so_the_untouched_targets_draw_no_outline_and_the_seam_che
     from vicogym.checks.natural import MAX_SEAM, seam
 
     small_env.reset(seed=0, options={"index": 1})  # a counting question: brightness is allowed
-    _, _, _, _, info = small_env.step({"op": "brightness", "delta": 60})
+    _, _, _, _, info = small_env.step({"op": "brightness", "delta": 8})
     assert info["valid"], info["error"]
     facts = small_env.unwrapped._render_out.facts
     assert seam(facts.source, facts.protected, info["sample"].image, facts.guard) <= MAX_SEAM
@@ -201,6 +201,34 @@ def test_edits_fade_in_so_the_untouched_targets_draw_no_outline_and_the_seam_che
     _, reward, _, _, info = small_env.step({"op": "brightness", "delta": 60})
     assert info["error"]["code"] == "seam" and "stands out from its edited surroundings" in info["error"]["message"]
     assert _state(small_env) == before and reward == -1.0
+
+
+def test_a_global_edit_that_leaves_a_band_of_the_old_colour_around_the_targets_is_refused(small_env):
+    """The fade hides the targets' outline, but a whole-image brightening still left a band of
+    the photo's own brightness around them (a lighter rectangle around the camera): the
+    surroundings may move at most MAX_SEAM from the photo; noise, which moves no local mean,
+    and a weak change pass."""
+    from vicogym.checks.natural import MAX_SEAM, halo
+
+    small_env.reset(seed=0, options={"index": 1})
+    before = _state(small_env)
+    _, reward, _, _, info = small_env.step({"op": "brightness", "delta": 60})
+    assert info["error"]["code"] == "seam" and "a band of the old colour" in info["error"]["message"]
+    assert _state(small_env) == before and reward == -1.0
+    for edit in ({"op": "noise", "sigma": 20}, {"op": "brightness", "delta": 8}):
+        small_env.reset(seed=0, options={"index": 1})
+        _, _, _, _, info = small_env.step(edit)
+        assert info["valid"], (edit, info["error"])
+        facts = small_env.unwrapped._render_out.facts
+        assert halo(facts.source, facts.protected, info["sample"].image, facts.guard) <= MAX_SEAM
+    # targets that fill nearly the whole photo leave an edit only a strip at its border: all band
+    source = np.full((60, 60, 3), 120, np.uint8)
+    protected = np.zeros((60, 60), bool)
+    protected[4:, :] = True
+    strip = source.copy()
+    strip[:4] = (60, 200, 60)
+    assert halo(source, protected, strip, protected) > MAX_SEAM
+    assert halo(source, protected, source, protected) == 0.0
 
 
 def test_a_boxed_edit_fades_in_from_its_edges():
