@@ -650,6 +650,26 @@ def derivable(table: Table, label: str, question: str) -> bool:
     return any(answers_agree(c, label) for c in candidates)
 
 
+def extremes_combined(table: Table, label: str, question: str) -> bool | None:
+    """For "the sum (difference, average) of the maximum and minimum ...": whether the label
+    is what some reading of the words gives (the extremes of one series, or of one row, the
+    one the question names or any; or the maximum of one named series or row and the minimum
+    of another), or ``None`` for other questions. No table program computes it, and the
+    loose "derivable by some program" test would accept any pair's sum."""
+    words = set(label_key(question).split())
+    combine = [form for form in ("sum", "difference", "average") if words & _FORMS[form]]
+    if not (words & _FORMS["max"] and words & _FORMS["min"]) or len(combine) != 1 or parse_number(label) is None:
+        return None
+    op = {"sum": lambda a, b: a + b, "difference": lambda a, b: a - b, "average": lambda a, b: (a + b) / 2}[combine[0]]
+    groups = {x: [v for v in table.column(x) if v is not None] for x in table.series}
+    groups.update({r: [v for v in row if v is not None] for r, row in zip(table.rows, table.values)})
+    groups = {k: v for k, v in groups.items() if v}
+    named = [k for k in _mentioned(question, tuple(groups))]
+    readings = [op(max(v), min(v)) for k, v in groups.items() if not named or k in named]
+    readings += [op(max(groups[a]), min(groups[b])) for a in named for b in named if a != b]
+    return any(answers_agree(r, label) for r in readings)
+
+
 def _named_loosely(question: str, labels: Sequence[str]) -> list[int]:
     """The labels a question names in full or by a word only that label has ("neonatal" for
     "Neonatal (first 28 days of life)"), by index."""
@@ -868,6 +888,8 @@ def classify_record(table: Table, query: str, label: str, tier2: str = "drop") -
             return Classified("program", program_rule(program, query, refers), mark=mark)
         if computed is not None and tier2 == "drop":
             return Classified("dropped", reason="contradicts_table")
+    if tier2 == "drop" and extremes_combined(table, label, query) is False:
+        return Classified("dropped", reason="contradicts_table")  # "the sum of the maximum and minimum": 24, not 31.3
     if tier2 == "drop" and not derivable(table, label, query):
         return Classified("dropped", reason="answer_not_derivable")
     if tier2 == "drop" and extreme_tie(table, label, query):
