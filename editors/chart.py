@@ -364,6 +364,10 @@ def check_structure(s: ChartStructure, before: ChartStructure | None = None) -> 
                 gap = format_number(max(present) - min(present))
                 raise InvalidEdit("bad_value", f"{label!r}'s values would lie {gap} apart, more than the "
                                   f"{format_number(t.row_spread)} this table's series can differ by", field="value")
+    total = t.total_problem()
+    if total is not None:  # a Total row or a NET series adds up its parts after every edit
+        raise InvalidEdit("bad_value", f"{total}; change a part and its total together, in the same edit",
+                          field="value")
     rank = t.rank_problem()
     if rank is not None:  # series the topic ranks in every row keep their order
         raise InvalidEdit("bad_value", f"{rank}; {', '.join(t.ranked)} keep this order in every row of this table",
@@ -403,8 +407,8 @@ def diff(old: ChartStructure, new: ChartStructure) -> dict[str, Any]:
         "style_changed": sorted(k for k, v in new_spec.items() if old_spec[k] != v),
         "index_renamed": o.index_name != n.index_name or o.unit != n.unit,
         "table_kind_changed": (o.decimals, o.part_of_whole, o.stackable, o.bounds, o.row_spread, o.ranked,
-                               o.complete) != (n.decimals, n.part_of_whole, n.stackable, n.bounds, n.row_spread,
-                                               n.ranked, n.complete),
+                               o.complete, o.totals) != (n.decimals, n.part_of_whole, n.stackable, n.bounds,
+                                                         n.row_spread, n.ranked, n.complete, n.totals),
         "vocabulary_changed": old.vocabulary != new.vocabulary,
     }
 
@@ -424,8 +428,8 @@ def _apply_replace(s: ChartStructure, data: Mapping[str, Any], rule: Mapping[str
     d = diff(s, new)
     if d["index_renamed"] or d["table_kind_changed"] or d["vocabulary_changed"]:
         raise InvalidEdit("bad_value",
-                          "index_name, unit, decimals, part_of_whole, stackable, bounds, row_spread, ranked, complete "
-                          "and the vocabulary belong to the question's table and cannot change", op="replace",
+                          "index_name, unit, decimals, part_of_whole, stackable, bounds, row_spread, ranked, complete, "
+                          "totals and the vocabulary belong to the question's table and cannot change", op="replace",
                           field="table")
     for v in new.table.all_values():
         if v is not None:
@@ -594,9 +598,31 @@ def sample_edit(structure: ChartStructure, rng: np.random.Generator, max_ops: in
             if op["op"] == "set_cell" and current.table.complete:  # every share of a whole: another gives way
                 ops.append(_compensate(current.table, op, rng))
                 current = OPS["set_cell"](current, ops[-1], rule)
+            if op["op"] == "set_cell" and current.table.totals:  # a part's total follows it
+                for follow in _totals_of(current.table, op):
+                    ops.append(follow)
+                    current = OPS["set_cell"](current, follow, rule)
         except InvalidEdit:
             break
     return {"ops": ops}
+
+
+def _totals_of(table: Table, op: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The set_cells that bring the totals of ``op``'s cell back to the sum of their parts."""
+    follows = []
+    for name in table.totals:
+        if name in table.rows and name != op["row"]:
+            parts = [table.cell(r, op["series"]) for r in table.rows if r != name]
+            row, series = name, op["series"]
+        elif name in table.series and name != op["series"]:
+            parts = [table.cell(op["row"], x) for x in table.series if x != name]
+            row, series = op["row"], name
+        else:
+            continue
+        if None not in parts:
+            follows.append({"op": "set_cell", "row": row, "series": series,
+                            "value": round(math.fsum(parts), table.decimals)})  # type: ignore[arg-type]
+    return follows
 
 
 def _compensate(table: Table, op: Mapping[str, Any], rng: np.random.Generator) -> dict[str, Any]:

@@ -313,17 +313,39 @@ def load_chartqa_table(path: str | Path, problems: list[str] | None = None) -> T
     rows = _unique([_clean_label(r) for r in frame.iloc[:, 0]])
     if _years_descending(rows):  # listed newest first, drawn (as charts draw time) oldest first
         rows, values = rows[::-1], values[::-1]
+    series_names = _unique([_clean_label(c) for c in raw[1:]])
     return Table(
         index_name="" if UNNAMED.fullmatch(raw[0]) else _clean_label(raw[0]),  # a blank header names no axis
         rows=rows,
-        series=_unique([_clean_label(c) for c in raw[1:]]),
+        series=series_names,
         values=tuple(values),
         unit=unit,
         decimals=min(MAX_DECIMALS, max((decimals_of(v) for v in present), default=0)),
         part_of_whole=whole,
         complete=whole,
         bounds=observed_bounds(present, unit),
+        totals=_totals(rows, series_names, values, unit,
+                       min(MAX_DECIMALS, max((decimals_of(v) for v in present), default=0))),
     )
+
+
+#: labels of a row or series that sums the others ("Total", "NET", "World Total")
+_TOTAL_LABEL = re.compile(r"^(?:total|net|sum|all|overall|world total)(?: \w+)?$")
+
+
+def _totals(rows: tuple[str, ...], series: tuple[str, ...], values: list, unit: str, decimals: int) -> tuple[str, ...]:
+    """The rows and series named as totals whose every complete line holds the sum of the
+    others (within their rounding), so edits keep it so; one line that does not (a "NET"
+    of 38 beside parts of 42 and 42) makes the label no total."""
+    probe = Table("", rows, series, tuple(tuple(r) for r in values), unit, decimals)
+    found = []
+    for label in (*rows, *series):
+        if not _TOTAL_LABEL.match(label_key(label)) or (label in series and len(series) < 3) or (
+                label in rows and len(rows) < 3):
+            continue
+        if replace(probe, totals=(label,)).total_problem() is None:
+            found.append(label)
+    return tuple(found)
 
 
 def _unit(cell: str) -> str:

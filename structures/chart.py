@@ -104,6 +104,9 @@ class Table:
     #: every series holds all the parts of its whole: percentages that add up to 100 and
     #: must keep doing so (a survey's Yes, No and Don't know), not some of them (leading vendors)
     complete: bool = False
+    #: rows or series that hold the sum of the others along their axis (a "Total" row, a
+    #: "NET" series), kept equal to it by every edit, or ``()``
+    totals: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.index_name, str):
@@ -126,6 +129,9 @@ class Table:
         if not isinstance(self.ranked, (list, tuple)) or not all(isinstance(x, str) for x in self.ranked):
             raise TypeError(f"expected ranked as a list of series names, got {self.ranked!r}")
         object.__setattr__(self, "ranked", tuple(self.ranked))
+        if not isinstance(self.totals, (list, tuple)) or not all(isinstance(x, str) for x in self.totals):
+            raise TypeError(f"expected totals as a list of row or series names, got {self.totals!r}")
+        object.__setattr__(self, "totals", tuple(self.totals))
         if len(self.values) != len(self.rows):
             raise ValueError(f"expected {len(self.rows)} value rows, got {len(self.values)}")
         for label, row in zip(self.rows, self.values):
@@ -174,10 +180,37 @@ class Table:
             **({} if self.row_spread is None else {"row_spread": self.row_spread}),
             **({"ranked": list(self.ranked)} if self.ranked else {}),
             **({"complete": True} if self.complete else {}),
+            **({"totals": list(self.totals)} if self.totals else {}),
         }
 
     def in_bounds(self, value: float) -> bool:
         return self.bounds is None or self.bounds[0] <= value <= self.bounds[1]
+
+    def total_tolerance(self, parts: int) -> float:
+        """How far a total may lie from its parts' sum: each part's rounding (a point for
+        percentages, which sources round each on its own)."""
+        return parts * 0.5 * 10.0 ** -self.decimals + 1e-9
+
+    def total_problem(self) -> str | None:
+        """The first total that no longer adds up its parts, said, or ``None``."""
+        for name in self.totals:
+            if name in self.rows:
+                i = self.rows.index(name)
+                lines = [(self.series[j], [r[j] for r in self.values], i) for j in range(len(self.series))]
+            elif name in self.series:
+                j = self.series.index(name)
+                lines = [(self.rows[i], list(self.values[i]), j) for i in range(len(self.rows))]
+            else:
+                continue
+            for where, line, k in lines:
+                parts = [v for n, v in enumerate(line) if n != k]
+                if line[k] is None or None in parts:
+                    continue
+                total = math.fsum(parts)  # type: ignore[arg-type]
+                if abs(line[k] - total) > max(self.total_tolerance(len(parts)), 1.0 if self.unit == "%" else 0.0):
+                    return (f"{name!r} holds the sum of the others, {format_number(total)} at {where!r}, not "
+                            f"{format_number(line[k])}")
+        return None
 
     def rank_problem(self) -> str | None:
         """The first row whose ranked series are out of their order, said, or ``None``."""
@@ -228,6 +261,7 @@ class Table:
             row_spread=data.get("row_spread"),
             ranked=data.get("ranked", ()),
             complete=data.get("complete", False),
+            totals=data.get("totals", ()),
         )
 
     def to_csv(self) -> str:
