@@ -103,3 +103,22 @@ def test_every_added_letter_word_holds_its_letter_once():
 
     assert sorted(ONE_OF) == list("abcdefghijklmnopqrstuvwxyz")
     assert all(word.count(letter) == 1 for letter, word in ONE_OF.items())
+
+
+@settings(max_examples=200, deadline=None)
+@given(response=RESPONSES, seed=st.integers(0, 2**32 - 1))
+def test_the_writer_meets_counts_and_keywords_with_whole_words(response, seed):
+    """"It is labelleor Share" (a cut to hit 49 characters) and "here" met by "Therefore":
+    written text keeps its words whole, and a keyword stands as a word of its own."""
+    import re
+
+    from vicogym.editors.instruct.text import FILLER
+
+    rng = np.random.default_rng(seed)
+    params = EDITS["character_count"].draw(rng)
+    written = satisfy("character_count", response, params, rng)
+    allowed = {w.casefold() for w in re.findall(r"\w+", response)} | set(FILLER)
+    if all(len(t) <= params["n"] for t in re.findall(r"\S+", response)):
+        assert {w.casefold() for w in re.findall(r"\w+", written)} <= allowed, (params, response, written)
+    words = {"keywords": ["here"]}
+    assert re.search(r"(?<!\w)here(?!\w)", satisfy("include_keywords", "Therefore it rains.", words, rng), re.I)

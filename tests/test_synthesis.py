@@ -180,10 +180,14 @@ def test_conflicts_refuse_contradictory_sets():
     ({"id": "language", "params": {"language": "de"}}, {"id": "include_keywords", "params": {"keywords": ["clearly"]}}),
     ({"id": "uppercase", "params": {}},
      {"id": "temporal_sequence", "params": {"markers": ["First", "Then", "Finally"]}}),
+    ({"id": "number_precision", "params": {"decimals": 1}},  # "PART 1.0" headings
+     {"id": "sections", "params": {"n": 2, "splitter": "PART", "relation": "exactly"}}),
+    ({"id": "sentence_count", "params": {"n": 2, "relation": "exactly"}},  # three paragraphs in two sentences
+     {"id": "paragraph_count", "params": {"n": 3}}),
 ])
 def test_sets_a_person_reads_as_contradictory_are_refused_though_a_witness_passes(chosen, new):
     assert witness([chosen, new], "A plain answer about the chart. " * 4, np.random.default_rng(0)) is not None or \
-        chosen["id"] in ("sections", "language")  # the verifiers' reading would let the others through
+        chosen["id"] in ("sections", "language", "sentence_count")  # the verifiers' reading lets the others through
     assert conflicts([chosen], new) is not None and conflicts([new], chosen) is not None
 
 

@@ -30,8 +30,10 @@ def _keywords(rng: np.random.Generator, most: int) -> list[str]:
 
 
 def satisfy_include_keywords(response, params, rng):
+    # a keyword counts as a word a reader sees: "here" inside "Therefore" passes IFEval's
+    # check, not a reader's, so the writer adds it unless it stands as a word of its own
     return response + "".join(
-        (" " + k for k in params["keywords"] if not holds("include_keywords", response, {"keywords": [k]}))
+        (" " + k for k in params["keywords"] if not re.search(rf"(?<!\w){re.escape(k)}(?!\w)", response, re.I))
     )
 
 

@@ -120,13 +120,27 @@ edits("postscript",
 
 
 def _characters(response: str, k: int, params: Mapping[str, Any]) -> str:
-    # as for words: cut from the middle, pad in the middle
-    if len(response) >= k:
-        return response[:(k + 1) // 2] + (response[-(k // 2):] if k // 2 else "")
-    missing = k - len(response)
-    filler = (" ".join(material(response)) + " ") * (missing // 2 + 2)
-    # inserting into a non-empty text adds a separating space too
-    return insert_middle(response, filler[:missing - 1]) if response else filler[:missing]
+    """Exactly k characters, no word cut ("It is labelleor Share" was a cut): too long, whole
+    words go from the middle, keeping the opening and the ending; too short, filler words go
+    in the middle; spaces at the middle make up the last few characters."""
+    tokens = re.findall(r"\S+\s*", response)  # each word with the whitespace after it
+    while len("".join(tokens)) > k and len(tokens) > 1:
+        del tokens[len(tokens) // 2]
+    text = "".join(tokens)
+    if len(text) > k:  # one word longer than k: only a cut fits
+        return text[:k]
+    words = iter(material(response) * (k // 2 + 1))
+    while len(text) < k:
+        word = next(words)
+        if len(text) + len(word) + (2 if text else 0) > k:
+            break
+        text = insert_middle(text, word)
+    missing = k - len(text)
+    if not missing:
+        return text
+    spaces = [m.start() for m in re.finditer(r" ", text)]
+    at = min(spaces, key=lambda i: abs(i - len(text) // 2)) if spaces else len(text)
+    return text[:at] + " " * missing + text[at:]
 
 
 edits("character_count",

@@ -294,6 +294,12 @@ def conflicts(chosen: Sequence[Mapping[str, Any]], spec: Mapping[str, Any]) -> s
     return None
 
 
+#: types whose fixed text numbers the response's parts ("SECTION 1", "1.", "Step 1")
+NUMBERED_TEXT = frozenset({"sections", "numbered_list", "numbered_steps"})
+#: types whose parts a person writes as a sentence or more each
+ONE_SENTENCE_EACH = frozenset({"paragraph_count", "sections", "numbered_steps"})
+
+
 def read_as_a_person_would(a: Mapping[str, Any], b: Mapping[str, Any]) -> str | None:
     """Why a person would find ``a`` and ``b`` contradictory although the verifiers (which
     ignore case and read paragraphs as IFEval does) pass a witness: a case rule against text
@@ -301,7 +307,8 @@ def read_as_a_person_would(a: Mapping[str, Any], b: Mapping[str, Any]) -> str | 
     or a word asked at the start (end) of every paragraph against fixed text the other puts
     there ("every paragraph starts with 'Market'" and 'SECTION 1' headings), or an answer
     in another language or script asked to carry English words ("German only" with a quoted
-    English phrase)."""
+    English phrase), decimals asked of every number where the other numbers the parts
+    ("SECTION 1.0"), or fewer sentences than the other asks for paragraphs or sections."""
     from vicogym.programs.instruct.contracts import CASE_RULES, EVERY_PARAGRAPH, FIXED_TEXT_AT
 
     if a["id"] in CASE_RULES:
@@ -315,6 +322,15 @@ def read_as_a_person_would(a: Mapping[str, Any], b: Mapping[str, Any]) -> str | 
     for end, rules in EVERY_PARAGRAPH.items():
         if a["id"] in rules and b["id"] in FIXED_TEXT_AT[end]:
             return f"{a['id']} and {b['id']}: {b['id']} puts fixed text at the {end} of a paragraph"
+    if a["id"] == "number_precision" and (a.get("params") or {}).get("decimals", 0) > 0 and b["id"] in NUMBERED_TEXT:
+        return (f"{a['id']} and {b['id']}: {b['id']} numbers its parts ('SECTION 1', '1.'), which a person reads as "
+                "labels, not as numbers to write with decimals ('SECTION 1.0')")
+    if a["id"] == "sentence_count" and b["id"] in ONE_SENTENCE_EACH:
+        most = REGISTRY[a["id"]].bounds(a.get("params") or {})
+        least = REGISTRY[b["id"]].bounds(b.get("params") or {})
+        if most and least and least[0] > most[1]:
+            return (f"{a['id']} and {b['id']}: at least {least[0]:g} {REGISTRY[b['id']].measure} of a sentence or "
+                    f"more each cannot come in at most {most[1]:g} sentences")
     language = (a.get("params") or {}).get("language") if a["id"] == "language" else None
     script = (a.get("params") or {}).get("script") if a["id"] == "script" else None
     if (language is not None and language != "en") or (script is not None and script != "latin"):
