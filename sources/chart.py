@@ -564,7 +564,7 @@ def parse_question(question: str, table: Table, label: str) -> dict[str, Any] | 
         numbers = _NUMBER.findall(question)
         if len(numbers) == 1 and any(f" {p} " in text for p in _ABOVE) and not rows and numeric:
             return {"op": "count_above", "series": series, "threshold": float(numbers[0].replace(",", ""))}
-        if " how many times " in text and len(rows) == 2 and numeric:
+        if (" how many times " in text or " how many more times " in text) and len(rows) == 2 and numeric:
             return {"op": "ratio", "a": rows[0], "b": rows[1], "series": series}
         return None
     if not forms and len(rows) == 1 and numeric:
@@ -829,6 +829,20 @@ def unit_conflict(table: Table, question: str) -> bool:
     return bool(words & _NOT_PERCENT) and not words & _PERCENT_WORDS
 
 
+_COUNT_MEASURE = re.compile(r"^(?:number|amount|count)\b|\bin (?:thousands|millions|billions)\b")
+_RATE_MEASURE = re.compile(r"\b(?:rate|rates|share|shares|percent|percentage|proportion|ratio)\b|%")
+
+
+def measure_conflict(table: Table, question: str) -> bool:
+    """Whether the question asks for a rate or share ("the unemployment rate in May 2021")
+    where the chart draws only counts ("Number in millions") and no percentages: the
+    answer would be a value the question does not name."""
+    if table.unit == "%" or not _RATE_MEASURE.search(label_key(question)):
+        return False
+    names = [label_key(x) for x in table.series]
+    return all(_COUNT_MEASURE.search(x) and not _RATE_MEASURE.search(x) for x in names)
+
+
 #: what a comparison may be made against without a figure of its own: the drawn values' own mean
 _OWN_AGGREGATES = {"average", "mean", "median", "rest", "others", "other", "each", "all"}
 
@@ -880,7 +894,7 @@ def classify_record(table: Table, query: str, label: str, tier2: str = "drop") -
         return Classified("dropped", reason="mark_reference")
     if garbled(table):
         return Classified("dropped", reason="garbled_table")
-    if unit_conflict(table, query):
+    if unit_conflict(table, query) or measure_conflict(table, query):
         return Classified("dropped", reason="unit_conflict")
     if mark == "line" and not chartqa_vocabulary(table).ordered:
         return Classified("dropped", reason="mark_reference")  # a line over categories with no order
