@@ -372,13 +372,17 @@ def check_structure(s: ChartStructure, before: ChartStructure | None = None) -> 
     if rank is not None:  # series the topic ranks in every row keep their order
         raise InvalidEdit("bad_value", f"{rank}; {', '.join(t.ranked)} keep this order in every row of this table",
                           field="value")
+    wholes = ([(series, [r[j] for r in t.values]) for j, series in enumerate(t.series)] if t.complete else []) + (
+        list(zip(t.rows, t.values)) if t.complete_rows else [])
+    for name, line in wholes:  # every share of one whole, in a column or a row: they keep adding up to it
+        total = math.fsum(v for v in line if v is not None)
+        if abs(total - 100.0) > PERCENT_TOTAL_SLACK:
+            raise InvalidEdit("bad_value", f"{name!r} holds every share of one whole, and they would add up to "
+                              f"{format_number(total)}%; keep them at 100% (lower another share as you raise one, "
+                              f"in the same edit)", field="value")
     if t.part_of_whole and t.unit == "%":  # shares of one whole: no series adds up to more than all of it
         for j, series in enumerate(t.series):
             total = math.fsum(r[j] for r in t.values if r[j] is not None)
-            if t.complete and abs(total - 100.0) > PERCENT_TOTAL_SLACK:
-                raise InvalidEdit("bad_value", f"{series!r} holds every share of one whole, and they would add up to "
-                                  f"{format_number(total)}%; keep them at 100% (lower another share as you raise "
-                                  f"one, in the same edit)", field="value")
             if total > 100.0 + PERCENT_TOTAL_SLACK:
                 raise InvalidEdit("bad_value", f"{series!r} holds shares of one whole, and they would add up to "
                                   f"{format_number(total)}%; keep the total at most 100% (lower another share as "
@@ -407,8 +411,9 @@ def diff(old: ChartStructure, new: ChartStructure) -> dict[str, Any]:
         "style_changed": sorted(k for k, v in new_spec.items() if old_spec[k] != v),
         "index_renamed": o.index_name != n.index_name or o.unit != n.unit,
         "table_kind_changed": (o.decimals, o.part_of_whole, o.stackable, o.bounds, o.row_spread, o.ranked,
-                               o.complete, o.totals) != (n.decimals, n.part_of_whole, n.stackable, n.bounds,
-                                                         n.row_spread, n.ranked, n.complete, n.totals),
+                               o.complete, o.complete_rows, o.totals) != (
+            n.decimals, n.part_of_whole, n.stackable, n.bounds, n.row_spread, n.ranked, n.complete, n.complete_rows,
+            n.totals),
         "vocabulary_changed": old.vocabulary != new.vocabulary,
     }
 
@@ -429,8 +434,8 @@ def _apply_replace(s: ChartStructure, data: Mapping[str, Any], rule: Mapping[str
     if d["index_renamed"] or d["table_kind_changed"] or d["vocabulary_changed"]:
         raise InvalidEdit("bad_value",
                           "index_name, unit, decimals, part_of_whole, stackable, bounds, row_spread, ranked, complete, "
-                          "totals and the vocabulary belong to the question's table and cannot change", op="replace",
-                          field="table")
+                          "complete_rows, totals and the vocabulary belong to the question's table and cannot change",
+                          op="replace", field="table")
     for v in new.table.all_values():
         if v is not None:
             _value(v, "values", s.table)
@@ -595,8 +600,8 @@ def sample_edit(structure: ChartStructure, rng: np.random.Generator, max_ops: in
         ops.append(op)
         try:
             current = OPS[op["op"]](current, op, rule)
-            if op["op"] == "set_cell" and current.table.complete:  # every share of a whole: another gives way
-                ops.append(_compensate(current.table, op, rng))
+            if op["op"] == "set_cell" and (current.table.complete or current.table.complete_rows):
+                ops.append(_compensate(current.table, op, rng))  # every share of a whole: another gives way
                 current = OPS["set_cell"](current, ops[-1], rule)
             if op["op"] == "set_cell" and current.table.totals:  # a part's total follows it
                 for follow in _totals_of(current.table, op):
@@ -626,12 +631,20 @@ def _totals_of(table: Table, op: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def _compensate(table: Table, op: Mapping[str, Any], rng: np.random.Generator) -> dict[str, Any]:
-    """The set_cell that brings ``op``'s series back to 100% through another of its cells."""
-    series = op["series"]
-    others = [r for r in table.rows if r != op["row"] and table.cell(r, series) is not None]
-    if not others:
+    """The set_cell that brings ``op``'s whole back to 100% through another of its cells: in
+    its column (a series of shares), else in its row (each row's shares)."""
+    if table.complete:
+        cells = [(r, op["series"]) for r in table.rows if r != op["row"]]
+        line = table.column(op["series"])
+    else:
+        cells = [(op["row"], x) for x in table.series if x != op["series"]]
+        line = table.values[table.rows.index(op["row"])]
+    cells = [(r, x) for r, x in cells if table.cell(r, x) is not None]
+    if not cells:
         raise InvalidEdit("bad_value", "no other share to lower")
-    row = pick(rng, others)
-    excess = math.fsum(v for v in table.column(series) if v is not None) - 100.0
+    row, series = cells[int(rng.integers(len(cells)))]
+    excess = math.fsum(v for v in line if v is not None) - 100.0
     return {"op": "set_cell", "row": row, "series": series,
             "value": round(max(0.0, float(table.cell(row, series)) - excess), table.decimals)}
+
+

@@ -306,10 +306,14 @@ def load_chartqa_table(path: str | Path, problems: list[str] | None = None) -> T
     units = {_unit(c) for c in cells if c.strip() and c.strip().lower() not in _MISSING}
     unit = units.pop() if len(units) == 1 else ""
     present = [v for row in values for v in row if v is not None]
-    # every column a complete breakdown (shares that add up to 100): parts of one whole each
+    # every column (or every row) a complete breakdown: shares that add up to 100, with or
+    # without a "%" on the cells (survey answers are often extracted bare)
     columns = [[row[j] for row in values] for j in range(len(raw) - 1)]
-    whole = (unit == "%" and bool(present) and len(present) == len(values) * len(columns) and min(present) >= 0
-             and all(abs(math.fsum(c) - 100.0) <= PERCENT_TOTAL_SLACK for c in columns))
+    shares = (unit in ("%", "") and bool(present) and len(present) == len(values) * len(columns)
+              and min(present) >= 0 and max(present) <= 100)
+    whole = shares and len(values) >= 2 and all(abs(math.fsum(c) - 100.0) <= PERCENT_TOTAL_SLACK for c in columns)
+    whole_rows = shares and len(columns) >= 2 and all(abs(math.fsum(r) - 100.0) <= PERCENT_TOTAL_SLACK
+                                                      for r in values)
     rows = _unique([_clean_label(r) for r in frame.iloc[:, 0]])
     if _years_descending(rows):  # listed newest first, drawn (as charts draw time) oldest first
         rows, values = rows[::-1], values[::-1]
@@ -323,6 +327,7 @@ def load_chartqa_table(path: str | Path, problems: list[str] | None = None) -> T
         decimals=min(MAX_DECIMALS, max((decimals_of(v) for v in present), default=0)),
         part_of_whole=whole,
         complete=whole,
+        complete_rows=whole_rows,
         bounds=observed_bounds(present, unit),
         totals=_totals(rows, series_names, values, unit,
                        min(MAX_DECIMALS, max((decimals_of(v) for v in present), default=0))),

@@ -104,6 +104,9 @@ class Table:
     #: every series holds all the parts of its whole: percentages that add up to 100 and
     #: must keep doing so (a survey's Yes, No and Don't know), not some of them (leading vendors)
     complete: bool = False
+    #: every row holds all the parts of its whole (each year's shares of agriculture,
+    #: industry and services): percentages that add up to 100 across the row
+    complete_rows: bool = False
     #: rows or series that hold the sum of the others along their axis (a "Total" row, a
     #: "NET" series), kept equal to it by every edit, or ``()``
     totals: tuple[str, ...] = ()
@@ -113,7 +116,7 @@ class Table:
             raise TypeError(f"expected index_name to be a string, got {self.index_name!r}")
         if not is_int(self.decimals, 0, MAX_DECIMALS):
             raise ValueError(f"expected decimals as an integer in [0, {MAX_DECIMALS}], got {self.decimals!r}")
-        for name in ("part_of_whole", "stackable", "complete"):
+        for name in ("part_of_whole", "stackable", "complete", "complete_rows"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"expected {name} to be true or false, got {getattr(self, name)!r}")
         if self.bounds is not None:
@@ -180,6 +183,7 @@ class Table:
             **({} if self.row_spread is None else {"row_spread": self.row_spread}),
             **({"ranked": list(self.ranked)} if self.ranked else {}),
             **({"complete": True} if self.complete else {}),
+            **({"complete_rows": True} if self.complete_rows else {}),
             **({"totals": list(self.totals)} if self.totals else {}),
         }
 
@@ -261,6 +265,7 @@ class Table:
             row_spread=data.get("row_spread"),
             ranked=data.get("ranked", ()),
             complete=data.get("complete", False),
+            complete_rows=data.get("complete_rows", False),
             totals=data.get("totals", ()),
         )
 

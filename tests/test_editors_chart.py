@@ -156,8 +156,8 @@ def test_a_question_that_names_no_series_keeps_one_series():
     with pytest.raises(InvalidEdit) as info:
         apply(single, {"replace": renamed.to_dict()}, rule)
     assert str(info.value) == ("[bad_value] replace: index_name, unit, decimals, part_of_whole, stackable, bounds, "
-                               "row_spread, ranked, complete, totals and the vocabulary belong to the question's "
-                               "table and cannot change")
+                               "row_spread, ranked, complete, complete_rows, totals and the vocabulary belong to "
+                               "the question's table and cannot change")
 
 
 def test_size_limits_and_stop():
