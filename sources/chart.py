@@ -632,7 +632,7 @@ def garbled(table: Table) -> bool:
     """A table that lost its shape on extraction: a series whose header is blank (it would
     be drawn as "Unnamed: 4" in the legend), a multi-series row of zeros only (a
     placeholder), or three or more rows that repeat the row before them."""
-    if any(UNNAMED.fullmatch(s) for s in table.series):
+    if any(UNNAMED.fullmatch(s) for s in table.series) or broken_total(table):
         return True
     if len(table.series) < 2:
         return False
@@ -640,6 +640,28 @@ def garbled(table: Table) -> bool:
         return True
     repeats = sum(a == b for a, b in zip(table.values, table.values[1:]))
     return repeats >= 3
+
+
+def broken_total(table: Table) -> bool:
+    """Whether a row or series named as a total ("NET", "Total") sums the others on most of
+    its lines but not on all (a NET of 38 beside 42 and 42, the others exact): extraction
+    broke a line, and a reader sees a total that is none."""
+    for label in (*table.rows, *table.series):
+        if not _TOTAL_LABEL.match(label_key(label)):
+            continue
+        if label in table.series:
+            k = table.series.index(label)
+            lines = [(row[k], [v for j, v in enumerate(row) if j != k]) for row in table.values]
+        else:
+            k = table.rows.index(label)
+            lines = [(table.values[k][j], [r[j] for i, r in enumerate(table.values) if i != k])
+                     for j in range(len(table.series))]
+        lines = [(total, parts) for total, parts in lines if total is not None and None not in parts and len(parts) > 1]
+        slack = max(table.total_tolerance(max((len(p) for _, p in lines), default=1)), 1.0)
+        adding = sum(abs(total - math.fsum(parts)) <= slack for total, parts in lines)  # type: ignore[arg-type]
+        if len(lines) >= 3 and 2 * adding >= len(lines) and adding < len(lines):
+            return True
+    return False
 
 
 def derivable(table: Table, label: str, question: str) -> bool:
