@@ -2,6 +2,7 @@
 (the shard's SHA-256 and the row hashes in the manifest are updated to match), so only
 the re-derivation, the replay, the re-render and the checks can catch it."""
 
+import collections
 import copy
 import json
 import shutil
@@ -19,11 +20,14 @@ from vicogym.runs.verify import verify
 @pytest.fixture(scope="module")
 def chartqa_run(tmp_path_factory, chartqa):
     out = tmp_path_factory.mktemp("mutations") / "run"
-    generate(GenerateConfig(n=40, out=str(out), seed=5, keep="all", episodes_per_shard=8,
+    generate(GenerateConfig(n=64, out=str(out), seed=5, keep="all", episodes_per_shard=8,
                             env_kwargs={"k": 2, "max_turns": 3, "source": str(chartqa)}), progress=False)
     assert verify(out).ok
-    kinds = {row["label_rule"] for row in _load(out)[0]}
-    assert kinds == {"cell", "program", "invariant"}, f"the run should hold every rule kind, it holds {kinds}"
+    kinds = collections.Counter(row["label_rule"] for row in _load(out)[0])
+    # the mutations need rows of every rule kind: five cell rows (from more than one record),
+    # five program rows and two invariant ones
+    assert kinds["cell"] >= 5 and kinds["program"] >= 5 and kinds["invariant"] >= 2, \
+        f"the run should hold rows of every rule kind to corrupt, it holds {dict(kinds)}"
     return out
 
 
