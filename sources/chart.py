@@ -318,19 +318,19 @@ def load_chartqa_table(path: str | Path, problems: list[str] | None = None) -> T
     if _years_descending(rows):  # listed newest first, drawn (as charts draw time) oldest first
         rows, values = rows[::-1], values[::-1]
     series_names = _unique([_clean_label(c) for c in raw[1:]])
+    decimals = min(MAX_DECIMALS, max((decimals_of(v) for v in present), default=0))
     return Table(
         index_name="" if UNNAMED.fullmatch(raw[0]) else _clean_label(raw[0]),  # a blank header names no axis
         rows=rows,
         series=series_names,
         values=tuple(values),
         unit=unit,
-        decimals=min(MAX_DECIMALS, max((decimals_of(v) for v in present), default=0)),
+        decimals=decimals,
         part_of_whole=whole,
         complete=whole,
         complete_rows=whole_rows,
         bounds=observed_bounds(present, unit),
-        totals=_totals(rows, series_names, values, unit,
-                       min(MAX_DECIMALS, max((decimals_of(v) for v in present), default=0))),
+        totals=_totals(rows, series_names, values, unit, decimals),
     )
 
 
@@ -649,15 +649,9 @@ def broken_total(table: Table) -> bool:
     for label in (*table.rows, *table.series):
         if not _TOTAL_LABEL.match(label_key(label)):
             continue
-        if label in table.series:
-            k = table.series.index(label)
-            lines = [(row[k], [v for j, v in enumerate(row) if j != k]) for row in table.values]
-        else:
-            k = table.rows.index(label)
-            lines = [(table.values[k][j], [r[j] for i, r in enumerate(table.values) if i != k])
-                     for j in range(len(table.series))]
-        lines = [(total, parts) for total, parts in lines if total is not None and None not in parts and len(parts) > 1]
-        slack = max(table.total_tolerance(max((len(p) for _, p in lines), default=1)), 1.0)
+        lines = [(total, parts) for _, total, parts in table.total_lines(label)
+                 if total is not None and None not in parts and len(parts) > 1]
+        slack = max(table.total_slack(max((len(parts) for _, parts in lines), default=1)), 1.0)
         adding = sum(abs(total - math.fsum(parts)) <= slack for total, parts in lines)  # type: ignore[arg-type]
         if len(lines) >= 3 and 2 * adding >= len(lines) and adding < len(lines):
             return True
@@ -713,7 +707,7 @@ def extremes_combined(table: Table, label: str, question: str) -> bool | None:
     groups = {x: [v for v in table.column(x) if v is not None] for x in table.series}
     groups.update({r: [v for v in row if v is not None] for r, row in zip(table.rows, table.values)})
     groups = {k: v for k, v in groups.items() if v}
-    named = [k for k in _mentioned(question, tuple(groups))]
+    named = _mentioned(question, tuple(groups))
     readings = [op(max(v), min(v)) for k, v in groups.items() if not named or k in named]
     readings += [op(max(groups[a]), min(groups[b])) for a in named for b in named if a != b]
     return any(answers_agree(r, label) for r in readings)

@@ -190,30 +190,34 @@ class Table:
     def in_bounds(self, value: float) -> bool:
         return self.bounds is None or self.bounds[0] <= value <= self.bounds[1]
 
-    def total_tolerance(self, parts: int) -> float:
+    def total_lines(self, name: str) -> list[tuple[str, Value, list[Value]]]:
+        """Each line of the total ``name`` (a row: one per series; a series: one per row) as
+        (where, the total, its parts); ``[]`` when ``name`` is no row or series."""
+        if name in self.rows:
+            i = self.rows.index(name)
+            return [(x, self.values[i][j], [r[j] for n, r in enumerate(self.values) if n != i])
+                    for j, x in enumerate(self.series)]
+        if name in self.series:
+            j = self.series.index(name)
+            return [(label, row[j], [v for n, v in enumerate(row) if n != j])
+                    for label, row in zip(self.rows, self.values)]
+        return []
+
+    def total_slack(self, parts: int) -> float:
         """How far a total may lie from its parts' sum: each part's rounding (a point for
         percentages, which sources round each on its own)."""
-        return parts * 0.5 * 10.0 ** -self.decimals + 1e-9
+        return max(parts * 0.5 * 10.0 ** -self.decimals + 1e-9, 1.0 if self.unit == "%" else 0.0)
 
     def total_problem(self) -> str | None:
         """The first total that no longer adds up its parts, said, or ``None``."""
         for name in self.totals:
-            if name in self.rows:
-                i = self.rows.index(name)
-                lines = [(self.series[j], [r[j] for r in self.values], i) for j in range(len(self.series))]
-            elif name in self.series:
-                j = self.series.index(name)
-                lines = [(self.rows[i], list(self.values[i]), j) for i in range(len(self.rows))]
-            else:
-                continue
-            for where, line, k in lines:
-                parts = [v for n, v in enumerate(line) if n != k]
-                if line[k] is None or None in parts:
+            for where, total, parts in self.total_lines(name):
+                if total is None or None in parts:
                     continue
-                total = math.fsum(parts)  # type: ignore[arg-type]
-                if abs(line[k] - total) > max(self.total_tolerance(len(parts)), 1.0 if self.unit == "%" else 0.0):
-                    return (f"{name!r} holds the sum of the others, {format_number(total)} at {where!r}, not "
-                            f"{format_number(line[k])}")
+                expected = math.fsum(parts)  # type: ignore[arg-type]
+                if abs(total - expected) > self.total_slack(len(parts)):
+                    return (f"{name!r} holds the sum of the others, {format_number(expected)} at {where!r}, not "
+                            f"{format_number(total)}")
         return None
 
     def rank_problem(self) -> str | None:
