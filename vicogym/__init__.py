@@ -32,5 +32,11 @@ register(
     description="instruction following with verifiable constraints (VISA); one response per episode, reward = "
                 "constraint pass rate",
 )
+register(
+    "vicogym/Evidence-v0",
+    "vicogym.envs.evidence:EvidenceEnv",
+    description="evidence reading (ViewCraft): an executor zooms, notes, views and composes units of forms, slide "
+                "decks, charts and CLEVR scenes, then answers; reward = the task's score",
+)
 
 __all__ = ["__version__", "list_environments", "make", "register"]

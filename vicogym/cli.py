@@ -1,5 +1,5 @@
 """Command line: ``vicogym envs``, ``generate``, ``verify``, ``export``, ``evolve``,
-``synthesize``, ``report``.
+``synthesize``, ``report``, ``evidence run``.
 
 Every input gets an answer: bad flags, files and settings end with a one-line message
 that says what to change (exit code 2), never a traceback. The help is plain text, so
@@ -160,6 +160,9 @@ def generate(
 
     workflow = _workflow("runs.generate")
 
+    if env_id is not None and _is_agent_env(env_id):
+        _generate_tasks(env_id, n, out, seed, episodes_per_shard, settings, config_file, progress)
+        return
     try:
         data = load_config_file(config_file) if config_file is not None else {}
         flags = {"env_id": env_id, "n": n, "out": out, "seed": seed, "workers": workers, "keep": keep,
@@ -189,6 +192,55 @@ def generate(
     if not manifest["complete"]:
         console.print(f"[yellow]only {counts['samples']} of {config.n} samples within the episode budget[/yellow]")
         raise typer.Exit(1)
+
+
+def _is_agent_env(env_id: str) -> bool:
+    from vicogym.errors import VicogymError
+    from vicogym.registry import env_kind
+
+    try:
+        return env_kind(env_id) == "agent"
+    except (VicogymError, KeyError, TypeError):
+        return False  # the generate workflow names what is wrong with the id
+
+
+def _settings(settings: Optional[list[str]], config_file: Optional[Path]) -> dict[str, Any]:
+    data = load_config_file(config_file) if config_file is not None else {}
+    env_kwargs = dict(data.get("env_kwargs") or {})
+    env_kwargs.update(parse_setting(text) for text in settings or [])
+    return env_kwargs
+
+
+def _generate_tasks(env_id: str, n: Optional[int], out: Optional[str], seed: Optional[int],
+                    per_shard: Optional[int], settings: Optional[list[str]], config_file: Optional[Path],
+                    progress: bool) -> None:
+    """``vicogym generate vicogym/Evidence-v0``: the tasks themselves, as Parquet rows."""
+    from vicogym.errors import VicogymError
+
+    runs = _workflow("evidence.runs")
+    try:
+        manifest = runs.generate_tasks(out or "vicogym-out", n=64 if n is None else n, seed=0 if seed is None else seed,
+                                       env_kwargs=_settings(settings, config_file),
+                                       episodes_per_shard=16 if per_shard is None else per_shard,
+                                       progress=_bar(progress, n or 64))
+    except (VicogymError, ValueError, TypeError, OSError, ImportError) as exc:
+        raise _fail(str(exc)) from None
+    console.print(f"wrote {manifest['counts']['rows']} {env_id} tasks to {out or 'vicogym-out'}")
+
+
+def _bar(show: bool, total: int) -> Any:
+    if not show:
+        return None
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, unit="episode")
+
+    def advance(done: int) -> None:
+        bar.update(max(0, done - bar.n))
+        if done >= total:
+            bar.close()
+
+    return advance
 
 
 def _summary(manifest: dict) -> None:
@@ -222,9 +274,11 @@ def verify(
     """Check a run against its manifest, replay every episode and re-derive every label."""
     from vicogym.errors import VicogymError
 
-    instruct = _workflow("instruct.run_folder")
+    instruct, evidence = _workflow("instruct.run_folder"), _workflow("evidence.runs")
     try:
-        if instruct.is_instruct_run(out):
+        if evidence.is_evidence_run(out):
+            notes, (rows, problems) = [], evidence.verify_run(out, images=images)
+        elif instruct.is_instruct_run(out):
             notes, (rows, problems) = [], instruct.verify_instruct(out, images=images)
         else:
             findings = _workflow("runs.verify").verify(out, images=images, source=source,
@@ -417,3 +471,42 @@ def report_command(
 
 if __name__ == "__main__":
     app()
+
+
+evidence_app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+                           help="Evidence reading (vicogym/Evidence-v0): play episodes with an executor.")
+app.add_typer(evidence_app, name="evidence")
+
+
+@evidence_app.command("run")
+def evidence_run(
+    tasks: str = typer.Argument(..., help="task families (forms, slides, multichart, clevr_detail, clevr_sequence, "
+                                "all; comma-separated) or data (funsd:FOLDER, jsonl:FILE)"),
+    executor: str = typer.Option("simulated", "--executor", help="simulated | simulated:largest | simulated:oracle | "
+                                 "direct | direct:openai:MODEL@URL | openai:MODEL@URL [simulated]"),
+    skill: Optional[str] = typer.Option(None, "--skill", help="a skill folder (reader.md, interface.json) [none]"),
+    out: str = typer.Option("vicogym-evidence", "--out", help="run folder, resumable [vicogym-evidence]"),
+    n: int = typer.Option(32, "--n", help="episodes [32]"),
+    seed: int = typer.Option(0, "--seed", help="run seed: same seed, same traces [0]"),
+    episodes_per_shard: int = typer.Option(16, "--episodes-per-shard", help="episodes per Parquet shard [16]"),
+    settings: Optional[list[str]] = SETTINGS,
+    config_file: Optional[Path] = CONFIG,
+    progress: bool = PROGRESS,
+) -> None:
+    """Play episodes and write their traces (every action, view, reply, score and the
+    evidence support); `vicogym verify RUN` replays them."""
+    from vicogym.errors import VicogymError
+
+    runs = _workflow("evidence.runs")
+    try:
+        specs = [t.strip() for t in tasks.split(",") if t.strip()]
+        manifest = runs.run_traces(specs if len(specs) != 1 else specs[0], executor, out, n=n, seed=seed, skill=skill,
+                                   env_kwargs=_settings(settings, config_file), episodes_per_shard=episodes_per_shard,
+                                   progress=_bar(progress, n))
+    except (VicogymError, ValueError, TypeError, OSError, ImportError) as exc:
+        raise _fail(str(exc)) from None
+    table = Table("family", "episodes", "score", "evidence support", "failures", title=f"{executor}: {out}")
+    for family, s in sorted(manifest["summary"].items()):
+        table.add_row(family, str(s["episodes"]), f"{s['score']:.3f}", f"{s['support']:.3f}",
+                      json.dumps(s["failures"], sort_keys=True))
+    console.print(table)

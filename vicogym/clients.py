@@ -121,6 +121,8 @@ class _ChatClient:
     system_prompt: str | None = None
     _client: Any = field(default=None, init=False, repr=False)
     _gate: Any = field(default=None, init=False, repr=False)
+    #: the token counts the server reported for the last request (``{}`` when it gave none)
+    last_usage: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         for name, low in (("max_in_flight", 1), ("max_retries", 0), ("max_tokens", 1)):
@@ -157,6 +159,9 @@ class _ChatClient:
                 response = self.client.chat.completions.create(
                     model=self.model, messages=messages, n=n, temperature=self.temperature,
                     max_tokens=self.max_tokens, **({"seed": seed} if seed is not None else {}))
+                usage = getattr(response, "usage", None)
+                self.last_usage = {k: getattr(usage, k, None) for k in ("prompt_tokens", "completion_tokens")
+                                   } if usage is not None else {}
                 return [(choice.message.content or "") for choice in response.choices]
             except openai.APIStatusError as exc:
                 retried = (

@@ -1,0 +1,43 @@
+"""Answerability checks of the evidence arm's tasks: the generic ones here, each task
+family's own in its file (``checks/evidence/<family>.py``, a ``check(task)`` that re-derives
+the answer from the task's structure with the family's programs and says why it is not
+answerable, or ``None``)."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+
+from vicogym.structures.evidence import Task, fit_scale
+
+#: task family -> its check file
+FAMILY_CHECKS = {"forms": "forms", "funsd": "forms", "slides": "charts", "multichart": "charts",
+                 "clevr_detail": "clevr", "clevr_sequence": "clevr"}
+#: the largest view side the legibility check assumes a zoom may fill
+ZOOM_SIDE = 768
+
+
+def legible_at_full_detail(task: Task, side: int = ZOOM_SIDE) -> str | None:
+    """Every evidence item can be made legible: a view of its box alone, fitted into
+    ``side`` pixels within its unit's ``max_scale``, shows its detail at its legible size."""
+    for k, e in enumerate(task.evidence):
+        unit = task.units[e.unit]
+        w, h = e.box[2] - e.box[0], e.box[3] - e.box[1]
+        scale = fit_scale(w, h, side, side, unit.max_scale)
+        if e.size * scale < e.legible:
+            return (f"evidence {k} ({e.what or 'unnamed'}) is {e.size:.1f} unit px, {e.size * scale:.1f} px at the "
+                    f"largest zoom; it needs {e.legible}")
+    return None
+
+
+def check_task(task: Task) -> str | None:
+    """The generic checks, then the family's own (when the family has a check file)."""
+    problem = legible_at_full_detail(task)
+    if problem is not None:
+        return problem
+    name = f"vicogym.checks.evidence.{FAMILY_CHECKS.get(task.family, task.family)}"
+    if importlib.util.find_spec(name) is not None:
+        module = importlib.import_module(name)
+        if hasattr(module, "check"):
+            return module.check(task)
+    return None

@@ -1,0 +1,499 @@
+"""``vicogym/Evidence-v0``: reading visual evidence by acting on it (ViewCraft)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, ClassVar, Mapping
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from vicogym.errors import InvalidEdit
+from vicogym.evidence.protocol import contract_text, parse_action
+from vicogym.programs.evidence import CONTRACT_TEXT, score_task
+from vicogym.registry import check_settings
+from vicogym.renderers.evidence import LABEL_PX, EvidenceRenderer
+from vicogym.sources.evidence import TaskSource
+from vicogym.spaces import TextSpace, to_charset
+from vicogym.structures.evidence import (
+    Note,
+    Task,
+    Tile,
+    View,
+    crop_view,
+    point_to_unit,
+    region_to_unit,
+    sheet_view,
+    support,
+    whole_view,
+)
+from vicogym.validation import MAX_SEED, is_int
+
+#: geometry columns of ``obs["geometry"]``, one row per sent image (-1 where none)
+GEOMETRY = ("view", "unit", "x0", "y0", "x1", "y1", "scale", "width", "height")
+#: the largest value a geometry cell holds (unit pixels, scales)
+GEOMETRY_MAX = 1.0e6
+#: how many units a thumbnail sheet holds at most
+SHEET_UNITS = 20
+STARTS = ("task", "all")
+#: a family's extra package -> the pip extra that installs it
+PIP_EXTRAS = {"bpy": "clevr"}
+
+
+@dataclass(frozen=True)
+class EvidenceConfig:
+    """Settings of :class:`EvidenceEnv`. JSON-serialisable."""
+
+    #: task families (``forms``, ``slides``, ``multichart``, ``clevr_detail``,
+    #: ``clevr_sequence``, ``all``), data sets (``funsd:FOLDER``, ``jsonl:FILE``), or a list
+    tasks: Any = "forms"
+    #: the executor ``env.unwrapped.play()`` runs (``simulated``, ``direct``,
+    #: ``openai:MODEL@URL``); ``direct`` sends the whole input at reset
+    executor: str | None = None
+    #: what is sent at reset: the task's own start (``task``) or every unit (``all``)
+    start: str = "task"
+    family_settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    max_steps: int = 16
+    #: images per request: the newest this many views are sent (and may be zoomed)
+    max_images: int = 6
+    max_crops: int = 8
+    max_notes: int = 8
+    max_regions: int = 2
+    #: a view's longest side, in pixels (a unit is fitted into it)
+    view_size: int = 768
+    max_question_chars: int = 2048
+    max_history_chars: int = 8192
+
+    def __post_init__(self) -> None:
+        for name, low, high in (("max_steps", 1, 256), ("max_images", 1, 16), ("max_crops", 0, 256),
+                                ("max_notes", 0, 256), ("max_regions", 1, 8), ("view_size", 64, 4096),
+                                ("max_question_chars", 16, 1 << 16), ("max_history_chars", 16, 1 << 20)):
+            v = getattr(self, name)
+            if not is_int(v, low, high):
+                raise ValueError(f"expected {name} as a whole number in [{low}, {high}], got {v!r}")
+        if self.start not in STARTS:
+            raise ValueError(f"expected start in {STARTS}, got {self.start!r}")
+        if self.executor is not None and not isinstance(self.executor, str):
+            raise ValueError(f"expected executor as a spec string (simulated, direct, openai:MODEL@URL), got "
+                             f"{self.executor!r}")
+        if not isinstance(self.family_settings, Mapping) or not all(
+                isinstance(v, Mapping) for v in self.family_settings.values()):
+            raise ValueError(f"expected family_settings as {{family: {{setting: value}}}}, got "
+                             f"{self.family_settings!r}")
+        tasks = self.tasks
+        object.__setattr__(self, "tasks", list(tasks) if isinstance(tasks, (list, tuple)) else tasks)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+class EvidenceEnv(gym.Env):
+    """
+    ## Description
+    One episode is one task: a question over a pool of visual units (a form page, the
+    slides of a deck, charts, CLEVR frames, photos). The agent (the executor being trained
+    or evaluated) reads the evidence by acting on it, one JSON action per step
+    (:mod:`vicogym.evidence.protocol`): ``zoom`` into at most ``max_regions`` regions of a
+    sent image (a new view cut from the *original* unit, re-drawn at the higher scale for
+    units the package draws), ``note`` points as numbered rings burned into later views,
+    ``view`` more units of the pool, ``compose`` units into one labelled sheet, and
+    ``answer``.
+
+    ## Action Space
+    ``Text``: one JSON object (a dict is accepted too), e.g. ``{"action": "zoom",
+    "image": 0, "regions": [{"x0": 0.1, "y0": 0.2, "x1": 0.4, "y1": 0.3}]}``.
+
+    ## Observation Space
+    ``Dict`` of
+    - ``question``: ``Text`` (the question and its answer contract);
+    - ``images``: ``Box(0, 255, (max_images, view_size, view_size, 3), uint8)``: the
+      newest ``max_images`` views, oldest first, each at the top-left of its slot on white;
+    - ``geometry``: ``Box(-1, 1e6, (max_images, 9), float32)``, per slot ``view, unit, x0,
+      y0, x1, y1, scale, width, height``: the view's id (what ``image`` names), the unit
+      and crop box (unit pixels) of its first tile, view pixels per unit pixel, and the
+      view's size (-1 in empty slots; a sheet's ``unit`` is -1);
+    - ``n_images``: ``Discrete(max_images + 1)``, the filled slots;
+    - ``history``: ``Text``, the actions so far as JSON lines (the newest that fit);
+    - ``budget``: ``Box(0, 2**31 - 1, (4,), int64)``: steps, crops and notes left, and
+      ``max_images``.
+
+    ## Rewards
+    At ``answer``: the task's own score in [0, 1] (ANLS for form fields, relaxed accuracy
+    for chart values, the option letter, VQA short answers). Running out of steps
+    truncates the episode with 0. Every other step: 0.
+
+    ## Starting State
+    ``reset(seed=...)`` draws a task (``options={"task": Task or dict, "payloads": ...}``
+    plays a given one; ``options={"index": i}`` task ``i`` of a data set) and sends its
+    start: the first unit, a thumbnail sheet of the pool, or (``start="all"``, the Direct
+    baseline) every unit at once.
+
+    ## Episode End
+    Terminated by ``answer``; truncated after ``max_steps`` steps.
+
+    ## Arguments
+    See :class:`EvidenceConfig`.
+
+    ## Version History
+    - v0: first version.
+
+    An invalid action, or one over a budget, uses a step and changes nothing else:
+    ``info["error"]`` is ``{code, message, op, field}`` with a code of
+    :data:`vicogym.evidence.protocol.ERROR_CODES` (or ``malformed``, ``bad_field``,
+    ``bad_value``). ``info`` always carries the **evidence support** of the views sent so
+    far (``support``: per evidence item the detail shown in view pixels and whether it was
+    legible; exact, from geometry), the sent views' geometry and provenance (``views``),
+    the step and the task's id and family; at the end ``score``, ``answer`` and
+    ``outcome`` (``answered``, ``out_of_steps``).
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 1}
+    env_id: ClassVar[str] = "vicogym/Evidence-v0"
+    version: ClassVar[int] = 0
+    kind: ClassVar[str] = "agent"
+    config_class: ClassVar[type] = EvidenceConfig
+    smoke_settings: ClassVar[dict[str, Any]] = {"view_size": 256, "max_images": 4}
+
+    def __init__(self, render_mode: str | None = None, config: EvidenceConfig | None = None, **kwargs: Any):
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"expected render_mode in {self.metadata['render_modes']} or None, got {render_mode!r}")
+        check_settings(self.env_id, kwargs, [f.name for f in fields(EvidenceConfig)])
+        self.render_mode = render_mode
+        self.config = replace(config, **kwargs) if config is not None else EvidenceConfig(**kwargs)
+        c = self.config
+        self.source = TaskSource(c.tasks, c.family_settings)
+        from vicogym.arm import require_module
+
+        for module in sorted(self.source.extras()):
+            require_module(module, PIP_EXTRAS.get(module, module), f"{self.env_id} with tasks={c.tasks!r}")
+        self.renderer = EvidenceRenderer({k: v for k, v in c.family_settings.items()})
+        n, s = c.max_images, c.view_size
+        self.observation_space = spaces.Dict({
+            "question": TextSpace(c.max_question_chars),
+            "images": spaces.Box(0, 255, shape=(n, s, s, 3), dtype=np.uint8),
+            "geometry": spaces.Box(-1.0, GEOMETRY_MAX, shape=(n, len(GEOMETRY)), dtype=np.float32),
+            "n_images": spaces.Discrete(n + 1),
+            "history": TextSpace(c.max_history_chars),
+            "budget": spaces.Box(0, 2**31 - 1, shape=(4,), dtype=np.int64),
+        })
+        self.action_space = TextSpace(4096)
+        self._executor: Any = None
+        self.task: Task | None = None
+        self.payloads: dict[str, bytes] = {}
+        self._clear()
+
+    # -- state ---------------------------------------------------------------------------
+    def _clear(self) -> None:
+        self.views: list[View] = []
+        self.pixels: dict[int, np.ndarray] = {}
+        self.notes: list[Note] = []
+        self.history: list[dict[str, Any]] = []
+        self.steps = 0
+        self.crops = 0
+        self._done = True
+
+    @property
+    def start(self) -> str:
+        """What reset sends: ``all`` for Direct, else the task's own start."""
+        if self.config.start == "all" or (self.config.executor or "").split(":", 1)[0] == "direct":
+            return "all"
+        return "task"
+
+    def visible(self) -> list[View]:
+        """The views of the next request: the newest ``max_images``."""
+        return self.views[-self.config.max_images:]
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        options = dict(options or {})
+        unknown = set(options) - {"task", "payloads", "index"}
+        if unknown:
+            raise ValueError(f"unknown reset options {sorted(unknown)}; use 'task' (+ 'payloads') or 'index'")
+        if "task" in options:
+            task = options["task"]
+            task = Task.from_dict(task) if isinstance(task, Mapping) else task
+            if not isinstance(task, Task):
+                raise ValueError("expected options['task'] as a Task or its dict")
+            payloads = dict(options.get("payloads") or {})
+            self.renderer.add_payloads(payloads)
+            if not payloads:
+                task, payloads = self.renderer.prepare(task)
+        else:
+            if "index" in options:
+                size = self.source.size()
+                index = options["index"]
+                if size is None or not is_int(index, 0, size - 1):
+                    raise ValueError(f"options['index'] picks a task of a data set; expected a whole number in "
+                                     f"[0, {(size or 1) - 1}] with data-set tasks only, got {index!r}")
+                drawn = self.source.task(index)
+            else:
+                drawn = self.source.draw(np.random.default_rng(int(self.np_random.integers(MAX_SEED))))
+            task, payloads = self.renderer.prepare(drawn)
+        self.task, self.payloads = task, payloads
+        self._clear()
+        self._done = False
+        for view in self._start_views(task):
+            self._send(view)
+        return self._observation(), self._info()
+
+    def _start_views(self, task: Task) -> list[View]:
+        c, made = self.config, {"step": 0, "action": "start"}
+        units = list(enumerate(task.units))
+        how = "all" if self.start == "all" else task.start
+        if how == "first" or len(units) == 1:
+            return [whole_view(0, 0, task.units[0], c.view_size, (), made)]
+        if how == "sheet":
+            shown = units[:SHEET_UNITS]
+            return [sheet_view(0, shown, _cols(len(shown)), c.view_size, LABEL_PX, (), made)]
+        if len(units) <= c.max_images:
+            return [whole_view(k, i, u, c.view_size, (), made) for k, (i, u) in enumerate(units)]
+        per = -(-len(units) // c.max_images)
+        chunks = [units[k:k + per] for k in range(0, len(units), per)]
+        return [sheet_view(k, chunk, _cols(len(chunk)), c.view_size, LABEL_PX, (), made)
+                for k, chunk in enumerate(chunks)]
+
+    def _send(self, view: View) -> None:
+        self.views.append(view)
+        self.pixels[view.id] = self.renderer.draw(view, self.task.units)
+        for old in self.views[:-self.config.max_images]:
+            self.pixels.pop(old.id, None)  # only what a request can still hold is kept drawn
+
+    def view_pixels(self, view_id: int) -> np.ndarray:
+        """The pixels of a sent view still in the request."""
+        return self.pixels[view_id]
+
+    # -- the protocol --------------------------------------------------------------------
+    def step(self, action: Any):
+        if self._done or self.task is None:
+            raise RuntimeError("the episode has ended; call reset() first")
+        self.steps += 1
+        record: dict[str, Any] = {"step": self.steps, "action": _shown(action)}
+        reward, terminated, error = 0.0, False, None
+        extra: dict[str, Any] = {}
+        try:
+            parsed = parse_action(action, self.config.max_regions)
+            record["action"] = _jsonable(parsed)
+            if parsed["action"] == "answer":
+                reward = score_task(self.task, parsed["answer"])
+                terminated = True
+                extra = {"score": reward, "answer": self.task.answer, "outcome": "answered",
+                         "response": parsed["answer"]}
+            else:
+                new_views, new_notes = self._plan(parsed)
+                self.notes.extend(new_notes)
+                for view in new_views:
+                    self._send(view)
+                self.crops += sum(v.made_by.get("action") == "zoom" for v in new_views)
+                record["views"] = [v.id for v in new_views]
+        except InvalidEdit as exc:
+            error = exc.to_dict()
+            record["error"] = exc.code
+        self.history.append(record)
+        truncated = not terminated and self.steps >= self.config.max_steps
+        if truncated:
+            extra = {"score": 0.0, "answer": self.task.answer, "outcome": "out_of_steps", "response": None}
+        self._done = terminated or truncated
+        info = self._info()
+        info.update(extra)
+        if error is not None:
+            info["error"] = error
+        return self._observation(), float(reward), terminated, truncated, info
+
+    def _image(self, number: int, action: str, field: str = "image") -> View:
+        shown = {v.id: v for v in self.visible()}
+        if number not in shown:
+            raise InvalidEdit("unknown_image", f"image {number} is not in this request; the images sent are "
+                              f"{sorted(shown)}", op=action, field=field)
+        return shown[number]
+
+    def _units(self, units: list[int], action: str) -> None:
+        n = len(self.task.units)
+        bad = [u for u in units if u >= n]
+        if bad:
+            raise InvalidEdit("unknown_unit", f"unit {bad[0]} is not in the task's pool of {n} (units 0-{n - 1})",
+                              op=action, field="units")
+
+    def _plan(self, parsed: Mapping[str, Any]) -> tuple[list[View], list[Note]]:
+        """The views and notes ``parsed`` makes, or :class:`InvalidEdit` with nothing
+        changed."""
+        c, name, units = self.config, parsed["action"], self.task.units
+        next_id = self.views[-1].id + 1 if self.views else 0
+        made = {"step": self.steps, "action": name}
+        if name == "zoom":
+            source = self._image(parsed["image"], name)
+            if self.crops + len(parsed["regions"]) > c.max_crops:
+                raise InvalidEdit("crop_budget", f"{len(parsed['regions'])} more zoom views would pass max_crops="
+                                  f"{c.max_crops} ({c.max_crops - self.crops} left); answer or view whole units",
+                                  op=name, field="regions")
+            views = []
+            for k, region in enumerate(parsed["regions"]):
+                try:
+                    tile, crop = region_to_unit(source, region)
+                except ValueError as exc:
+                    raise InvalidEdit("bad_region", f"regions[{k}]: {exc}", op=name, field=f"regions[{k}]") from None
+                views.append(crop_view(next_id + k, tile.unit, units[tile.unit], crop, c.view_size, self.notes,
+                                       {**made, "from": source.id, "region": list(region), "note": parsed["note"]}))
+            return views, []
+        if name == "note":
+            if len(self.notes) + len(parsed["notes"]) > c.max_notes:
+                raise InvalidEdit("note_budget", f"{len(parsed['notes'])} more notes would pass max_notes="
+                                  f"{c.max_notes} ({c.max_notes - len(self.notes)} left)", op=name, field="notes")
+            notes = []
+            for k, note in enumerate(parsed["notes"]):
+                view = self._image(note["image"], name, f"notes[{k}].image")
+                where = point_to_unit(view, *note["at"])
+                if where is None:
+                    raise InvalidEdit("bad_region", f"notes[{k}].at lies on no image of view {view.id}", op=name,
+                                      field=f"notes[{k}].at")
+                notes.append(Note(len(self.notes) + k, where[0], where[1], note["text"]))
+            return [], notes
+        self._units(parsed["units"], name)
+        if name == "view":
+            if len(parsed["units"]) > c.max_images:
+                raise InvalidEdit("image_budget", f"{len(parsed['units'])} units in one view; a request holds "
+                                  f"{c.max_images} images (compose them into a sheet)", op=name, field="units")
+            return [whole_view(next_id + k, u, units[u], c.view_size, self.notes, made)
+                    for k, u in enumerate(parsed["units"])], []
+        chosen = parsed["units"]
+        if len(chosen) > SHEET_UNITS:
+            raise InvalidEdit("image_budget", f"a sheet holds at most {SHEET_UNITS} units, got {len(chosen)}",
+                              op=name, field="units")
+        cols = parsed.get("cols") or _cols(len(chosen))
+        try:
+            sheet = sheet_view(next_id, [(u, units[u]) for u in chosen], cols, c.view_size, LABEL_PX, self.notes,
+                               {**made, "units": chosen, "cols": cols})
+        except ValueError as exc:
+            raise InvalidEdit("image_budget", str(exc), op=name, field="cols") from None
+        return [sheet], []
+
+    # -- what the agent sees ---------------------------------------------------------------
+    def question_text(self) -> str:
+        task = self.task
+        text = task.question
+        if task.options:
+            text += "\n" + "\n".join(f"{chr(65 + i)}. {o}" for i, o in enumerate(task.options))
+        return text + "\n" + CONTRACT_TEXT[task.contract]
+
+    def _observation(self) -> dict[str, Any]:
+        c = self.config
+        n, s = c.max_images, c.view_size
+        images = np.full((n, s, s, 3), 255, np.uint8)
+        geometry = np.full((n, len(GEOMETRY)), -1.0, np.float32)
+        shown = self.visible()
+        for k, view in enumerate(shown):
+            pixels = self.pixels[view.id]
+            images[k, : pixels.shape[0], : pixels.shape[1]] = pixels
+            tile = view.tiles[0]
+            unit = tile.unit if len(view.tiles) == 1 else -1
+            crop = tile.crop if len(view.tiles) == 1 else (-1, -1, -1, -1)
+            scale = tile.scale if len(view.tiles) == 1 else -1
+            geometry[k] = (view.id, unit, *crop, scale, view.width, view.height)
+        lines, total = [], 0
+        for record in reversed(self.history):
+            line = json.dumps(record, sort_keys=True, ensure_ascii=False)
+            if total + len(line) + 1 > c.max_history_chars:
+                break
+            lines.append(line)
+            total += len(line) + 1
+        budget = np.array([max(0, c.max_steps - self.steps), max(0, c.max_crops - self.crops),
+                           max(0, c.max_notes - len(self.notes)), c.max_images], np.int64)
+        return {"question": to_charset(self.question_text()[: c.max_question_chars]), "images": images,
+                "geometry": geometry, "n_images": len(shown),
+                "history": to_charset("\n".join(reversed(lines))), "budget": budget}
+
+    def _info(self) -> dict[str, Any]:
+        task = self.task
+        return {"task_id": task.id, "family": task.family, "step": self.steps,
+                "support": support(task.evidence, self.views),
+                "views": [v.to_dict() for v in self.visible()], "contract": task.contract}
+
+    def request(self) -> dict[str, Any]:
+        """What an executor is sent now: the question, the protocol, the images of the
+        request (native size, with their geometry) and the budgets."""
+        c = self.config
+        return {"question": self.question_text(), "protocol": contract_text(c.max_regions),
+                "contract": CONTRACT_TEXT[self.task.contract],
+                "images": [{"id": v.id, "pixels": self.pixels[v.id], "view": v.to_dict()} for v in self.visible()],
+                "units": [{"index": i, "kind": u.kind, "title": u.title, "width": u.width, "height": u.height}
+                          for i, u in enumerate(self.task.units)],
+                "history": list(self.history),
+                "budget": {"steps": c.max_steps - self.steps, "crops": c.max_crops - self.crops,
+                           "notes": c.max_notes - len(self.notes), "images": c.max_images}}
+
+    # -- replay and verification -----------------------------------------------------------
+    def unit_pixels(self, index: int) -> np.ndarray:
+        """Unit ``index`` of the current task whole, at full resolution (scale 1)."""
+        unit = self.task.units[index]
+        view = View(-1, unit.width, unit.height, (Tile(index, unit.frame, 1.0),))
+        return self.renderer.draw(view, self.task.units)
+
+    def draw_view(self, task: Mapping[str, Any] | Task, view: Mapping[str, Any], payloads: Mapping[str, bytes] = {}
+                  ) -> np.ndarray:
+        """The pixels of a view recorded in a trace, rebuilt from the trace alone."""
+        task = Task.from_dict(task) if isinstance(task, Mapping) else task
+        self.renderer.add_payloads(payloads)
+        return self.renderer.draw(View.from_dict(view), task.units)
+
+    def score(self, task: Mapping[str, Any] | Task, response: str) -> float:
+        """``task``'s score of ``response`` (what ``answer`` is rewarded with)."""
+        return score_task(Task.from_dict(task) if isinstance(task, Mapping) else task, response)
+
+    def check_task(self, task: Mapping[str, Any] | Task) -> str | None:
+        """Why a stored task's answer is not the one its family's programs derive (or its
+        evidence is not legible at full detail); ``None`` when it holds."""
+        from vicogym.checks.evidence import check_task
+
+        return check_task(Task.from_dict(task) if isinstance(task, Mapping) else task)
+
+    def render(self):
+        if not self.views:
+            return None
+        return self.pixels[self.views[-1].id].copy()
+
+    @property
+    def executor(self) -> Any:
+        """The configured executor (built on first use)."""
+        if self._executor is None:
+            if self.config.executor is None:
+                raise ValueError("no executor configured; make the environment with executor='simulated', "
+                                 "'direct' or 'openai:MODEL@URL'")
+            from vicogym.evidence.executors import make_executor
+
+            self._executor = make_executor(self.config.executor)
+        return self._executor
+
+    def play(self, seed: int | None = None, skill: Any = None, options: Mapping[str, Any] | None = None
+             ) -> dict[str, Any]:
+        """One episode with the configured executor; its trace (see
+        :func:`vicogym.evidence.episodes.play`)."""
+        from vicogym.evidence.episodes import play
+
+        return play(self, self.executor, seed=seed, skill=skill, options=options)
+
+    def close(self) -> None:
+        self.renderer.close()
+
+
+def _cols(n: int) -> int:
+    return max(1, int(np.ceil(np.sqrt(n))))
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    return value
+
+
+def _shown(action: Any) -> Any:
+    if isinstance(action, Mapping):
+        try:
+            return json.loads(json.dumps(action, default=str))
+        except (TypeError, ValueError):
+            return str(action)[:200]
+    return str(action)[:200] if not isinstance(action, str) else action[:2000]

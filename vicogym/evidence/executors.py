@@ -1,0 +1,420 @@
+"""Executors that play ``vicogym/Evidence-v0``: they are sent a request (the question,
+the protocol, the images with their geometry, the budgets) and reply with one JSON
+action.
+
+- ``openai:MODEL@URL``: a model behind an OpenAI-compatible server (vLLM, SGLang, hosted
+  APIs). Each request is one user message: the skill's reader text, the protocol, the
+  question and its answer contract, the units of the pool, the actions so far, and every
+  image of the request (base64 PNG) under a caption with its number and geometry. Greedy
+  (temperature 0) unless told otherwise; time-outs and retries as the other clients. A
+  reply that holds no JSON object is passed on as it is, so the environment rejects it
+  with the parser's reason (an invalid action).
+- ``simulated`` (``simulated:skill``, ``simulated:largest``, ``simulated:oracle``): a
+  documented stand-in for tests and dry runs, not a model (:class:`SimulatedExecutor`).
+- ``direct`` (``direct``, ``direct:openai:MODEL@URL``): the paper's Direct baseline: no
+  actions, the whole input at once (the environment sends every unit at reset), one
+  answer.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from vicogym.evidence.skills import Skill
+
+SIMULATED_POLICIES = ("skill", "largest", "oracle")
+
+
+def extract_action(text: str) -> str:
+    """The last JSON object in a model's reply (the reply itself when it holds none, so
+    that the environment's parser says why)."""
+    text = str(text or "")
+    decoder = json.JSONDecoder()
+    found = None
+    start = text.find("{")
+    while start >= 0:
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            start = text.find("{", start + 1)
+            continue
+        if isinstance(value, dict):
+            found = text[start:end]
+        start = text.find("{", end)
+    return found if found is not None else text.strip()
+
+
+# -- the simulated executor ---------------------------------------------------------------
+def read_probability(shown_px: float, legible: float) -> float:
+    """The chance the simulated reader reads one piece of evidence right, from the detail
+    it was shown (view pixels) against the size at which it is legible: 0 when it was not
+    shown at all; about 0.06 at half the legible size, 0.77 at it, 0.99 at 1.5 times."""
+    if shown_px <= 0:
+        return 0.0
+    ratio = shown_px / legible
+    return float(min(0.99, max(0.01, 1.0 / (1.0 + math.exp(-8.0 * (ratio - 0.85))))))
+
+
+#: failure kinds of a simulated answer, as the paper names them
+FAILURES = ("missed_unit", "unreadable", "wrong_format", "wrong_answer")
+
+
+@dataclass
+class SimulatedExecutor:
+    """A stand-in executor with a reading model, not a model.
+
+    It knows the task (its evidence boxes and answer) and reads each piece of evidence
+    right with :func:`read_probability` of the largest detail any view it was sent shows
+    of it (so zooming, re-drawing at scale and choosing units matter, and nothing else
+    does); the task is answered right when every piece is read right. Otherwise its
+    answer fails the paper's ways: ``missed_unit`` (a unit holding evidence was never
+    sent: it guesses), ``unreadable`` (sent too small: a misread, e.g. a distractor or a
+    text with a few characters wrong), ``wrong_format`` (the answer breaks the contract:
+    the option's text instead of its letter, a sentence around the value), and
+    ``wrong_answer``.
+
+    What it does, by ``policy``:
+
+    - ``skill``: follows the directives of its skill (:mod:`vicogym.evidence.skills`):
+      ``find_units`` views the units that hold evidence (found with probability 0.9, else
+      a wrong unit first), ``compose_frames`` composes the evidence units into one sheet
+      before comparing, ``zoom_evidence`` zooms onto each evidence box (located with
+      probability 0.85, else a wrong region), ``note_options`` notes each evidence unit's
+      region on a multiple-choice task (halving its chance of confusing two options), and
+      ``answer_format`` keeps the answer to the contract (without it, 15% of answers break
+      it). With no directives it answers from what it was sent first.
+    - ``largest``: a fixed policy: zooms once into the largest text-like region of the
+      first image (the largest block of dark strokes, found from the pixels), then answers.
+    - ``oracle``: views each evidence unit and zooms onto each evidence box, then answers.
+    """
+
+    policy: str = "skill"
+    locate: float = 0.9
+    zoom_hit: float = 0.85
+    format_slip: float = 0.15
+    _plan: list[dict[str, Any]] = field(default_factory=list, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.policy not in SIMULATED_POLICIES:
+            raise ValueError(f"expected a simulated policy in {SIMULATED_POLICIES}, got {self.policy!r}")
+
+    @property
+    def spec(self) -> str:
+        return f"simulated:{self.policy}"
+
+    def begin(self, task: Mapping[str, Any], skill: Skill, rng: np.random.Generator) -> None:
+        self.task, self.skill, self.rng = task, skill, rng
+        self.directives = (frozenset({"zoom_evidence", "find_units", "answer_format"}) if self.policy == "oracle"
+                           else skill.directives if self.policy == "skill" else frozenset())
+        self.phase, self.done_items, self.seen_units = "start", 0, set()
+        self.noted = self.composed = self.zoomed_largest = False
+        self.failure: str | None = None
+
+    # the episode, one action at a time ------------------------------------------------------
+    def act(self, request: Mapping[str, Any], info: Mapping[str, Any]) -> str:
+        images = request["images"]
+        for image in images:
+            self.seen_units.update(t["unit"] for t in image["view"]["tiles"])
+        budget = request["budget"]
+        if budget["steps"] <= 1:
+            return self._answer(info)
+        task, d = self.task, self.directives
+        evidence = task["evidence"]
+        units = list(dict.fromkeys(e["unit"] for e in evidence))
+        if self.policy == "largest":
+            if not self.zoomed_largest and images and budget["crops"] > 0:
+                self.zoomed_largest = True
+                region = largest_text_region(images[0]["pixels"])
+                if region is not None:
+                    return json.dumps({"action": "zoom", "image": images[0]["id"], "regions": [region]})
+            return self._answer(info)
+        if "find_units" in d:
+            missing = [u for u in units if not self._shown_whole_or_cropped(u, images)]
+            if missing:
+                chosen = missing[:budget["images"]]
+                if self.policy != "oracle" and self.rng.random() > self.locate:
+                    others = [u for u in range(len(task["units"])) if u not in units]
+                    if others:
+                        chosen = [others[int(self.rng.integers(len(others)))]]
+                return json.dumps({"action": "view", "units": chosen})
+        if "compose_frames" in d and len(units) > 1 and not self.composed:
+            self.composed = True
+            return json.dumps({"action": "compose", "units": units, "cols": min(4, len(units))})
+        if "note_options" in d and task["contract"] == "letter" and not self.noted and len(units) > 1:
+            notes = []
+            for e in evidence:
+                spot = self._fraction_of(e, images)
+                if spot is not None:
+                    view_id, region = spot
+                    notes.append({"image": view_id, "at": [(region[0] + region[2]) / 2, (region[1] + region[3]) / 2],
+                                  "text": e.get("what", "")[:80]})
+            self.noted = True
+            if notes and budget["notes"] >= len(notes):
+                return json.dumps({"action": "note", "notes": notes[: budget["notes"]]})
+        if "zoom_evidence" in d and budget["crops"] > 0:
+            while self.done_items < len(evidence):
+                e = evidence[self.done_items]
+                spot = self._fraction_of(e, images, margin=0.25)
+                self.done_items += 1
+                if spot is None:
+                    continue
+                view_id, region = spot
+                if self.policy != "oracle" and self.rng.random() > self.zoom_hit:
+                    region = _jittered(region, self.rng)
+                return json.dumps({"action": "zoom", "image": view_id,
+                                   "regions": [{"x0": region[0], "y0": region[1], "x1": region[2], "y1": region[3]}]})
+        return self._answer(info)
+
+    def _shown_whole_or_cropped(self, unit: int, images: Sequence[Mapping[str, Any]]) -> bool:
+        return any(t["unit"] == unit for image in images for t in image["view"]["tiles"])
+
+    def _fraction_of(self, evidence: Mapping[str, Any], images: Sequence[Mapping[str, Any]], margin: float = 0.0
+                     ) -> tuple[int, tuple[float, float, float, float]] | None:
+        """The newest image whose tile shows all of ``evidence``'s box, and the box (grown
+        by ``margin`` of its size, at least 6 unit pixels) in fractions of that image."""
+        x0, y0, x1, y1 = evidence["box"]
+        pad_x, pad_y = max(6.0, (x1 - x0) * margin), max(6.0, (y1 - y0) * margin)
+        for image in reversed(list(images)):
+            view = image["view"]
+            for t in view["tiles"]:
+                cx0, cy0, cx1, cy1 = t["crop"]
+                inside = cx0 - 0.5 <= x0 and cy0 - 0.5 <= y0 and x1 <= cx1 + 0.5 and y1 <= cy1 + 0.5
+                if t["unit"] != evidence["unit"] or not inside:
+                    continue
+                bx0, by0 = max(cx0, x0 - pad_x), max(cy0, y0 - pad_y)
+                bx1, by1 = min(cx1, x1 + pad_x), min(cy1, y1 + pad_y)
+                w = round((cx1 - cx0) * t["scale"])
+                h = round((cy1 - cy0) * t["scale"])
+                sx, sy = w / (cx1 - cx0), h / (cy1 - cy0)
+                ax, ay = t["at"]
+                fx = lambda x: min(1.0, max(0.0, (ax + (x - cx0) * sx) / view["width"]))
+                fy = lambda y: min(1.0, max(0.0, (ay + (y - cy0) * sy) / view["height"]))
+                region = (fx(bx0), fy(by0), fx(bx1), fy(by1))
+                if region[0] < region[2] and region[1] < region[3]:
+                    return image["id"], region
+        return None
+
+    def _answer(self, info: Mapping[str, Any]) -> str:
+        return json.dumps({"action": "answer", "answer": self.reply(info)})
+
+    def reply(self, info: Mapping[str, Any]) -> str:
+        """The answer the reading model gives from what was sent (``info["support"]``)."""
+        task, rng = self.task, self.rng
+        items = info["support"]["items"]
+        p = 1.0
+        for item in items:
+            p *= read_probability(item["shown_px"], item["legible"])
+        if not items:
+            p = 0.9
+        if task["contract"] == "letter" and "note_options" in self.directives and self.noted:
+            p = 1.0 - (1.0 - p) / 2.0
+        missed = [i for i in items if i["unit"] not in self.seen_units]
+        correct = rng.random() < p
+        if correct:
+            answer, self.failure = task["answer"], None
+        else:
+            self.failure = "missed_unit" if missed else "unreadable" if any(
+                i["shown_px"] < i["legible"] for i in items) else "wrong_answer"
+            answer = self._misread(items)
+        if "answer_format" not in self.directives and rng.random() < self.format_slip:
+            self.failure = "wrong_format"
+            return self._off_contract(answer)
+        return answer
+
+    def _misread(self, items: Sequence[Mapping[str, Any]]) -> str:
+        task, rng = self.task, self.rng
+        if task["contract"] == "letter":
+            n = len(task["options"])
+            return chr(65 + int(rng.integers(n)))  # a guess: right by chance one time in n
+        best = min((i["shown_px"] / i["legible"] for i in items), default=0.0)
+        answer = str(task["answer"])
+        if task["contract"] == "text" and best >= 0.6 and answer:
+            return _typo(answer, rng, max(1, len(answer) // 8))  # nearly legible: a few characters wrong
+        distractors = [str(x) for x in task.get("meta", {}).get("distractors", []) if str(x) != answer]
+        if distractors:
+            return distractors[int(rng.integers(len(distractors)))]
+        if task["contract"] in ("number", "count"):
+            try:
+                value = float(answer)
+            except ValueError:
+                return _typo(answer, rng, max(1, len(answer) // 2))
+            off = value + max(1.0, abs(value) * 0.3) * (1 if rng.random() < 0.5 else -1)
+            return str(int(off)) if task["contract"] == "count" else f"{off:g}"
+        return _typo(answer, rng, max(1, len(answer) // 2))
+
+    def _off_contract(self, answer: str) -> str:
+        task = self.task
+        if task["contract"] == "letter" and task["options"]:
+            k = ord(answer[:1].upper() or "A") - 65
+            return str(task["options"][k]) if 0 <= k < len(task["options"]) else answer
+        return f"Based on the image, I believe the answer is {answer}, as shown in the figure."
+
+
+def _typo(text: str, rng: np.random.Generator, n: int) -> str:
+    chars = list(text)
+    letters = "abcdefghijklmnopqrstuvwxyz0123456789"
+    for _ in range(n):
+        k = int(rng.integers(len(chars)))
+        chars[k] = letters[int(rng.integers(len(letters)))]
+    return "".join(chars)
+
+
+def _jittered(region: tuple[float, float, float, float], rng: np.random.Generator) -> tuple[float, float, float, float]:
+    """A region of the same size moved off the target (a zoom that missed)."""
+    w, h = region[2] - region[0], region[3] - region[1]
+    x0 = float(rng.uniform(0.0, max(0.0, 1.0 - w)))
+    y0 = float(rng.uniform(0.0, max(0.0, 1.0 - h)))
+    return (x0, y0, min(1.0, x0 + w), min(1.0, y0 + h))
+
+
+def largest_text_region(pixels: np.ndarray) -> dict[str, float] | None:
+    """The largest block of dark strokes in ``pixels`` (text lines merged by a dilation),
+    as a zoom region in fractions; ``None`` on a blank image."""
+    import cv2
+
+    gray = cv2.cvtColor(np.ascontiguousarray(pixels), cv2.COLOR_RGB2GRAY)
+    ink = cv2.adaptiveThreshold(gray, 255, cv2.ADAPTIVE_THRESH_MEAN_C, cv2.THRESH_BINARY_INV, 15, 12)
+    h, w = ink.shape
+    k = max(3, round(min(h, w) / 60))
+    blocks = cv2.dilate(ink, np.ones((k, 3 * k), np.uint8))
+    n, _, stats, _ = cv2.connectedComponentsWithStats(blocks)
+    if n <= 1:
+        return None
+    best = 1 + int(np.argmax(stats[1:, cv2.CC_STAT_AREA]))
+    x, y, bw, bh = (int(v) for v in stats[best, :4])
+    if bw * bh >= 0.9 * w * h:  # the whole frame: take its busiest quarter instead
+        bw, bh = w // 2, h // 2
+    return {"x0": x / w, "y0": y / h, "x1": min(1.0, (x + bw) / w), "y1": min(1.0, (y + bh) / h)}
+
+
+# -- a model behind an OpenAI-compatible server ---------------------------------------------
+@dataclass
+class OpenAIExecutor:
+    """An executor model behind an OpenAI-compatible chat server (see the module doc)."""
+
+    model: str
+    base_url: str
+    api_key_env: str = "OPENAI_API_KEY"
+    temperature: float = 0.0
+    max_tokens: int = 512
+    timeout: float = 120.0
+    max_retries: int = 4
+    max_in_flight: int = 8
+    direct: bool = False
+
+    def __post_init__(self) -> None:
+        from vicogym.clients import _ChatClient
+
+        self.client = _ChatClient(self.model, self.base_url, self.api_key_env, self.max_in_flight, self.timeout,
+                                  self.max_retries, self.temperature, self.max_tokens)
+
+    @property
+    def spec(self) -> str:
+        return ("direct:" if self.direct else "") + f"openai:{self.model}@{self.base_url}"
+
+    def begin(self, task: Mapping[str, Any], skill: Skill, rng: np.random.Generator) -> None:
+        self.skill, self.seed = skill, int(rng.integers(2**31))
+        self.failure = None
+        self.usage: dict[str, Any] = {}
+
+    def content(self, request: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The user message of one request."""
+        from vicogym.clients import image_data_url
+
+        parts = []
+        if self.skill.reader.strip():
+            parts.append(self.skill.reader.strip())
+        if self.direct:
+            parts.append("Answer the question from the images. " + request["contract"] +
+                         ' Reply with one JSON object: {"action": "answer", "answer": "..."}')
+        else:
+            parts.append(request["protocol"])
+            units = "; ".join(f"unit {u['index']}: {u['kind']}" + (f" '{u['title']}'" if u["title"] else "")
+                              for u in request["units"])
+            parts.append(f"The task's units: {units}.")
+            b = request["budget"]
+            parts.append(f"Budget left: {b['steps']} steps, {b['crops']} zoom views, {b['notes']} notes; a request "
+                         f"holds {b['images']} images.")
+            if request["history"]:
+                parts.append("Your actions so far:\n" + "\n".join(json.dumps(h, sort_keys=True)
+                                                                   for h in request["history"]))
+        parts.append("Question: " + request["question"])
+        content: list[dict[str, Any]] = [{"type": "text", "text": "\n\n".join(parts)}]
+        for image in request["images"]:
+            view = image["view"]
+            tiles = view["tiles"]
+            where = (f"unit {tiles[0]['unit']}, crop {tiles[0]['crop']} of the unit's pixels, scale "
+                     f"{tiles[0]['scale']:.3g}") if len(tiles) == 1 else \
+                f"a sheet of units {[t['unit'] for t in tiles]}"
+            content.append({"type": "text", "text": f"Image {image['id']} ({where}):"})
+            content.append({"type": "image_url", "image_url": {"url": image_data_url(image["pixels"])}})
+        return content
+
+    def act(self, request: Mapping[str, Any], info: Mapping[str, Any]) -> str:
+        reply = self.client.chat(self.content(request), n=1, seed=self.seed)[0]
+        self.usage = dict(self.client.last_usage)
+        self.last_reply = reply
+        return extract_action(reply)
+
+
+@dataclass
+class DirectExecutor:
+    """The Direct baseline: the whole input at once and one answer, no actions. It wraps
+    a reader: the simulated reading model, or a model (``direct:openai:MODEL@URL``)."""
+
+    inner: Any = None
+
+    @property
+    def spec(self) -> str:
+        return "direct" if isinstance(self.inner, SimulatedExecutor) else self.inner.spec
+
+    def begin(self, task: Mapping[str, Any], skill: Skill, rng: np.random.Generator) -> None:
+        self.inner.begin(task, skill, rng)
+        if isinstance(self.inner, SimulatedExecutor):
+            self.inner.directives = skill.directives & {"answer_format"}
+
+    @property
+    def failure(self) -> str | None:
+        return getattr(self.inner, "failure", None)
+
+    def act(self, request: Mapping[str, Any], info: Mapping[str, Any]) -> str:
+        if isinstance(self.inner, SimulatedExecutor):
+            for image in request["images"]:
+                self.inner.seen_units.update(t["unit"] for t in image["view"]["tiles"])
+            return self.inner._answer(info)
+        return self.inner.act(request, info)
+
+
+EXECUTOR_SPECS = ("simulated", "simulated:skill", "simulated:largest", "simulated:oracle", "direct",
+                  "direct:openai:MODEL@URL", "openai:MODEL@URL")
+
+
+def make_executor(spec: Any, **settings: Any) -> Any:
+    """The executor a spec names (see :data:`EXECUTOR_SPECS`)."""
+    if not isinstance(spec, str):
+        raise ValueError(f"expected an executor spec ({', '.join(EXECUTOR_SPECS)}), got {spec!r}")
+    if spec == "simulated" or spec.startswith("simulated:"):
+        return SimulatedExecutor(spec.partition(":")[2] or "skill", **settings)
+    if spec == "direct":
+        return DirectExecutor(SimulatedExecutor("skill"))
+    if spec.startswith("direct:openai:"):
+        from vicogym.clients import parse_spec
+
+        return DirectExecutor(OpenAIExecutor(**parse_spec(spec[len("direct:"):]), direct=True, **settings))
+    if spec.startswith("openai:"):
+        from vicogym.clients import parse_spec
+
+        return OpenAIExecutor(**parse_spec(spec), **settings)
+    raise ValueError(f"unknown executor {spec!r}; use one of {', '.join(EXECUTOR_SPECS)}")
+
+
+def timed(fn: Any, *args: Any) -> tuple[Any, float]:
+    start = time.perf_counter()
+    out = fn(*args)
+    return out, time.perf_counter() - start

@@ -1,0 +1,364 @@
+"""Run folders of the evidence arm: episode traces (``vicogym evidence run``) and task rows
+(``vicogym generate vicogym/Evidence-v0``), both resumable and both verified by
+``vicogym verify``.
+
+A folder holds ``run.json`` (the settings that fix its bytes: ``kind`` says which of the
+two it is), ``part-NNNNN.parquet`` shards (written whole or not at all, as every vicogym
+run), ``manifest.json`` and, under ``files/``, the raster payloads (PNG by SHA-256) that
+tasks name. Episode ``i`` of a run with seed ``s`` is played with seed
+``episode_seed(s, i)``, so a run killed at any point and started again with the same
+command writes the same bytes. A traces run keeps latencies apart, in ``timings.jsonl``.
+
+Verification replays every trace from the folder alone: it redraws each task from its
+seed and compares it, rebuilds every sent view bit for bit against the SHA-256 in the
+trace, re-scores every answer, and re-derives each answer with the family's programs; a
+tasks run is checked the same way, its unit images against fresh renders.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from vicogym.evidence.episodes import pixels_sha256, play, trace_line
+from vicogym.evidence.skills import load_skill
+from vicogym.runs.shards import RUN_FILE, RunFolder, write_shard
+from vicogym.validation import MAX_SEED, is_int
+
+ENV_ID = "vicogym/Evidence-v0"
+KINDS = ("evidence-traces", "evidence-tasks")
+TIMINGS_FILE = "timings.jsonl"
+
+
+def episode_seed(seed: int, index: int) -> int:
+    return int(np.random.SeedSequence([int(seed), int(index)]).generate_state(2, np.uint64)[0]) % MAX_SEED
+
+
+def _make_env(env_kwargs: Mapping[str, Any]) -> Any:
+    import gymnasium as gym
+
+    import vicogym  # noqa: F401  (registers the environments)
+
+    return gym.make(ENV_ID, **dict(env_kwargs)).unwrapped
+
+
+def _check(n: Any, seed: Any, per_shard: Any) -> None:
+    if not is_int(n, 1):
+        raise ValueError(f"expected --n as a whole number >= 1, got {n!r}")
+    if not is_int(seed, 0, MAX_SEED):
+        raise ValueError(f"expected --seed as a whole number >= 0, got {seed!r}")
+    if not is_int(per_shard, 1):
+        raise ValueError(f"expected episodes per shard as a whole number >= 1, got {per_shard!r}")
+
+
+def _schema(columns: list[tuple[str, Any]]) -> Any:
+    import pyarrow as pa
+
+    return pa.schema(columns)
+
+
+def _payload_files(env: Any) -> dict[str, bytes]:
+    return {f"{sha}.png": data for sha, data in env.payloads.items()}
+
+
+def _run(out: str | Path, identity: dict[str, Any], n: int, per_shard: int,
+         make_row: Callable[[Any, int, int], tuple[dict[str, Any], dict[str, Any]]], schema: Any,
+         env_kwargs: Mapping[str, Any], progress: Callable[[int], None] | None) -> dict[str, Any]:
+    folder = RunFolder(out)
+    previous = folder.open(identity)
+    try:
+        env = _make_env(env_kwargs)
+        entries, shards = [], []
+        timings_path = folder.out / TIMINGS_FILE
+        done_timings = _timing_episodes(timings_path)
+        for block in range((n + per_shard - 1) // per_shard):
+            first, last = block * per_shard, min(n, (block + 1) * per_shard)
+            path = folder.out / f"part-{block:05d}.parquet"
+            if path.is_file():
+                entries.append(folder.resumed_entry(path, previous.get(path.name)))
+                if progress:
+                    progress(last)
+                continue
+            rows, timings = [], []
+            for index in range(first, last):
+                row, timing = make_row(env, index, episode_seed(identity["seed"], index))
+                folder.write_side_files(_payload_files(env))
+                rows.append(row)
+                if timing and index not in done_timings:
+                    timings.append(timing)
+                if progress:
+                    progress(index + 1)
+            entries.append(write_shard(folder.out, block, rows, {"rows": len(rows)}, schema))
+            if timings:
+                with timings_path.open("a", encoding="utf-8") as f:
+                    f.writelines(json.dumps(t, sort_keys=True) + "\n" for t in timings)
+            shards.append(path.name)
+            folder.write_manifest(_manifest(identity, entries, folder, complete=False))
+        env.close()
+        manifest = _manifest(identity, entries, folder, complete=True)
+        folder.write_manifest(manifest)
+        return manifest
+    except BaseException:
+        folder.release_if_empty()
+        raise
+    finally:
+        folder.unlock()
+
+
+def _timing_episodes(path: Path) -> set[int]:
+    if not path.is_file():
+        return set()
+    out = set()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            out.add(int(json.loads(line)["episode"]))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return out
+
+
+def _manifest(identity: Mapping[str, Any], entries: list[dict[str, Any]], folder: RunFolder,
+              complete: bool) -> dict[str, Any]:
+    rows = sum(e["rows"] for e in entries)
+    return {"kind": identity["kind"], "env": {"id": ENV_ID, "kwargs": identity["env_kwargs"]},
+            "identity": dict(identity), "shards": entries, "files": folder.side_files(),
+            "counts": {"rows": rows, "requested": identity["n"]}, "complete": complete and rows == identity["n"],
+            "finished": complete}
+
+
+# -- traces ---------------------------------------------------------------------------------
+TRACE_COLUMNS = ("id", "episode", "seed", "task_id", "family", "executor", "score", "outcome", "support_share",
+                 "failure", "steps", "pixels_sent", "trace")
+
+
+def run_traces(tasks: Any, executor: str, out: str | Path, n: int = 32, seed: int = 0, skill: str | None = None,
+               env_kwargs: Mapping[str, Any] | None = None, episodes_per_shard: int = 16,
+               progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """Play ``n`` episodes of ``tasks`` with ``executor`` (and the skill in folder
+    ``skill``) into the run folder ``out``; resumable. The manifest, with the mean score
+    and evidence support by family."""
+    import pyarrow as pa
+
+    from vicogym.evidence.executors import make_executor
+
+    _check(n, seed, episodes_per_shard)
+    the_skill = load_skill(skill)
+    kwargs = {**dict(env_kwargs or {}), "tasks": tasks, "executor": executor}
+    runner = make_executor(executor)
+    identity = {"kind": "evidence-traces", "env_id": ENV_ID, "seed": seed, "n": n, "env_kwargs": kwargs,
+                "executor": executor, "skill": the_skill.to_dict(), "episodes_per_shard": episodes_per_shard}
+
+    def make_row(env: Any, index: int, s: int) -> tuple[dict[str, Any], dict[str, Any]]:
+        trace = play(env, runner, seed=s, skill=the_skill)
+        trace["episode"] = index
+        timing = {"episode": index, **trace["timing"]}
+        row = {"id": f"evidence-{identity_digest(identity)}-e{index:07d}", "episode": index, "seed": s,
+               "task_id": trace["task"]["id"], "family": trace["task"]["family"], "executor": trace["executor"],
+               "score": trace["score"], "outcome": trace["outcome"], "support_share": trace["support"]["share"],
+               "failure": trace["failure"] or "", "steps": len(trace["steps"]), "pixels_sent": trace["pixels_sent"],
+               "trace": trace_line(trace)}
+        return row, timing
+
+    schema = _schema([("id", pa.string()), ("episode", pa.int64()), ("seed", pa.int64()), ("task_id", pa.string()),
+                      ("family", pa.string()), ("executor", pa.string()), ("score", pa.float64()),
+                      ("outcome", pa.string()), ("support_share", pa.float64()), ("failure", pa.string()),
+                      ("steps", pa.int64()), ("pixels_sent", pa.int64()), ("trace", pa.string())])
+    manifest = _run(out, identity, n, episodes_per_shard, make_row, schema, kwargs, progress)
+    manifest["summary"] = summarize(out)
+    RunFolder(out).write_manifest(manifest)
+    return manifest
+
+
+def identity_digest(identity: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode("utf-8")).hexdigest()[:8]
+
+
+def read_rows(out: str | Path) -> list[dict[str, Any]]:
+    import pyarrow.parquet as pq
+
+    rows: list[dict[str, Any]] = []
+    for path in sorted(Path(out).glob("part-*.parquet")):
+        rows.extend(pq.read_table(path).to_pylist())
+    return rows
+
+
+def summarize(out: str | Path) -> dict[str, Any]:
+    """Mean score, evidence support and failure kinds by family, from a traces run."""
+    by: dict[str, dict[str, Any]] = {}
+    for row in read_rows(out):
+        s = by.setdefault(row["family"], {"episodes": 0, "score": 0.0, "support": 0.0, "failures": {}})
+        s["episodes"] += 1
+        s["score"] += row["score"]
+        s["support"] += row["support_share"]
+        if row["failure"]:
+            s["failures"][row["failure"]] = s["failures"].get(row["failure"], 0) + 1
+    for s in by.values():
+        s["score"] = round(s["score"] / s["episodes"], 4)
+        s["support"] = round(s["support"] / s["episodes"], 4)
+    return by
+
+
+# -- tasks as rows ----------------------------------------------------------------------------
+def generate_tasks(out: str | Path, n: int = 64, seed: int = 0, env_kwargs: Mapping[str, Any] | None = None,
+                   episodes_per_shard: int = 16, progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """Write ``n`` tasks as Parquet rows for multi-turn training: the units as full
+    resolution images, the start views as the prompt's images, question, answer, scorer,
+    evidence boxes and the task itself; resumable, verified like every run."""
+    import pyarrow as pa
+
+    from vicogym.images import encode_png
+    from vicogym.runs.trainer_columns import IMAGE_TOKEN, images_type, verl_schema
+
+    _check(n, seed, episodes_per_shard)
+    kwargs = dict(env_kwargs or {})
+    identity = {"kind": "evidence-tasks", "env_id": ENV_ID, "seed": seed, "n": n, "env_kwargs": kwargs,
+                "episodes_per_shard": episodes_per_shard}
+
+    def make_row(env: Any, index: int, s: int) -> tuple[dict[str, Any], dict[str, Any]]:
+        env.reset(seed=s)
+        task = env.task
+        row_id = f"evidence-{identity_digest(identity)}-s{s}-e{index:07d}"
+        units = [{"bytes": encode_png(env.unit_pixels(k)), "path": f"{row_id}-u{k}.png"}
+                 for k in range(len(task.units))]
+        starts = [{"bytes": encode_png(env.view_pixels(v.id)), "path": f"{row_id}-v{v.id}.png"} for v in env.views]
+        prompt = env.request()["protocol"] + "\n\n" + env.question_text() + "\n" + IMAGE_TOKEN * len(starts)
+        truth = json.dumps({"answer": task.answer, "golds": list(task.golds), "scorer": task.scorer,
+                            "options": list(task.options)}, sort_keys=True)
+        row = {"id": row_id, "episode": index, "seed": s, "task_id": task.id, "family": task.family,
+               "question": task.question, "answer": task.answer, "contract": task.contract, "scorer": task.scorer,
+               "evidence": json.dumps([e.to_dict() for e in task.evidence], sort_keys=True),
+               "task": json.dumps(task.to_dict(), sort_keys=True), "payloads": sorted(env.payloads),
+               "start_views": json.dumps([v.to_dict() for v in env.views], sort_keys=True),
+               "images": starts, "units": units,
+               "data_source": ENV_ID, "prompt": [{"role": "user", "content": prompt}], "ability": "evidence_reading",
+               "reward_model": {"style": "rule", "ground_truth": truth},
+               "extra_info": {"id": row_id, "index": index, "split": "train", "question": task.question,
+                              "answer": task.answer, "label_rule": json.dumps({"family": task.family})}}
+        return row, {}
+
+    schema = _schema([("id", pa.string()), ("episode", pa.int64()), ("seed", pa.int64()), ("task_id", pa.string()),
+                      ("family", pa.string()), ("question", pa.string()), ("answer", pa.string()),
+                      ("contract", pa.string()), ("scorer", pa.string()), ("evidence", pa.string()),
+                      ("task", pa.string()), ("payloads", pa.list_(pa.string())), ("start_views", pa.string()),
+                      ("images", images_type()), ("units", images_type()), *list(verl_schema())])
+    return _run(out, identity, n, episodes_per_shard, make_row, schema, kwargs, progress)
+
+
+# -- verification ------------------------------------------------------------------------------
+def is_evidence_run(out: str | Path) -> bool:
+    path = Path(out) / RUN_FILE
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("kind") in KINDS
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _masked(task: Mapping[str, Any]) -> str:
+    """A task's JSON with its raster payloads' SHA-256 left out (a re-render may differ in
+    a rounding pixel; the pixels are compared apart, within the renderer's tolerance)."""
+    data = json.loads(json.dumps(task))
+    for unit in data.get("units", []):
+        unit.get("spec", {}).pop("png", None)
+    return json.dumps(data, sort_keys=True)
+
+
+def _payloads(out: Path, shas: list[str], problems: list[tuple[str, str]], where: str) -> dict[str, bytes]:
+    found = {}
+    for sha in shas:
+        path = out / "files" / f"{sha}.png"
+        try:
+            data = path.read_bytes()
+        except OSError:
+            problems.append((where, f"the payload {sha[:12]} is missing from files/"))
+            continue
+        if hashlib.sha256(data).hexdigest() != sha:
+            problems.append((where, f"files/{sha}.png does not hold what its name says (its SHA-256 differs)"))
+            continue
+        found[sha] = data
+    return found
+
+
+def _same_payloads(stored: Mapping[str, bytes], fresh: Mapping[str, bytes], tolerance: int) -> str | None:
+    from vicogym.images import decode_png, same_image
+
+    if len(stored) != len(fresh):
+        return f"the task has {len(fresh)} raster payloads when redrawn, {len(stored)} stored"
+    for (a_sha, a), (b_sha, b) in zip(sorted(stored.items()), sorted(fresh.items())):
+        if a_sha != b_sha and not same_image(decode_png(a), decode_png(b), tolerance):
+            return f"a raster unit redrawn differs from the stored one beyond {tolerance} levels"
+    return None
+
+
+def verify_run(out: str | Path, images: bool = True, tolerance: int = 2) -> tuple[int, list[tuple[str, str]]]:
+    """Verify an evidence run folder; the rows read and the problems (``(where, why)``)."""
+    out = Path(out)
+    identity = json.loads((out / RUN_FILE).read_text(encoding="utf-8"))
+    problems: list[tuple[str, str]] = []
+    manifest_path = out / "manifest.json"
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.is_file() else {}
+    from vicogym.runs.shards import file_sha256
+
+    for entry in manifest.get("shards", []):
+        path = out / entry["name"]
+        if not path.is_file():
+            problems.append((entry["name"], "the manifest lists this shard but it is missing"))
+        elif file_sha256(path) != entry["sha256"]:
+            problems.append((entry["name"], "the shard changed since it was written (SHA-256 differs)"))
+    rows = read_rows(out)
+    env = _make_env(identity["env_kwargs"])
+    seen: set[int] = set()
+    for row in rows:
+        where = row["id"]
+        if row["episode"] in seen:
+            problems.append((where, f"episode {row['episode']} appears twice"))
+        seen.add(row["episode"])
+        if row["seed"] != episode_seed(identity["seed"], row["episode"]):
+            problems.append((where, "the row's seed is not the run's seed for its episode"))
+            continue
+        record = json.loads(row["trace"] if identity["kind"] == "evidence-traces" else row["task"])
+        task = record["task"] if identity["kind"] == "evidence-traces" else record
+        shas = record["payloads"] if identity["kind"] == "evidence-traces" else row["payloads"]
+        stored = _payloads(out, shas, problems, where)
+        env.reset(seed=row["seed"])  # the task drawn again from the episode's seed
+        if _masked(env.task.to_dict()) != _masked(task):
+            problems.append((where, "the task drawn again from its seed differs from the stored one"))
+            continue
+        differs = _same_payloads(stored, env.payloads, tolerance) if images else None
+        if differs:
+            problems.append((where, differs))
+        problem = env.check_task(task)
+        if problem:
+            problems.append((where, f"the task does not hold: {problem}"))
+        views = (record["start_views"] + [v for s in record["steps"] for v in s["views"]]
+                 if identity["kind"] == "evidence-traces" else json.loads(row["start_views"]))
+        if images:
+            for view in views:
+                want = view.get("sha256")
+                pixels = env.draw_view(task, view, stored)
+                if want is not None and pixels_sha256(pixels) != want:
+                    problems.append((where, f"view {view['id']} rebuilt from the trace differs from the one sent"))
+        if identity["kind"] == "evidence-traces":
+            problems.extend((where, p) for p in _check_trace(env, record, row))
+    missing = sorted(set(range(identity["n"])) - seen)
+    if manifest.get("complete") and missing:
+        problems.append((str(out), f"episodes {missing[:5]} are missing though the manifest says complete"))
+    env.close()
+    return len(rows), problems
+
+
+def _check_trace(env: Any, trace: Mapping[str, Any], row: Mapping[str, Any]) -> list[str]:
+    out = []
+    task = trace["task"]
+    if trace["outcome"] == "answered":
+        score = env.score(task, trace["response"])
+        if abs(score - trace["score"]) > 1e-9:
+            out.append(f"the answer {trace['response']!r} scores {score}, the trace says {trace['score']}")
+    elif trace["score"] != 0.0:
+        out.append("an episode that ran out of steps must score 0")
+    if abs(row["score"] - trace["score"]) > 1e-9 or row["outcome"] != trace["outcome"]:
+        out.append("the row's score or outcome differs from its trace's")
+    return out
