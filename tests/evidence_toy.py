@@ -42,6 +42,7 @@ def draw(rng: np.random.Generator, settings) -> Task:
         units.append(Unit("image", w, h, {"path": str(path), "sha256": sha}, f"photo {k}", 1.0))
         if k == holder:
             evidence.append(Evidence(k, (x, y - 11, x + 40, y + 2), 9.0, 7.0, "the number"))
+    start = settings["start"] or ("first" if settings["units"] == 1 else "sheet")
     return Task(f"toy-{number}-{holder}", "toy", "Which three-digit number is printed on the photos?", str(number),
-                tuple(units), tuple(evidence), "number", "exact", start=settings["start"] or ("first" if settings["units"] == 1 else "sheet"),
+                tuple(units), tuple(evidence), "number", "exact", start=start,
                 meta={"distractors": [str(number + 111)]})
