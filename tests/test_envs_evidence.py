@@ -301,8 +301,8 @@ def test_same_seed_same_trace_and_a_run_resumes_with_the_same_bytes(make, tmp_pa
         assert (cut / name).read_bytes() == (tmp_path / "whole" / name).read_bytes()
     with pytest.raises(RunError, match="other settings"):
         runs.run_traces("toy", "simulated:oracle", cut, n=5, seed=1, env_kwargs=kwargs, episodes_per_shard=2)
-    rows, problems = runs.verify_run(cut)
-    assert rows == 5 and problems == []
+    rows, problems, notes = runs.verify_run(cut)
+    assert rows == 5 and problems == [] and notes == []
 
 
 def test_replay_finds_a_view_or_a_score_that_was_changed(make, tmp_path):
@@ -321,7 +321,7 @@ def test_replay_finds_a_view_or_a_score_that_was_changed(make, tmp_path):
     trace["response"] = "not the answer"
     rows[1]["trace"] = json.dumps(trace)
     pq.write_table(pa.Table.from_pylist(rows, schema=pq.read_schema(path)), path)
-    _, problems = runs.verify_run(out)
+    _, problems, _ = runs.verify_run(out)
     reasons = " | ".join(p for _, p in problems)
     assert "changed since it was written" in reasons and "rebuilt from the trace differs" in reasons
     assert "scores 0.0, the trace says 1.0" in reasons
@@ -335,3 +335,40 @@ def test_the_simulated_executor_fails_the_paper_s_ways(make):
         trace = play(env, SimulatedExecutor("skill"), seed=s)
         kinds.add(trace["failure"])
     assert {"missed_unit", "wrong_format"} <= kinds
+
+
+# -- the command line ------------------------------------------------------------------------------
+def test_the_command_line_runs_verifies_and_generates(tmp_path):
+    from typer.testing import CliRunner
+
+    from vicogym.cli import app
+
+    runner = CliRunner()
+    family = json.dumps({"toy": {"folder": str(tmp_path)}})
+    out = tmp_path / "traces"
+    result = runner.invoke(app, ["evidence", "run", "toy", "--executor", "simulated:oracle", "--out", str(out),
+                                 "--n", "3", "--set", f"family_settings={family}", "--set", "view_size=128",
+                                 "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert "toy" in result.output and "1.000" in result.output
+    result = runner.invoke(app, ["verify", str(out)])
+    assert result.exit_code == 0 and "all 3 rows verified" in result.output, result.output
+    tasks = tmp_path / "tasks"
+    result = runner.invoke(app, ["generate", "vicogym/Evidence-v0", "--out", str(tasks), "--n", "2", "--set",
+                                 "tasks=toy", "--set", f"family_settings={family}", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(tasks / "part-00000.parquet").to_pylist()
+    assert len(rows) == 2 and rows[0]["units"][0]["bytes"][:4] == b"\x89PNG" and rows[0]["prompt"][0]["content"]
+    assert json.loads(rows[0]["task"])["answer"] == rows[0]["answer"]
+    result = runner.invoke(app, ["verify", str(tasks)])
+    assert result.exit_code == 0 and "all 2 rows verified" in result.output, result.output
+    for bad, message in ((["evidence", "run", "nosuch", "--out", str(tmp_path / "x")], "unknown task family"),
+                         (["evidence", "run", "toy", "--executor", "gpt", "--out", str(tmp_path / "y"),
+                           "--set", f"family_settings={family}"], "unknown executor"),
+                         (["evidence", "run", "toy", "--n", "0", "--out", str(tmp_path / "z")], "--n"),
+                         (["evidence", "run", "toy", "--skill", str(tmp_path), "--out", str(tmp_path / "w")],
+                          "reader.md")):
+        result = runner.invoke(app, bad)
+        assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output, result.output

@@ -277,7 +277,7 @@ def verify(
     instruct, evidence = _workflow("instruct.run_folder"), _workflow("evidence.runs")
     try:
         if evidence.is_evidence_run(out):
-            notes, (rows, problems) = [], evidence.verify_run(out, images=images)
+            rows, problems, notes = evidence.verify_run(out, images=images)
         elif instruct.is_instruct_run(out):
             notes, (rows, problems) = [], instruct.verify_instruct(out, images=images)
         else:

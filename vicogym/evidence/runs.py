@@ -123,8 +123,10 @@ def _timing_episodes(path: Path) -> set[int]:
 
 def _manifest(identity: Mapping[str, Any], entries: list[dict[str, Any]], folder: RunFolder,
               complete: bool) -> dict[str, Any]:
+    from vicogym.runs.generate import code_sha256
+
     rows = sum(e["rows"] for e in entries)
-    return {"kind": identity["kind"], "env": {"id": ENV_ID, "kwargs": identity["env_kwargs"]},
+    return {"kind": identity["kind"], "code_sha256": code_sha256(), "env": {"id": ENV_ID, "kwargs": identity["env_kwargs"]},
             "identity": dict(identity), "shards": entries, "files": folder.side_files(),
             "counts": {"rows": rows, "requested": identity["n"]}, "complete": complete and rows == identity["n"],
             "finished": complete}
@@ -293,8 +295,10 @@ def _same_payloads(stored: Mapping[str, bytes], fresh: Mapping[str, bytes], tole
     return None
 
 
-def verify_run(out: str | Path, images: bool = True, tolerance: int = 2) -> tuple[int, list[tuple[str, str]]]:
-    """Verify an evidence run folder; the rows read and the problems (``(where, why)``)."""
+def verify_run(out: str | Path, images: bool = True, tolerance: int = 2
+               ) -> tuple[int, list[tuple[str, str]], list[str]]:
+    """Verify an evidence run folder; the rows read, the problems (``(where, why)``) and
+    notes (the code that wrote the run differs from this code)."""
     out = Path(out)
     identity = json.loads((out / RUN_FILE).read_text(encoding="utf-8"))
     problems: list[tuple[str, str]] = []
@@ -347,7 +351,12 @@ def verify_run(out: str | Path, images: bool = True, tolerance: int = 2) -> tupl
     if manifest.get("complete") and missing:
         problems.append((str(out), f"episodes {missing[:5]} are missing though the manifest says complete"))
     env.close()
-    return len(rows), problems
+    notes = []
+    from vicogym.runs.generate import code_sha256
+
+    if manifest.get("code_sha256") not in (None, code_sha256()):
+        notes.append("the run was written by other vicogym code than this; a difference may come from the change")
+    return len(rows), problems, notes
 
 
 def _check_trace(env: Any, trace: Mapping[str, Any], row: Mapping[str, Any]) -> list[str]:
