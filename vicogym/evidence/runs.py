@@ -126,10 +126,10 @@ def _manifest(identity: Mapping[str, Any], entries: list[dict[str, Any]], folder
     from vicogym.runs.generate import code_sha256
 
     rows = sum(e["rows"] for e in entries)
-    return {"kind": identity["kind"], "code_sha256": code_sha256(), "env": {"id": ENV_ID, "kwargs": identity["env_kwargs"]},
-            "identity": dict(identity), "shards": entries, "files": folder.side_files(),
-            "counts": {"rows": rows, "requested": identity["n"]}, "complete": complete and rows == identity["n"],
-            "finished": complete}
+    return {"kind": identity["kind"], "code_sha256": code_sha256(),
+            "env": {"id": ENV_ID, "kwargs": identity["env_kwargs"]}, "identity": dict(identity),
+            "shards": entries, "files": folder.side_files(), "counts": {"rows": rows, "requested": identity["n"]},
+            "complete": complete and rows == identity["n"], "finished": complete}
 
 
 # -- traces ---------------------------------------------------------------------------------
