@@ -10,7 +10,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from vicogym.errors import InvalidEdit
+from vicogym.errors import GenerationError, InvalidEdit
 from vicogym.evidence.protocol import contract_text, parse_action
 from vicogym.programs.evidence import CONTRACT_TEXT, score_task
 from vicogym.registry import check_settings
@@ -38,6 +38,8 @@ GEOMETRY_MAX = 1.0e6
 #: how many units a thumbnail sheet holds at most
 SHEET_UNITS = 20
 STARTS = ("task", "all")
+#: how many drawn tasks in a row may fail their checks before reset gives up
+MAX_DRAWS = 32
 #: a family's extra package -> the pip extra that installs it
 PIP_EXTRAS = {"bpy": "clevr"}
 
@@ -228,15 +230,34 @@ class EvidenceEnv(gym.Env):
                     raise ValueError(f"options['index'] picks a task of a data set; expected a whole number in "
                                      f"[0, {(size or 1) - 1}] with data-set tasks only, got {index!r}")
                 drawn = self.source.task(index)
+                task, payloads = self.renderer.prepare(drawn)
             else:
-                drawn = self.source.draw(np.random.default_rng(int(self.np_random.integers(MAX_SEED))))
-            task, payloads = self.renderer.prepare(drawn)
+                task, payloads = self._draw()
         self.task, self.payloads = task, payloads
         self._clear()
         self._done = False
         for view in self._start_views(task):
             self._send(view)
         return self._observation(), self._info()
+
+    def _draw(self) -> tuple[Task, dict[str, bytes]]:
+        """A drawn task that passes its checks with what was drawn (a family's source
+        cannot see its render; a chart whose label runs under its legend is drawn again)."""
+        from vicogym.checks.evidence import check_task
+
+        problems = []
+        for _ in range(MAX_DRAWS):
+            drawn = self.source.draw(np.random.default_rng(int(self.np_random.integers(MAX_SEED))))
+            task, payloads = self.renderer.prepare(drawn)
+            problem = check_task(task, self._facts(task))
+            if problem is None:
+                return task, payloads
+            problems.append(problem)
+        raise GenerationError(f"{MAX_DRAWS} drawn tasks in a row failed their checks (the last: {problems[-1]}); "
+                              f"check the family settings {dict(self.config.family_settings)}")
+
+    def _facts(self, task: Task) -> Any:
+        return getattr(self.renderer.region_renderer(task.units[0].kind), "facts", None)
 
     def _start_views(self, task: Task) -> list[View]:
         c, made = self.config, {"step": 0, "action": "start"}
@@ -445,7 +466,8 @@ class EvidenceEnv(gym.Env):
         evidence is not legible at full detail); ``None`` when it holds."""
         from vicogym.checks.evidence import check_task
 
-        return check_task(Task.from_dict(task) if isinstance(task, Mapping) else task)
+        task = Task.from_dict(task) if isinstance(task, Mapping) else task
+        return check_task(task, self._facts(task))
 
     def render(self):
         if not self.views:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
+from typing import Any
 
 from vicogym.structures.evidence import Task, fit_scale
 
@@ -30,8 +32,10 @@ def legible_at_full_detail(task: Task, side: int = ZOOM_SIDE) -> str | None:
     return None
 
 
-def check_task(task: Task) -> str | None:
-    """The generic checks, then the family's own (when the family has a check file)."""
+def check_task(task: Task, facts: Any = None) -> str | None:
+    """The generic checks, then the family's own (when the family has a check file);
+    ``facts`` (a unit's render facts, a callable of the unit) lets a family check what was
+    drawn as well (a chart's labels readable)."""
     problem = legible_at_full_detail(task)
     if problem is not None:
         return problem
@@ -39,5 +43,7 @@ def check_task(task: Task) -> str | None:
     if importlib.util.find_spec(name) is not None:
         module = importlib.import_module(name)
         if hasattr(module, "check"):
+            if facts is not None and "facts" in inspect.signature(module.check).parameters:
+                return module.check(task, facts=facts)
             return module.check(task)
     return None

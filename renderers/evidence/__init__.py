@@ -33,7 +33,8 @@ REGION_RENDERERS: Mapping[str, str] = {
 RING_COLORS = ((230, 25, 75), (0, 130, 200), (60, 180, 75), (245, 130, 48), (145, 30, 180), (70, 240, 240),
                (240, 50, 230), (128, 128, 0), (0, 128, 128), (170, 110, 40))
 RING_RADIUS = 11
-LABEL_PX = 22
+LABEL_PX = 40
+LABEL_FONT_PX = 11
 BACKGROUND = 236
 
 
@@ -152,20 +153,39 @@ def _fit(image: np.ndarray, width: int, height: int) -> np.ndarray:
 
 
 def _labels(canvas: np.ndarray, tiles: Sequence[Tile]) -> np.ndarray:
+    """Each tile's label above it, in up to three lines (the last shortened with an
+    ellipsis when the title is longer still)."""
     from PIL import Image, ImageDraw
 
     picture = Image.fromarray(canvas)
     draw = ImageDraw.Draw(picture)
-    face = font("DejaVuSans-Bold.ttf", LABEL_PX - 8)
+    face = font("DejaVuSans.ttf", LABEL_FONT_PX)
     for tile in tiles:
         if tile.label:
             x0, y0 = tile.rect[0], tile.rect[1]
-            text = tile.label
-            width = max(8, int(tile.rect[2] - x0))
-            while len(text) > 4 and draw.textlength(text, font=face) > width:
-                text = text[:-2] + "\u2026" if not text.endswith("\u2026") else text[:-2] + "\u2026"
-            draw.text((x0 + 2, y0 - LABEL_PX + 3), text, fill=(20, 20, 20), font=face)
+            width = max(8, int(tile.rect[2] - x0) - 2)
+            for k, line in enumerate(_wrap(tile.label, width, lambda t: draw.textlength(t, font=face))):
+                draw.text((x0 + 1, y0 - LABEL_PX + 1 + k * (LABEL_FONT_PX + 2)), line, fill=(20, 20, 20), font=face)
     return np.asarray(picture)
+
+
+def _wrap(text: str, width: int, measure: Any, lines: int = 3) -> list[str]:
+    words, out, line = text.split(), [], ""
+    for word in words:
+        trial = f"{line} {word}".strip()
+        if measure(trial) <= width or not line:
+            line = trial
+        else:
+            out.append(line)
+            line = word
+    out.append(line)
+    if len(out) > lines:
+        out = out[:lines - 1] + [" ".join(out[lines - 1:])]
+    last = out[-1]
+    while len(last) > 1 and measure(last) > width:
+        last = last[:-2] + "\u2026"
+    out[-1] = last
+    return out
 
 
 def burn_notes(canvas: np.ndarray, view: View) -> np.ndarray:
