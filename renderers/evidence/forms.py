@@ -60,9 +60,12 @@ class RegionRenderer:
         return np.asarray(self._render(unit.spec, crop, size))
 
     def naive(self, unit: Unit, crop: Box, size: tuple[int, int]) -> np.ndarray:
-        """The whole page drawn at full resolution, then the crop cut and resized."""
-        full = np.asarray(self._render(unit.spec, unit.frame, (unit.width, unit.height)))
-        return cut(full, crop, size)
+        """The whole page drawn at the detail the view needs (its scale, at least full
+        resolution), then the crop cut and resized."""
+        scale = max(1.0, min(float(unit.max_scale), size[0] / (crop[2] - crop[0]), size[1] / (crop[3] - crop[1])))
+        whole = (max(1, round(unit.width * scale)), max(1, round(unit.height * scale)))
+        full = np.asarray(self._render(unit.spec, unit.frame, whole))
+        return cut(full, tuple(v * scale for v in crop), size)
 
     def _render(self, spec: Mapping[str, Any], crop: Box, size: tuple[int, int]) -> Any:
         from PIL import Image, ImageDraw
