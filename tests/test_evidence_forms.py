@@ -13,7 +13,7 @@ from vicogym.checks.evidence import check_task
 from vicogym.checks.evidence.forms import check, needs_zoom, overlaps, problems
 from vicogym.programs.evidence import score_answer
 from vicogym.programs.evidence.forms import anls, field_label, levenshtein, pair_fields
-from vicogym.renderers.evidence import EvidenceRenderer
+from vicogym.renderers.evidence import EvidenceRenderer, cut
 from vicogym.renderers.evidence.forms import RegionRenderer
 from vicogym.sources.evidence import TaskSource, forms
 from vicogym.structures.evidence import Task, Unit, crop_view, support, whole_view
@@ -190,13 +190,16 @@ def test_a_zoom_is_a_re_render_not_upsampled_pixels():
     crop, size = zoom.tiles[0].crop, zoom.tiles[0].size
     assert zoom.tiles[0].scale > 1.5
     sharp = RegionRenderer().draw(unit, crop, size).astype(float)
-    blurred = RegionRenderer().naive(unit, crop, size).astype(float)
+    page = np.asarray(RegionRenderer()._render(unit.spec, unit.frame, (unit.width, unit.height)))
+    blurred = cut(page, crop, size).astype(float)  # the page's own pixels, upsampled
 
     def edges(image):
         gray = image.mean(axis=2)
         return np.abs(np.diff(gray, axis=1)).mean() + np.abs(np.diff(gray, axis=0)).mean()
 
     assert edges(sharp) > 1.2 * edges(blurred)
+    # the baseline draws the whole page at the zoom's detail: the same view, but for hinting
+    assert np.abs(sharp - RegionRenderer().naive(unit, crop, size).astype(float)).mean() < 2.0
     # at the page's own scale the re-render and the cut of the full page agree
     crop = (100.0, 200.0, 700.0, 600.0)
     assert np.abs(RegionRenderer().draw(unit, crop, (600, 400)).astype(int)
