@@ -29,7 +29,7 @@ from vicogym.structures.evidence import (
     support,
     whole_view,
 )
-from vicogym.validation import MAX_SEED, is_int
+from vicogym.validation import MAX_SEED, did_you_mean, is_int
 
 #: geometry columns of ``obs["geometry"]``, one row per sent image (-1 where none)
 GEOMETRY = ("view", "unit", "x0", "y0", "x1", "y1", "scale", "width", "height")
@@ -57,6 +57,8 @@ class EvidenceConfig:
     #: what is sent at reset: the task's own start (``task``) or every unit (``all``)
     start: str = "task"
     family_settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: settings of the region renderers, by renderer (``clevr``: ``threads``, ``timeout``)
+    render_settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     max_steps: int = 16
     #: images per request: the newest this many views are sent (and may be zoomed)
     max_images: int = 6
@@ -80,10 +82,18 @@ class EvidenceConfig:
         if self.executor is not None and not isinstance(self.executor, str):
             raise ValueError(f"expected executor as a spec string (simulated, direct, openai:MODEL@URL), got "
                              f"{self.executor!r}")
-        if not isinstance(self.family_settings, Mapping) or not all(
-                isinstance(v, Mapping) for v in self.family_settings.values()):
-            raise ValueError(f"expected family_settings as {{family: {{setting: value}}}}, got "
-                             f"{self.family_settings!r}")
+        for name in ("family_settings", "render_settings"):
+            value = getattr(self, name)
+            if not isinstance(value, Mapping) or not all(isinstance(v, Mapping) for v in value.values()):
+                raise ValueError(f"expected {name} as {{name: {{setting: value}}}}, got {value!r}")
+        from vicogym.renderers.evidence import REGION_RENDERERS
+
+        renderers = {m.rsplit(".", 1)[-1] for m in REGION_RENDERERS.values()}
+        for name in self.render_settings:
+            if name not in renderers:
+                hint = did_you_mean(name, renderers)
+                raise ValueError(f"render_settings names {name!r}, which is no region renderer{hint} (renderers: "
+                                 f"{', '.join(sorted(renderers))})")
         tasks = self.tasks
         object.__setattr__(self, "tasks", list(tasks) if isinstance(tasks, (list, tuple)) else tasks)
 
@@ -165,12 +175,12 @@ class EvidenceEnv(gym.Env):
         self.render_mode = render_mode
         self.config = replace(config, **kwargs) if config is not None else EvidenceConfig(**kwargs)
         c = self.config
-        self.source = TaskSource(c.tasks, c.family_settings)
+        self.source = TaskSource(c.tasks, c.family_settings, c.view_size)
         from vicogym.arm import require_module
 
         for module in sorted(self.source.extras()):
             require_module(module, PIP_EXTRAS.get(module, module), f"{self.env_id} with tasks={c.tasks!r}")
-        self.renderer = EvidenceRenderer({k: v for k, v in c.family_settings.items()})
+        self.renderer = EvidenceRenderer(c.render_settings)
         n, s = c.max_images, c.view_size
         self.observation_space = spaces.Dict({
             "question": TextSpace(c.max_question_chars),

@@ -26,9 +26,11 @@ REGION_RENDERERS: Mapping[str, str] = {
     "form": "vicogym.renderers.evidence.forms",
     "chart": "vicogym.renderers.evidence.charts",
     "slide": "vicogym.renderers.evidence.charts",
-    "clevr": "vicogym.renderers.evidence.rasters",
+    "clevr": "vicogym.renderers.evidence.clevr",
     "image": "vicogym.renderers.evidence.rasters",
 }
+#: the unit kinds drawn from PNG payloads
+RASTER_KINDS = ("image", "clevr")
 #: ring colours by note ordinal (RGB), as the paper's canvas numbers its markers
 RING_COLORS = ((230, 25, 75), (0, 130, 200), (60, 180, 75), (245, 130, 48), (145, 30, 180), (70, 240, 240),
                (240, 50, 230), (128, 128, 0), (0, 128, 128), (170, 110, 40))
@@ -108,7 +110,8 @@ class EvidenceRenderer:
     def add_payloads(self, payloads: Mapping[str, bytes]) -> None:
         """PNG bytes by SHA-256 that raster units name (a stored task's, a trace's)."""
         if payloads:
-            self.region_renderer("image").payloads.update(payloads)
+            for kind in RASTER_KINDS:
+                self.region_renderer(kind).payloads.update(payloads)
 
     def draw_tile(self, unit: Unit, tile: Tile) -> np.ndarray:
         return self.region_renderer(unit.kind).draw(unit, tile.crop, tile.size)

@@ -63,7 +63,8 @@ class TaskSource:
     """Draws tasks from the families and data sets of a ``tasks`` setting: a seeded draw
     picks one spec, then a task of it (a data set's tasks by index)."""
 
-    def __init__(self, tasks: Any, settings: Mapping[str, Mapping[str, Any]] | None = None):
+    def __init__(self, tasks: Any, settings: Mapping[str, Mapping[str, Any]] | None = None,
+                 view_size: int | None = None):
         self.specs = parse_tasks(tasks)
         self.settings = {k: dict(v) for k, v in (settings or {}).items()}
         unknown = set(self.settings) - set(FAMILIES) - set(LOADERS)
@@ -87,6 +88,8 @@ class TaskSource:
                     raise ValueError(f"the {spec} family has no setting {name!r}{did_you_mean(name, module.DEFAULTS)}"
                                      f" (settings: {', '.join(sorted(module.DEFAULTS))})")
                 merged = {**module.DEFAULTS, **given}
+                if view_size is not None and "view_size" in module.DEFAULTS and "view_size" not in given:
+                    merged["view_size"] = view_size  # a family that hides detail from the default view sizes to it
                 if hasattr(module, "check_settings"):
                     module.check_settings(merged)
                 self._families[spec] = (module, merged)

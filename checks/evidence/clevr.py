@@ -1,0 +1,217 @@
+"""Answerability checks of the CLEVR evidence families, on a prepared task (its units drawn,
+each unit's ``spec["facts"]`` the render's mask pass: visible pixels, boxes, edge contact).
+
+``clevr_detail``: the answer is what the program gives on the scene; every object shows at
+full resolution (inside the frame, at least CLEVR's 200 visible pixels, not scaled with
+the image since a zoom shows the unit at full resolution at most, and a box no smaller
+than the legible object extent); every relation the program reads can be seen (the CLEVR
+arm's distances); the question is not degenerate, reads nothing the engine does not show
+and nothing the family leaves unasked; the evidence is the objects the program reads; and
+none of it is legible in the default view (the whole unit fitted into ``view_size``)
+while each item is legible in a zoom onto its box.
+
+``clevr_sequence``: every frame is the scene the edits give; the answer, its other
+spellings and the evidence are what :mod:`vicogym.programs.evidence.sequences` derives
+(descriptions unique where the question names an object); every object of every frame
+shows (the CLEVR arm's visibility rule); every move is seen (the object's boxes before
+and after do not overlap); and every evidence item is legible in a zoom onto it.
+
+:func:`check` says why a task is not answerable (``None`` when it is); :func:`require`
+raises it as :class:`~vicogym.errors.InvalidEdit`; :func:`rederive` re-derives the answer
+from ``meta`` alone (what ``verify`` re-runs).
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any, Mapping, Sequence
+
+from vicogym.checks import clevr as clevr_checks
+from vicogym.core import canonical_json
+from vicogym.errors import InvalidEdit, register_error_codes
+from vicogym.programs import clevr as clevr_programs
+from vicogym.programs.evidence import sequences
+from vicogym.structures.clevr import Scene
+from vicogym.structures.evidence import LEGIBLE_OBJECT_PX, Evidence, Task, crop_view, support, whole_view
+
+ERROR_CODES = {
+    "answer_mismatch": "the stored answer, golds or evidence are not what the task's program or edits give",
+    "unshown_attribute": "the question reads an attribute the images do not show or the family does not ask",
+    "detail_shown": "an object the question reads is legible in the default view, so the task needs no zoom",
+    "detail_unreadable": "an object the question reads stays too small to read even zoomed to full resolution",
+    "change_unseen": "an edit of a sequence a reader cannot see: a move that leaves the object where it was",
+    "not_prepared": "a CLEVR unit that has not been rendered yet (no pixels, no mask facts)",
+}
+register_error_codes("clevr_evidence", ERROR_CODES)
+FAMILIES = ("clevr_detail", "clevr_sequence")
+
+
+def rederive(task: Task) -> str:
+    """The task's answer from its ``meta`` alone: the program run on the scene
+    (``clevr_detail``), or the question answered from the initial scene and the edits
+    (``clevr_sequence``)."""
+    meta = task.meta
+    if task.family == "clevr_detail":
+        program = clevr_programs.normalize_program(meta["program"])
+        return clevr_programs.answer_text(clevr_programs.execute(Scene.from_dict(meta["scene"]), program))
+    if task.family == "clevr_sequence":
+        return sequences.answer(meta)
+    raise ValueError(f"expected a task of {FAMILIES}, got family {task.family!r}")
+
+
+def check(task: Task) -> str | None:
+    """Why a careful reader could not answer ``task`` (see the module notes), or ``None``
+    (the family check :func:`vicogym.checks.evidence.check_task` calls)."""
+    try:
+        require(task)
+    except InvalidEdit as exc:
+        return str(exc)
+    return None
+
+
+def require(task: Task) -> None:
+    """Raise ``InvalidEdit`` (with one of :data:`ERROR_CODES` or the CLEVR arm's codes)
+    for the first reason a careful reader could not answer ``task``."""
+    for k, unit in enumerate(task.units):
+        if "facts" not in unit.spec or "png" not in unit.spec:
+            raise InvalidEdit("not_prepared", f"unit {k} of task {task.id} has no render yet; run the renderer's "
+                              "prepare first")
+    if task.family == "clevr_detail":
+        _check_detail(task)
+    elif task.family == "clevr_sequence":
+        _check_sequence(task)
+    else:
+        raise ValueError(f"expected a task of {FAMILIES}, got family {task.family!r}")
+
+
+def _facts(task: Task, k: int) -> SimpleNamespace:
+    facts = task.units[k].spec["facts"]
+    return SimpleNamespace(visible=facts["visible"], boxes=facts["boxes"], at_edge=facts["at_edge"])
+
+
+def expected_evidence(task: Task, items: Sequence[Mapping[str, Any]]) -> list[Evidence]:
+    """The evidence the render's boxes give the listed objects (``{"unit", "object"}``)."""
+    out = []
+    for item in items:
+        box = _facts(task, item["unit"]).boxes[item["object"]]
+        if box is None:
+            raise InvalidEdit("hidden", f"object {item['object']} of unit {item['unit']} ({item.get('what', '')}) "
+                              "does not show at all")
+        out.append(Evidence(item["unit"], tuple(float(v) for v in box), float(min(box[2] - box[0], box[3] - box[1])),
+                            LEGIBLE_OBJECT_PX, str(item.get("what", ""))))
+    return out
+
+
+def _same_evidence(task: Task, expected: Sequence[Evidence]) -> None:
+    have = sorted((e.unit, tuple(e.box)) for e in task.evidence)
+    want = sorted((e.unit, tuple(e.box)) for e in expected)
+    if have != want:
+        raise InvalidEdit("answer_mismatch", f"the task's evidence boxes {have} are not those of the objects its "
+                          f"question reads {want}")
+
+
+def _zoom_problem(task: Task, view_size: int) -> str | None:
+    for k, e in enumerate(task.evidence):
+        view = crop_view(0, e.unit, task.units[e.unit], e.box, view_size)
+        if not support([e], [view])["all"]:
+            return (f"evidence {k} ({e.what}) is {e.size:.0f} px across at full resolution, under the "
+                    f"{e.legible:g} px a reader needs")
+    return None
+
+
+def _check_detail(task: Task) -> None:
+    meta = task.meta
+    scene = Scene.from_dict(meta["scene"])
+    unit = task.units[0]
+    if canonical_json(unit.spec["scene"]) != canonical_json(meta["scene"]):
+        raise InvalidEdit("answer_mismatch", "the unit draws another scene than the one the question was asked of")
+    program = clevr_programs.normalize_program(meta["program"])
+    unseen = clevr_programs.attributes_read(program) & set(meta.get("unasked", ()))
+    if unseen:
+        raise InvalidEdit("unshown_attribute", f"the question reads {sorted(unseen)}, which this task's images do "
+                          "not show or its family does not ask")
+    try:
+        answer = clevr_programs.answer_text(clevr_programs.execute(scene, program))
+    except InvalidEdit as exc:
+        raise InvalidEdit("ambiguous", f"the program has no answer on the scene: {exc.message}") from None
+    if answer != task.answer:
+        raise InvalidEdit("answer_mismatch", f"the program gives {answer!r}, the task says {task.answer!r}")
+    facts = _facts(task, 0)
+    for k, obj in enumerate(scene.objects):
+        name = f"object {k} (the {obj.size} {obj.color} {obj.shape})"
+        box = facts.boxes[k]
+        if facts.at_edge[k] or box is None:
+            raise InvalidEdit("out_of_frame" if facts.at_edge[k] else "hidden", f"{name} is "
+                              f"{'cut by the frame' if facts.at_edge[k] else 'not shown at all'}")
+        if facts.visible[k] < clevr_checks.MIN_PIXELS_AT_480x320:
+            raise InvalidEdit("hidden", f"{name} shows {facts.visible[k]} pixels, fewer than the "
+                              f"{clevr_checks.MIN_PIXELS_AT_480x320} a reader needs")
+        extent = min(box[2] - box[0], box[3] - box[1])
+        if extent < LEGIBLE_OBJECT_PX:
+            raise InvalidEdit("detail_unreadable", f"{name} is {extent} px across at full resolution, under the "
+                              f"{LEGIBLE_OBJECT_PX:g} px a reader needs to tell it")
+    relation = clevr_programs.relation_problem(scene, program, clevr_checks.relation_px(scene.width),
+                                               clevr_checks.depth_px(scene.height))
+    if relation is not None:
+        raise InvalidEdit("relation_unseen", relation)
+    degenerate = clevr_programs.degeneracy(scene, program)
+    if degenerate is not None:
+        raise InvalidEdit("degenerate", degenerate)
+    if "material" not in meta.get("unasked", ()):
+        unseen_material = clevr_programs.material_unseen(scene, program)
+        if unseen_material is not None:
+            raise InvalidEdit("material_unseen", unseen_material)
+    asked = clevr_programs.asked_objects(scene, program)
+    listed = sorted(item["object"] for item in meta.get("evidence_objects", ()))
+    if listed != asked or not asked:
+        raise InvalidEdit("answer_mismatch", f"the evidence lists objects {listed}, the program reads {asked}")
+    _same_evidence(task, expected_evidence(task, meta["evidence_objects"]))
+    view_size = int(meta["view_size"])
+    shown = support(task.evidence, [whole_view(0, 0, unit, view_size)])
+    legible = [item["what"] for item in shown["items"] if item["supported"]]
+    if legible:
+        raise InvalidEdit("detail_shown", f"{', '.join(legible)} can be read in the default {view_size} px view")
+    zoom = _zoom_problem(task, view_size)
+    if zoom is not None:
+        raise InvalidEdit("detail_unreadable", zoom)
+
+
+def _check_sequence(task: Task) -> None:
+    meta = task.meta
+    frames = sequences.replay(Scene.from_dict(meta["initial"]), meta["edits"])
+    if len(frames) != len(task.units):
+        raise InvalidEdit("answer_mismatch", f"the edits make {len(frames)} frames, the task has {len(task.units)}")
+    for k, (frame, unit) in enumerate(zip(frames, task.units)):
+        if canonical_json(unit.spec["scene"]) != canonical_json(frame.scene.to_dict()):
+            raise InvalidEdit("answer_mismatch", f"unit {k} draws another scene than frame {k + 1} of the edits")
+    try:
+        derived = sequences.derive(frames, meta["question"])
+    except InvalidEdit as exc:
+        raise InvalidEdit("ambiguous", f"the question has no single answer: {exc.message}") from None
+    if derived.answer != task.answer or tuple(derived.golds) != tuple(task.golds):
+        raise InvalidEdit("answer_mismatch", f"the edits give {derived.answer!r} (also {list(derived.golds)}), the "
+                          f"task says {task.answer!r} (also {list(task.golds)})")
+    for k, frame in enumerate(frames):
+        try:
+            clevr_checks.check_visible(frame.scene, _facts(task, k))
+        except InvalidEdit as exc:
+            raise InvalidEdit(exc.code, f"frame {k + 1}: {exc.message}") from None
+    for step, op in enumerate(meta["edits"]):
+        if op["op"] != "move":
+            continue
+        before = _facts(task, step).boxes[op["object"]]
+        identity = frames[step].ids[op["object"]]
+        after = _facts(task, step + 1).boxes[frames[step + 1].index(identity)]
+        if not (before[2] <= after[0] or after[2] <= before[0] or before[3] <= after[1] or after[3] <= before[1]):
+            raise InvalidEdit("change_unseen", f"the move from frame {step + 1} to frame {step + 2} leaves object "
+                              f"{op['object']} overlapping where it was ({before} -> {after}); a reader may not see "
+                              "it move")
+    want = [{"unit": number - 1, "object": frames[number - 1].index(identity), "what": what}
+            for number, identity, what in derived.seen]
+    listed = [{"unit": i["unit"], "object": i["object"], "what": i["what"]} for i in meta.get("evidence_objects", ())]
+    if listed != want:
+        raise InvalidEdit("answer_mismatch", f"the evidence lists {listed}, the question reads {want}")
+    _same_evidence(task, expected_evidence(task, want))
+    zoom = _zoom_problem(task, int(meta.get("view_size", 768)))
+    if zoom is not None:
+        raise InvalidEdit("detail_unreadable", zoom)
