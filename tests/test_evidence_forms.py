@@ -9,10 +9,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from vicogym.answers import levenshtein
 from vicogym.checks.evidence import check_task
 from vicogym.checks.evidence.forms import check, needs_zoom, overlaps, problems
 from vicogym.programs.evidence import score_answer
-from vicogym.programs.evidence.forms import anls, field_label, levenshtein, pair_fields
+from vicogym.programs.evidence.forms import anls, field_label, pair_fields
 from vicogym.renderers.evidence import EvidenceRenderer, cut
 from vicogym.renderers.evidence.forms import RegionRenderer
 from vicogym.sources.evidence import TaskSource, forms

@@ -75,7 +75,8 @@ def relaxed_accuracy(prediction: str, target: str, tolerance: float = 0.05) -> f
     return exact_match(prediction, target)
 
 
-def _levenshtein(a: str, b: str) -> int:
+def levenshtein(a: str, b: str) -> int:
+    """The edit distance (insertions, deletions, substitutions, each 1)."""
     previous = list(range(len(b) + 1))
     for i, ca in enumerate(a, 1):
         current = [i]
@@ -90,7 +91,7 @@ def anls(prediction: str, target: str, threshold: float = 0.5) -> float:
     p, t = normalize_text(prediction), normalize_text(target)
     if not p and not t:
         return 1.0
-    similarity = 1.0 - _levenshtein(p, t) / max(len(p), len(t))
+    similarity = 1.0 - levenshtein(p, t) / max(len(p), len(t))
     return similarity if similarity >= threshold else 0.0
 
 

@@ -44,6 +44,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
+from vicogym.answers import levenshtein
+
 Box = tuple[float, float, float, float]
 
 ENTITY_LABELS = ("question", "answer", "header", "other")
@@ -326,19 +328,6 @@ def field_label(text: str) -> str:
 def normalize(text: str) -> str:
     """ANLS's normalisation: lower case, stripped, inner whitespace runs as one space."""
     return " ".join(str(text).strip().lower().split())
-
-
-def levenshtein(a: str, b: str) -> int:
-    """The edit distance (insertions, deletions, substitutions, each 1)."""
-    if len(a) < len(b):
-        a, b = b, a
-    previous = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        current = [i]
-        for j, cb in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
-        previous = current
-    return previous[-1]
 
 
 def normalized_levenshtein(a: str, b: str) -> float:

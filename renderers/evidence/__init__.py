@@ -10,7 +10,6 @@ on the kind and composes the view. Same view, same bytes.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import os
 from collections import OrderedDict
@@ -19,7 +18,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from vicogym.structures.evidence import Box, Note, Task, Tile, Unit, View
+from vicogym.structures.evidence import Box, Task, Tile, Unit, View
 
 #: unit kind -> the module whose ``RegionRenderer`` draws it
 REGION_RENDERERS: Mapping[str, str] = {
@@ -211,18 +210,6 @@ def burn_notes(canvas: np.ndarray, view: View) -> np.ndarray:
             cv2.putText(out, str(note.ordinal + 1), (centre[0] + RING_RADIUS, centre[1] - RING_RADIUS),
                         cv2.FONT_HERSHEY_SIMPLEX, 0.5, color, 2, lineType=cv2.LINE_AA)
     return out
-
-
-def ring_color(note: Note) -> tuple[int, int, int]:
-    return RING_COLORS[note.ordinal % len(RING_COLORS)]
-
-
-def sha256_file(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 class RasterCache:

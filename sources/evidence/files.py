@@ -289,13 +289,7 @@ def jsonl_task(record: Any, where: str, file: Path, line: int, units: dict[Path,
     units = {} if units is None else units
     if not isinstance(record, Mapping):
         raise SourceError(f"{where}: expected a JSON object, got {type(record).__name__}")
-    unknown = sorted(set(record) - JSONL_FIELDS)
-    if unknown:
-        raise SourceError(f"{where}: field {unknown[0]!r} is not a field of a record"
-                          f"{did_you_mean(unknown[0], JSONL_FIELDS)} (fields: {', '.join(sorted(JSONL_FIELDS))})")
-    for name in ("units", "question", "answer", "metric"):
-        if name not in record:
-            raise SourceError(f"{where}: field {name!r} is missing")
+    _fields(record, JSONL_FIELDS, ("units", "question", "answer", "metric"), where, "a record")
     paths = record["units"]
     if not isinstance(paths, list) or not paths or not all(isinstance(p, str) and p for p in paths):
         raise SourceError(f"{where}: field 'units': expected a non-empty list of image paths, got {paths!r}")
@@ -342,6 +336,17 @@ def jsonl_task(record: Any, where: str, file: Path, line: int, units: dict[Path,
                 "first" if len(made) == 1 else "sheet", meta)
 
 
+def _fields(record: Mapping[str, Any], known: Any, required: Sequence[str], where: str, what: str) -> None:
+    """``SourceError`` for a field ``record`` should not have, or one it lacks."""
+    unknown = sorted(set(record) - set(known))
+    if unknown:
+        raise SourceError(f"{where}: field {unknown[0]!r} is not a field of {what}{did_you_mean(unknown[0], known)} "
+                          f"(fields: {', '.join(sorted(known))})")
+    for name in required:
+        if name not in record:
+            raise SourceError(f"{where}: field {name!r} is missing")
+
+
 def _evidence(items: Any, where: str, units: Sequence[Unit]) -> tuple[Evidence, ...]:
     if not isinstance(items, list):
         raise SourceError(f"{where}: field 'evidence': expected a list of {{'unit', 'box', 'size'}}, got {items!r}")
@@ -350,13 +355,7 @@ def _evidence(items: Any, where: str, units: Sequence[Unit]) -> tuple[Evidence, 
         at = f"{where}: field 'evidence' #{k}"
         if not isinstance(item, Mapping):
             raise SourceError(f"{at}: expected an object with 'unit', 'box' and 'size', got {item!r}")
-        unknown = sorted(set(item) - EVIDENCE_FIELDS)
-        if unknown:
-            raise SourceError(f"{at}: {unknown[0]!r} is not a field of an evidence item"
-                              f"{did_you_mean(unknown[0], EVIDENCE_FIELDS)}")
-        for name in ("unit", "box", "size"):
-            if name not in item:
-                raise SourceError(f"{at}: field {name!r} is missing")
+        _fields(item, EVIDENCE_FIELDS, ("unit", "box", "size"), at, "an evidence item")
         unit = item["unit"]
         if not is_int(unit, 0, len(units) - 1):
             raise SourceError(f"{at}: field 'unit': expected a unit index in 0..{len(units) - 1}, got {unit!r}")

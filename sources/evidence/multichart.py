@@ -30,8 +30,7 @@ from vicogym.errors import GenerationError, InvalidEdit
 from vicogym.programs.evidence.charts import CONTRACTS, MC_OPS, derive, distractors, option_truths, question, tables_of
 from vicogym.sources.evidence.slides import (
     cell_targets,
-    check_ops,
-    check_scale,
+    check_common,
     draw_structure,
     pick_qualifiers,
     provisional,
@@ -42,7 +41,7 @@ from vicogym.sources.evidence.slides import (
 )
 from vicogym.structures.chart import ChartStructure
 from vicogym.structures.evidence import Task, Unit, letters
-from vicogym.validation import is_int, pick
+from vicogym.validation import pick
 
 DEFAULTS: dict[str, Any] = {
     "min_charts": 2,
@@ -65,12 +64,7 @@ MAX_TITLE_CHARS = 44
 
 def check_settings(settings: Mapping[str, Any]) -> None:
     """``ValueError`` naming the setting to change when ``settings`` cannot draw a task."""
-    lo, hi = settings["min_charts"], settings["max_charts"]
-    if not is_int(lo, 2, 4) or not is_int(hi, 2, 4) or lo > hi:
-        raise ValueError(f"expected min_charts <= max_charts, whole numbers in [2, 4] (options A-D), got {lo!r} and "
-                         f"{hi!r}")
-    check_scale(settings["max_scale"])
-    check_ops(settings["ops"], MC_OPS)
+    check_common(settings, "charts", 2, 4, "options A-D", MC_OPS)
     if settings["start"] not in STARTS:
         raise ValueError(f"expected start in {STARTS}, got {settings['start']!r}")
 

@@ -92,15 +92,22 @@ NOTES = ("Figures are provisional", "Prepared for the steering committee", "Meth
 
 def check_settings(settings: Mapping[str, Any]) -> None:
     """``ValueError`` naming the setting to change when ``settings`` cannot draw a deck."""
-    lo, hi = settings["min_slides"], settings["max_slides"]
-    if not is_int(lo, 2, 20) or not is_int(hi, 2, 20) or lo > hi:
-        raise ValueError(f"expected min_slides <= max_slides, whole numbers in [2, 20] (a thumbnail sheet holds 20), "
-                         f"got {lo!r} and {hi!r}")
-    check_scale(settings["max_scale"])
-    check_ops(settings["ops"], SLIDE_OPS)
+    check_common(settings, "slides", 2, 20, "a thumbnail sheet holds 20", SLIDE_OPS)
     share = settings["two_slide_share"]
     if not is_number(share) or not 0.0 <= share <= 1.0:
         raise ValueError(f"expected two_slide_share as a number in [0, 1], got {share!r}")
+
+
+def check_common(settings: Mapping[str, Any], units: str, low: int, high: int, why: str, ops: Sequence[str]
+                 ) -> None:
+    """The settings both chart families share: ``min_<units>``/``max_<units>`` in [low,
+    high], ``max_scale`` and ``ops``."""
+    lo, hi = settings[f"min_{units}"], settings[f"max_{units}"]
+    if not is_int(lo, low, high) or not is_int(hi, low, high) or lo > hi:
+        raise ValueError(f"expected min_{units} <= max_{units}, whole numbers in [{low}, {high}] ({why}), got "
+                         f"{lo!r} and {hi!r}")
+    check_scale(settings["max_scale"])
+    check_ops(settings["ops"], ops)
 
 
 def check_scale(max_scale: Any) -> None:

@@ -26,6 +26,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from vicogym.clients import _ChatClient
 from vicogym.evidence.skills import Skill
 
 SIMULATED_POLICIES = ("skill", "largest", "oracle")
@@ -295,24 +296,14 @@ def largest_text_region(pixels: np.ndarray) -> dict[str, float] | None:
 
 # -- a model behind an OpenAI-compatible server ---------------------------------------------
 @dataclass
-class OpenAIExecutor:
-    """An executor model behind an OpenAI-compatible chat server (see the module doc)."""
+class OpenAIExecutor(_ChatClient):
+    """An executor model behind an OpenAI-compatible chat server (see the module doc):
+    the shared client's settings, greedy by default, with a longer time-out (requests carry
+    several images)."""
 
-    model: str
-    base_url: str
-    api_key_env: str = "OPENAI_API_KEY"
-    temperature: float = 0.0
-    max_tokens: int = 512
     timeout: float = 120.0
-    max_retries: int = 4
-    max_in_flight: int = 8
+    temperature: float = 0.0
     direct: bool = False
-
-    def __post_init__(self) -> None:
-        from vicogym.clients import _ChatClient
-
-        self.client = _ChatClient(self.model, self.base_url, self.api_key_env, self.max_in_flight, self.timeout,
-                                  self.max_retries, self.temperature, self.max_tokens)
 
     @property
     def spec(self) -> str:
@@ -335,9 +326,9 @@ class OpenAIExecutor:
                          ' Reply with one JSON object: {"action": "answer", "answer": "..."}')
         else:
             parts.append(request["protocol"])
-            units = "; ".join(f"unit {u['index']}: {u['kind']}" + (f" '{u['title']}'" if u["title"] else "")
-                              for u in request["units"])
-            parts.append(f"The task's units: {units}.")
+            kinds = sorted({u["kind"] for u in request["units"]})
+            parts.append(f"The task's pool holds {len(request['units'])} units (0-{len(request['units']) - 1}; "
+                         f"{', '.join(kinds)}); what each shows is in the images, not in this text.")
             b = request["budget"]
             parts.append(f"Budget left: {b['steps']} steps, {b['crops']} zoom views, {b['notes']} notes; a request "
                          f"holds {b['images']} images.")
@@ -357,8 +348,8 @@ class OpenAIExecutor:
         return content
 
     def act(self, request: Mapping[str, Any], info: Mapping[str, Any]) -> str:
-        reply = self.client.chat(self.content(request), n=1, seed=self.seed)[0]
-        self.usage = dict(self.client.last_usage)
+        reply = self.chat(self.content(request), n=1, seed=self.seed)[0]
+        self.usage = dict(self.last_usage)
         self.last_reply = reply
         return extract_action(reply)
 

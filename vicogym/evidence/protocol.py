@@ -126,6 +126,16 @@ def _region(value: Any, k: int) -> tuple[float, float, float, float]:
     return (x0, y0, x1, y1)
 
 
+def _listed(obj: Mapping[str, Any], field: str, action: str, what: str) -> list[Any]:
+    """``obj[field]`` as a non-empty list (one object alone is taken as a list of one)."""
+    value = obj[field]
+    if isinstance(value, Mapping):
+        value = [value]
+    if not isinstance(value, list) or not value:
+        raise _fail("bad_field", f"expected {field} as a non-empty list of {what}, got {value!r}", action, field)
+    return value
+
+
 def _units(value: Any, action: str) -> list[int]:
     if not isinstance(value, list) or not value or not all(is_int(u, 0) for u in value):
         raise _fail("bad_field", f"expected units as a non-empty list of unit numbers, got {value!r}", action, "units")
@@ -153,24 +163,14 @@ def parse_action(action: Any, max_regions: int = 2) -> dict[str, Any]:
         raise _fail("bad_field", f"{name} has no field {field!r}{did_you_mean(field, required | optional)} "
                                  f"(fields: {', '.join(sorted(required | optional))})", name, field)
     if name == "zoom":
-        regions = obj["regions"]
-        if isinstance(regions, Mapping):
-            regions = [regions]
-        if not isinstance(regions, list) or not regions:
-            raise _fail("bad_field", f"expected regions as a non-empty list of {{x0, y0, x1, y1}}, got {regions!r}",
-                        name, "regions")
+        regions = _listed(obj, "regions", name, "{x0, y0, x1, y1}")
         if len(regions) > max_regions:
             raise _fail("too_many_regions", f"{len(regions)} regions; one zoom takes at most {max_regions}", name,
                         "regions")
         return {"action": name, "image": _image(obj["image"], name),
                 "regions": [_region(r, k) for k, r in enumerate(regions)], "note": _text(obj.get("note"), name, "note")}
     if name == "note":
-        notes = obj["notes"]
-        if isinstance(notes, Mapping):
-            notes = [notes]
-        if not isinstance(notes, list) or not notes:
-            raise _fail("bad_field", f"expected notes as a non-empty list of {{at, text, image}}, got {notes!r}",
-                        name, "notes")
+        notes = _listed(obj, "notes", name, "{at, text, image}")
         parsed = []
         for k, note in enumerate(notes):
             field = f"notes[{k}]"
