@@ -447,8 +447,9 @@ class EvidenceEnv(gym.Env):
         return {"question": self.question_text(), "protocol": contract_text(c.max_regions),
                 "contract": CONTRACT_TEXT[self.task.contract],
                 "images": [{"id": v.id, "pixels": self.pixels[v.id], "view": v.to_dict()} for v in self.visible()],
-                "units": [{"index": i, "kind": u.kind, "title": u.title, "width": u.width, "height": u.height}
-                          for i, u in enumerate(self.task.units)],
+                "units": [{"index": i, "kind": u.kind, "title": u.title, "width": u.width, "height": u.height,
+                           "max_scale": u.max_scale} for i, u in enumerate(self.task.units)],
+                "view_size": c.view_size,
                 "history": list(self.history),
                 "budget": {"steps": c.max_steps - self.steps, "crops": c.max_crops - self.crops,
                            "notes": c.max_notes - len(self.notes), "images": c.max_images}}

@@ -347,12 +347,15 @@ def sheet_view(view_id: int, units: Sequence[tuple[int, Unit]], cols: int, max_s
     if cell_w < 8 or cell_h <= label_px + 8:
         raise ValueError(f"{len(units)} units in {cols} columns leave cells of {cell_w}x{cell_h} px on a "
                          f"{max_side} px sheet; use fewer units or other columns")
-    tiles = []
-    for k, (index, unit) in enumerate(units):
-        r, c = divmod(k, cols)
-        scale = fit_scale(unit.width, unit.height, cell_w, cell_h - label_px, unit.max_scale)
-        label = f"Unit {index}" + (f": {unit.title}" if unit.title else "")
-        tiles.append(Tile(index, unit.frame, scale, (c * (cell_w + gap), r * (cell_h + gap) + label_px), label))
+    scales = [fit_scale(u.width, u.height, cell_w, cell_h - label_px, u.max_scale) for _, u in units]
+    tiles, top = [], 0
+    for r in range(rows):  # each row as tall as its tallest tile: no empty bands on wide units
+        row = list(range(r * cols, min(len(units), (r + 1) * cols)))
+        for c, k in enumerate(row):
+            index, unit = units[k]
+            label = f"Unit {index}" + (f": {unit.title}" if unit.title else "")
+            tiles.append(Tile(index, unit.frame, scales[k], (c * (cell_w + gap), top + label_px), label))
+        top += label_px + max(tiles[k].size[1] for k in row) + gap
     width = max(t.rect[2] for t in tiles)
     height = max(t.rect[3] for t in tiles)
     shown = tuple(n for n in notes if any(t.unit == n.unit and _inside(t.crop, n.at) for t in tiles))

@@ -160,9 +160,9 @@ class SimulatedExecutor:
                 return json.dumps({"action": "note", "notes": notes[: budget["notes"]]})
         if "zoom_evidence" in d and budget["crops"] > 0:
             while self.done_items < len(evidence):
-                e = evidence[self.done_items]
+                e, taken = self._group(evidence, request)
                 spot = self._fraction_of(e, images, margin=0.25)
-                self.done_items += 1
+                self.done_items += taken
                 if spot is None:
                     continue
                 view_id, region = spot
@@ -171,6 +171,27 @@ class SimulatedExecutor:
                 return json.dumps({"action": "zoom", "image": view_id,
                                    "regions": [{"x0": region[0], "y0": region[1], "x1": region[2], "y1": region[3]}]})
         return self._answer(info)
+
+    def _group(self, evidence: Sequence[Mapping[str, Any]], request: Mapping[str, Any]
+               ) -> tuple[Mapping[str, Any], int]:
+        """The next evidence item, merged with the ones after it in the same unit while one
+        zoom onto their joint box still shows each legibly (a label and its value read
+        together, as a person would), and how many items it covers."""
+        first = evidence[self.done_items]
+        unit = request["units"][first["unit"]]
+        box, taken = list(first["box"]), 1
+        for e in evidence[self.done_items + 1:]:
+            if e["unit"] != first["unit"]:
+                break
+            joint = [min(box[0], e["box"][0]), min(box[1], e["box"][1]), max(box[2], e["box"][2]),
+                     max(box[3], e["box"][3])]
+            w, h = (joint[2] - joint[0]) * 1.5, (joint[3] - joint[1]) * 1.5
+            scale = min(request["view_size"] / w, request["view_size"] / h, unit["max_scale"])
+            group = evidence[self.done_items:self.done_items + taken + 1]
+            if any(g["size"] * scale < 1.2 * g["legible"] for g in group):
+                break
+            box, taken = joint, taken + 1
+        return {**first, "box": box}, taken
 
     def _shown_whole_or_cropped(self, unit: int, images: Sequence[Mapping[str, Any]]) -> bool:
         return any(t["unit"] == unit for image in images for t in image["view"]["tiles"])
