@@ -11,7 +11,7 @@ import numpy as np
 from gymnasium import spaces
 
 from vicogym.errors import GenerationError, InvalidEdit
-from vicogym.evidence.protocol import contract_text, parse_action
+from vicogym.evidence.protocol import brief, contract_text, parse_action
 from vicogym.programs.evidence import CONTRACT_TEXT, score_task
 from vicogym.registry import check_settings
 from vicogym.renderers.evidence import LABEL_PX, EvidenceRenderer
@@ -38,6 +38,8 @@ GEOMETRY_MAX = 1.0e6
 #: how many units a thumbnail sheet holds at most
 SHEET_UNITS = 20
 STARTS = ("task", "all")
+#: the smallest zoom region, in pixels of the unit it is cut from
+MIN_REGION_PX = 4
 #: how many drawn tasks in a row may fail their checks before reset gives up
 MAX_DRAWS = 32
 #: a family's extra package -> the pip extra that installs it
@@ -335,7 +337,7 @@ class EvidenceEnv(gym.Env):
     def _image(self, number: int, action: str, field: str = "image") -> View:
         shown = {v.id: v for v in self.visible()}
         if number not in shown:
-            raise InvalidEdit("unknown_image", f"image {number} is not in this request; the images sent are "
+            raise InvalidEdit("unknown_image", f"image {brief(number)} is not in this request; the images sent are "
                               f"{sorted(shown)}", op=action, field=field)
         return shown[number]
 
@@ -343,7 +345,8 @@ class EvidenceEnv(gym.Env):
         n = len(self.task.units)
         bad = [u for u in units if u >= n]
         if bad:
-            raise InvalidEdit("unknown_unit", f"unit {bad[0]} is not in the task's pool of {n} (units 0-{n - 1})",
+            raise InvalidEdit("unknown_unit", f"unit {brief(bad[0])} is not in the task's pool of {n} (units 0-"
+                              f"{n - 1})",
                               op=action, field="units")
 
     def _plan(self, parsed: Mapping[str, Any]) -> tuple[list[View], list[Note]]:
@@ -364,6 +367,11 @@ class EvidenceEnv(gym.Env):
                     tile, crop = region_to_unit(source, region)
                 except ValueError as exc:
                     raise InvalidEdit("bad_region", f"regions[{k}]: {exc}", op=name, field=f"regions[{k}]") from None
+                w, h = crop[2] - crop[0], crop[3] - crop[1]
+                if w < MIN_REGION_PX or h < MIN_REGION_PX:
+                    raise InvalidEdit("bad_region", f"regions[{k}] covers {w:.2g} x {h:.2g} pixels of unit "
+                                      f"{tile.unit}; a zoom needs at least {MIN_REGION_PX} x {MIN_REGION_PX}",
+                                      op=name, field=f"regions[{k}]")
                 views.append(crop_view(next_id + k, tile.unit, units[tile.unit], crop, c.view_size, self.notes,
                                        {**made, "from": source.id, "region": list(region), "note": parsed["note"]}))
             return views, []

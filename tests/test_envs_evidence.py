@@ -372,3 +372,18 @@ def test_the_command_line_runs_verifies_and_generates(tmp_path):
                           "reader.md")):
         result = runner.invoke(app, bad)
         assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output, result.output
+
+
+@pytest.mark.parametrize("action", [
+    '{"action": "zoom", "image": 0, "regions": [[0, 0, 1' + "0" * 400 + ', 1]]}',
+    '{"action": "note", "notes": [{"at": [1' + "0" * 400 + ', 0.5], "image": 0}]}',
+    '{"action": "zoom", "image": 1' + "0" * 400 + ', "regions": [[0, 0, 1, 1]]}',
+    '{"action": "view", "units": [1' + "0" * 400 + ']}',
+    '{"action": "zoom", "image": 0, "regions": [[0.2, 0.2, 0.2000000001, 0.6]]}',
+])
+def test_huge_numbers_and_slivers_get_a_short_error(make, action):
+    env = make()
+    env.reset(seed=0)
+    info = env.step(action)[4]
+    assert info["error"]["code"] in ("bad_region", "bad_field", "unknown_image", "unknown_unit")
+    assert len(info["error"]["message"]) < 300 and len(env.unwrapped.views) == 1

@@ -27,7 +27,9 @@ def make(**kwargs):
 
 def test_every_registered_environment_is_in_a_suite():
     kinds = {env_id: env_kind(env_id) for env_id, _ in vicogym.list_environments()}
-    assert set(kinds.values()) == {"edit", "response"} and kinds[ENV_ID] == "response"
+    # edit: test_registry_suite.py; response: here; agent: test_envs_evidence*.py
+    assert set(kinds.values()) == {"edit", "response", "agent"} and kinds[ENV_ID] == "response"
+    assert kinds["vicogym/Evidence-v0"] == "agent"
 
 
 def test_check_env():

@@ -558,7 +558,7 @@ def test_a_second_writer_is_refused(tmp_path):
     holder = RunFolder(tmp_path / "busy")
     holder.lock()
     try:
-        with pytest.raises(RunError, match="another run \\(generate or synthesize\\) is writing to"):
+        with pytest.raises(RunError, match="another vicogym run is writing to"):
             generate(_config(tmp_path / "busy", n=2), progress=False)
     finally:
         holder.unlock()

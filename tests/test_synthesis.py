@@ -401,7 +401,7 @@ def test_a_second_writer_is_refused_and_loses_nothing(tmp_path):
     holder = RunFolder(config.out)
     holder.lock()
     try:
-        with pytest.raises(RunError, match="another run \\(generate or synthesize\\) is writing to"):
+        with pytest.raises(RunError, match="another vicogym run is writing to"):
             synthesize(config)
     finally:
         holder.unlock()

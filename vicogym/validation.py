@@ -24,7 +24,7 @@ def is_number(value: Any, low: float | None = None, high: float | None = None, f
     false, within ``[low, high]``."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
-    if finite and not math.isfinite(value):
+    if finite and isinstance(value, float) and not math.isfinite(value):  # an int is finite however long
         return False
     return (low is None or value >= low) and (high is None or value <= high)
 

@@ -81,6 +81,8 @@ def image_unit(path: Path, where: str, title: str = "") -> Unit:
     ``where`` says which record names it, for the error."""
     from PIL import Image, UnidentifiedImageError
 
+    if path.is_dir():
+        raise SourceError(f"{where}: {path} is a folder, not an image; name a PNG or JPEG file")
     if not path.is_file():
         raise SourceError(f"{where}: the image {path} does not exist")
     try:

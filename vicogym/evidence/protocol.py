@@ -62,6 +62,12 @@ def contract_text(max_regions: int) -> str:
     )
 
 
+def brief(value: Any, limit: int = 60) -> str:
+    """``repr(value)``, cut to ``limit`` characters (a 400-digit number is not echoed)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _fail(code: str, message: str, action: str | None = None, field: str | None = None) -> InvalidEdit:
     return InvalidEdit(code, message, op=action, field=field)
 
@@ -102,7 +108,7 @@ def _text(value: Any, action: str, field: str) -> str:
 
 def _image(value: Any, action: str, field: str = "image") -> int:
     if not is_int(value, 0):
-        raise _fail("bad_field", f"expected {field} as an image number (a whole number >= 0), got {value!r}",
+        raise _fail("bad_field", f"expected {field} as an image number (a whole number >= 0), got {brief(value)}",
                     action, field)
     return value
 
@@ -112,14 +118,14 @@ def _region(value: Any, k: int) -> tuple[float, float, float, float]:
     if isinstance(value, (list, tuple)) and len(value) == 4:
         value = dict(zip(("x0", "y0", "x1", "y1"), value))
     if not isinstance(value, Mapping) or set(value) != {"x0", "y0", "x1", "y1"}:
-        raise _fail("bad_field", f"expected {field} as {{x0, y0, x1, y1}}, got {value!r}", "zoom", field)
+        raise _fail("bad_field", f"expected {field} as {{x0, y0, x1, y1}}, got {brief(value)}", "zoom", field)
     coords = [value[name] for name in ("x0", "y0", "x1", "y1")]
     if not all(is_number(c) for c in coords):
-        raise _fail("bad_region", f"expected {field}'s coordinates as numbers, got {coords!r}", "zoom", field)
-    x0, y0, x1, y1 = (float(c) for c in coords)
-    if not all(0.0 <= c <= 1.0 for c in (x0, y0, x1, y1)):
-        raise _fail("bad_region", f"{field} has coordinates outside [0, 1] ({[x0, y0, x1, y1]}); give fractions "
+        raise _fail("bad_region", f"expected {field}'s coordinates as numbers, got {brief(coords)}", "zoom", field)
+    if not all(0 <= c <= 1 for c in coords):
+        raise _fail("bad_region", f"{field} has coordinates outside [0, 1] ({brief(coords)}); give fractions "
                                   "of the image's width and height", "zoom", field)
+    x0, y0, x1, y1 = (float(c) for c in coords)
     if not (x0 < x1 and y0 < y1):
         raise _fail("bad_region", f"{field} is empty: it needs x0 < x1 and y0 < y1, got {[x0, y0, x1, y1]}",
                     "zoom", field)
@@ -132,15 +138,17 @@ def _listed(obj: Mapping[str, Any], field: str, action: str, what: str) -> list[
     if isinstance(value, Mapping):
         value = [value]
     if not isinstance(value, list) or not value:
-        raise _fail("bad_field", f"expected {field} as a non-empty list of {what}, got {value!r}", action, field)
+        raise _fail("bad_field", f"expected {field} as a non-empty list of {what}, got {brief(value)}", action,
+                    field)
     return value
 
 
 def _units(value: Any, action: str) -> list[int]:
     if not isinstance(value, list) or not value or not all(is_int(u, 0) for u in value):
-        raise _fail("bad_field", f"expected units as a non-empty list of unit numbers, got {value!r}", action, "units")
+        raise _fail("bad_field", f"expected units as a non-empty list of unit numbers, got {brief(value)}", action,
+                    "units")
     if len(set(value)) != len(value):
-        raise _fail("bad_value", f"units lists a unit twice: {value!r}", action, "units")
+        raise _fail("bad_value", f"units lists a unit twice: {brief(value)}", action, "units")
     return list(value)
 
 
@@ -175,11 +183,11 @@ def parse_action(action: Any, max_regions: int = 2) -> dict[str, Any]:
         for k, note in enumerate(notes):
             field = f"notes[{k}]"
             if not isinstance(note, Mapping) or not {"at", "image"} <= set(note) or set(note) - {"at", "image", "text"}:
-                raise _fail("bad_field", f"expected {field} as {{at: [x, y], image: N, text}}, got {note!r}", name,
+                raise _fail("bad_field", f"expected {field} as {{at: [x, y], image: N, text}}, got {brief(note)}", name,
                             field)
             at = note["at"]
             if (not isinstance(at, (list, tuple)) or len(at) != 2 or not all(is_number(v, 0.0, 1.0) for v in at)):
-                raise _fail("bad_region", f"expected {field}.at as [x, y] fractions in [0, 1], got {at!r}", name,
+                raise _fail("bad_region", f"expected {field}.at as [x, y] fractions in [0, 1], got {brief(at)}", name,
                             field)
             parsed.append({"at": (float(at[0]), float(at[1])), "image": _image(note["image"], name, f"{field}.image"),
                            "text": _text(note.get("text"), name, f"{field}.text")})
@@ -189,7 +197,7 @@ def parse_action(action: Any, max_regions: int = 2) -> dict[str, Any]:
         if name == "compose":
             cols = obj.get("cols")
             if cols is not None and not is_int(cols, 1, 8):
-                raise _fail("bad_value", f"expected cols as a whole number in [1, 8], got {cols!r}", name, "cols")
+                raise _fail("bad_value", f"expected cols as a whole number in [1, 8], got {brief(cols)}", name, "cols")
             out["cols"] = cols
         return out
     answer = obj["answer"]

@@ -50,7 +50,7 @@ def _check(n: Any, seed: Any, per_shard: Any) -> None:
     if not is_int(n, 1):
         raise ValueError(f"expected --n as a whole number >= 1, got {n!r}")
     if not is_int(seed, 0, MAX_SEED):
-        raise ValueError(f"expected --seed as a whole number >= 0, got {seed!r}")
+        raise ValueError(f"expected --seed as a whole number in [0, 2**63 - 1], got {seed!r}")
     if not is_int(per_shard, 1):
         raise ValueError(f"expected episodes per shard as a whole number >= 1, got {per_shard!r}")
 

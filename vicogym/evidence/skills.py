@@ -67,6 +67,8 @@ def load_skill(folder: str | Path | None) -> Skill:
     if folder is None:
         return Skill()
     path = Path(folder)
+    if not path.is_dir():
+        raise RunError(f"the skill folder {path} does not exist; give a folder holding reader.md, or leave --skill out")
     reader_path = path / "reader.md"
     if not reader_path.is_file():
         raise RunError(f"{path} is not a skill folder: it has no reader.md (the reader text); write one, or leave "

@@ -182,7 +182,7 @@ class RunFolder:
             pass
         except OSError:
             handle.close()
-            raise RunError(f"another run (generate or synthesize) is writing to {self.out}; wait for it or use another "
+            raise RunError(f"another vicogym run is writing to {self.out}; wait for it or use another "
                            f"--out") from None
         self._lock = handle
 
