@@ -18,8 +18,8 @@ the font's metrics:
 - ``table``: a two-column table (a description and an amount per row, sometimes a
   total).
 
-The print is small: values have a cap height of 9-14 unit px, so at the default view (the
-page fitted into 768 px, scale ~0.47) they are 4-6.5 px tall and not legible, while a zoom
+The print is small: values have a cap height of 6.5-9 unit px, so at the default view (the
+page fitted into 768 px, scale ~0.47) they are 3-4.2 px tall and not legible, while a zoom
 onto the field (up to ``max_scale``) makes them legible. The question names one field by
 its label (labels are unique on a page); the answer is its value exactly as drawn. The
 unit's ``spec`` is what the renderer draws (texts with their font, size, baseline origin
@@ -60,9 +60,9 @@ DEFAULTS: dict[str, Any] = {
     #: page width and height in unit pixels (letter at 150 dpi)
     "page": [1275, 1650],
     #: the values' cap height range in unit pixels (one per page)
-    "value_cap": [7.5, 10.5],
+    "value_cap": [6.5, 9.0],
     #: the cap height range of the small labels in grid cells' corners
-    "small_cap": [5.0, 6.5],
+    "small_cap": [4.5, 6.0],
     #: how many sections of fields a page has at most (fewer when the page is full)
     "sections": [3, 7],
     #: the layouts sections are drawn from, and the fonts a page draws its labels and values in
