@@ -22,14 +22,14 @@ from vicogym.sources.evidence import FAMILIES
 NEEDS_BPY = pytest.mark.skipif(importlib.util.find_spec("bpy") is None,
                                reason="the CLEVR families need bpy: pip install -e '.[clevr]'")
 #: small, fast settings per family (the defaults are production-sized)
-FAST = {"clevr_detail": {"width": 640, "height": 480}, "clevr_sequence": {"width": 320, "height": 240}}
+FAST = {"clevr_detail": {"width": 960, "height": 720}, "clevr_sequence": {"width": 320, "height": 240}}
 FAMILY_PARAMS = [pytest.param(f, marks=[NEEDS_BPY, pytest.mark.slow] if f.startswith("clevr") else [])
                  for f in FAMILIES]
 
 
 def make(family, **kwargs):
     settings = {family: FAST[family]} if family in FAST else {}
-    kwargs.setdefault("view_size", 384 if family.startswith("clevr") else 768)
+    kwargs.setdefault("view_size", 256 if family.startswith("clevr") else 768)
     return gym.make("vicogym/Evidence-v0", tasks=family, family_settings=settings, **kwargs)
 
 
@@ -76,7 +76,7 @@ def test_the_oracle_reads_what_direct_cannot_and_a_run_verifies(family, tmp_path
     settings = {family: FAST[family]} if family in FAST else {}
     out = tmp_path / "run"
     runs.run_traces(family, "simulated:oracle", out, n=2, seed=0, episodes_per_shard=2,
-                    env_kwargs={"family_settings": settings, "view_size": 384})
+                    env_kwargs={"family_settings": settings, "view_size": 256})
     rows, problems, _ = runs.verify_run(out)
     assert rows == 2 and problems == []
 

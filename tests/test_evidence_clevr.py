@@ -25,9 +25,9 @@ from vicogym.structures.evidence import LEGIBLE_OBJECT_PX, Task, contains, crop_
 
 needs_bpy = pytest.mark.skipif(importlib.util.find_spec("bpy") is None,
                                reason="rendering CLEVR units needs the [clevr] extra (bpy)")
-#: the detail family at a test resolution: a 640 x 480 unit seen in a 320 px default view has
-#: the same detail band (16-32 px) as the production 1600 x 1200 seen in 768
-DETAIL = {"width": 640, "height": 480, "view_size": 320}
+#: the detail family at a test resolution: a 960 x 720 unit seen in a 256 px default view has
+#: a detail band (16-30 px) like the production 2400 x 1800 seen in 768 (16-25 px)
+DETAIL = {"width": 960, "height": 720, "view_size": 256}
 SEQUENCE = {"width": 320, "height": 240, "min_frames": 4, "max_frames": 5}
 
 
@@ -61,18 +61,19 @@ def test_a_detail_task_asks_the_program_of_its_scene_about_objects_in_the_detail
         assert task.meta["template"] not in detail.LEFT_OUT_TEMPLATES
         assert task.answer not in task.meta["distractors"] and task.meta["distractors"]
         unit = task.units[0]
-        assert (unit.kind, unit.max_scale, unit.width, unit.height) == ("clevr", 1.0, 640, 480)
+        assert (unit.kind, unit.max_scale, unit.width, unit.height) == ("clevr", 1.0, 960, 720)
         assert task.evidence == () and "png" not in unit.spec  # prepare adds the pixels and the boxes
-        low, high = detail.band(640, 480, 320)
+        low, high = detail.band(960, 720, 256)
         guess = detail.estimate(scene)
         assert all(low < guess.extent(k) < high for k in asked)
         assert task.contract == ("count" if task.answer.isdigit() else "text") and task.scorer == "short"
 
 
 def test_the_detail_band_follows_the_view_size():
-    assert detail.band(1600, 1200, 768) == pytest.approx((16.0, 16.0 * 1600 / 768))
-    assert detail.band(640, 480, 320) == pytest.approx((16.0, 32.0))
-    assert detail.middle_extent(1600, 1200, 768) == pytest.approx(16 * (1600 / 768) ** detail.BAND_POINT)
+    assert detail.band(2400, 1800, 768) == pytest.approx((16.0, 8.0 * 2400 / 768))
+    assert detail.band(960, 720, 256) == pytest.approx((16.0, 30.0))
+    middle = 16 ** (1 - detail.BAND_POINT) * 25 ** detail.BAND_POINT
+    assert detail.middle_extent(2400, 1800, 768) == pytest.approx(middle)
 
 
 def test_an_object_put_under_a_pixel_projects_onto_that_pixel():

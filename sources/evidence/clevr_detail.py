@@ -9,9 +9,10 @@ picture (each centre drawn at a random pixel and put on the floor under it). The
 chosen from the resolution and the view size the task is made for (``view_size``, the
 environment's): a small object in the middle shows inside the **detail band**, the object
 extents (unit pixels) that a reader cannot read when the whole unit is fitted into
-``view_size`` (extent x scale below :data:`~vicogym.structures.evidence.LEGIBLE_OBJECT_PX`)
-and can read at full resolution (extent at least that). At 1600 x 1200 and 768 that band
-is 16-33 px: small objects show at about 18-28 px, large ones at 34-54. The unit is a
+``view_size`` (extent x scale below :data:`HIDDEN_OBJECT_PX`, 8 px) and can read at full
+resolution (extent at least :data:`~vicogym.structures.evidence.LEGIBLE_OBJECT_PX`, 16). At
+2400 x 1800 and 768 that band is 16-25 px: the asked objects show at 5-8 px in the default
+view and at their full 16-25 px in a zoom. The unit is a
 raster (``max_scale`` 1.0): a zoom shows the full-resolution pixels and no more.
 
 Every object is placed so that it shows legibly at full resolution (inside the frame,
@@ -58,9 +59,12 @@ from vicogym.structures.clevr import (
 from vicogym.structures.evidence import LEGIBLE_OBJECT_PX, Task, Unit, fit_scale
 from vicogym.validation import did_you_mean, is_int, is_number, pick
 
+#: the extent (view pixels) under which an object is hidden in the default view: an
+#: auditor told colour and shape apart at 8.6 px, so the asked objects stay under 8 there
+HIDDEN_OBJECT_PX = 8.0
 DEFAULTS: dict[str, Any] = {
-    "width": 1600,
-    "height": 1200,
+    "width": 2400,
+    "height": 1800,
     "view_size": 768,  # the environment's view_size: the default view the detail hides from
     "engine": "workbench",
     "samples": 16,
@@ -143,7 +147,8 @@ def check_settings(settings: Mapping[str, Any]) -> None:
     if high < low * SCREEN_MARGIN ** 2 * 1.2:
         raise ValueError(f"a {settings['width']}x{settings['height']} unit seen at view_size {settings['view_size']} "
                          f"leaves no detail band (objects of {low:.0f}-{high:.0f} px would need a zoom); use a "
-                         f"larger unit or a smaller view_size (the unit's long side at least 1.6x view_size)")
+                         f"larger unit or a smaller view_size (the unit's long side at least "
+                         f"{LEGIBLE_OBJECT_PX * SCREEN_MARGIN ** 2 * 1.2 / HIDDEN_OBJECT_PX:.1f}x view_size)")
 
 
 def unasked_of(settings: Mapping[str, Any]) -> frozenset[str]:
@@ -158,9 +163,9 @@ def default_scale(width: int, height: int, view_size: int) -> float:
 
 
 def band(width: int, height: int, view_size: int) -> tuple[float, float]:
-    """The detail band (unit pixels): extents legible at full resolution and not in the
-    default view."""
-    return LEGIBLE_OBJECT_PX, LEGIBLE_OBJECT_PX / default_scale(width, height, view_size)
+    """The detail band (unit pixels): extents legible at full resolution and under
+    :data:`HIDDEN_OBJECT_PX` in the default view."""
+    return LEGIBLE_OBJECT_PX, HIDDEN_OBJECT_PX / default_scale(width, height, view_size)
 
 
 # -- pure projection of a scene (the screens' stand-in for the mask pass) ---------------------------
