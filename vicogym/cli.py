@@ -233,12 +233,14 @@ def _bar(show: bool, total: int) -> Any:
         return None
     from tqdm import tqdm
 
-    bar = tqdm(total=total, unit="episode")
+    bars: list[Any] = []  # made at the first episode, so that a run refused at its start shows no bar
 
     def advance(done: int) -> None:
-        bar.update(max(0, done - bar.n))
+        if not bars:
+            bars.append(tqdm(total=total, unit="episode"))
+        bars[0].update(max(0, done - bars[0].n))
         if done >= total:
-            bar.close()
+            bars[0].close()
 
     return advance
 
