@@ -67,14 +67,15 @@ class EvidenceConfig:
     max_crops: int = 8
     max_notes: int = 8
     max_regions: int = 2
-    #: a view's longest side, in pixels (a unit is fitted into it)
+    #: a view's longest side, in pixels (a unit is fitted into it); at least 256, what a
+    #: thumbnail sheet of 20 units under their labels needs
     view_size: int = 768
     max_question_chars: int = 2048
     max_history_chars: int = 8192
 
     def __post_init__(self) -> None:
         for name, low, high in (("max_steps", 1, 256), ("max_images", 1, 16), ("max_crops", 0, 256),
-                                ("max_notes", 0, 256), ("max_regions", 1, 8), ("view_size", 64, 4096),
+                                ("max_notes", 0, 256), ("max_regions", 1, 8), ("view_size", 256, 4096),
                                 ("max_question_chars", 16, 1 << 16), ("max_history_chars", 16, 1 << 20)):
             v = getattr(self, name)
             if not is_int(v, low, high):

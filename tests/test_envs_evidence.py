@@ -49,9 +49,9 @@ def test_check_env_and_both_vector_modes(make):
     check_env(env.unwrapped, skip_render_check=True)
     for mode in ("sync", "async"):
         vec = gym.make_vec("vicogym/Evidence-v0", num_envs=2, vectorization_mode=mode, tasks="toy",
-                           family_settings=env.unwrapped.config.family_settings, view_size=128, max_images=2)
+                           family_settings=env.unwrapped.config.family_settings, view_size=256, max_images=2)
         obs, _ = vec.reset(seed=3)
-        assert obs["images"].shape == (2, 2, 128, 128, 3)
+        assert obs["images"].shape == (2, 2, 256, 256, 3)
         assert tuple(obs["question"])[0].startswith("Which three-digit")
         obs, reward, term, trunc, _ = vec.step(['{"action": "answer", "answer": "1"}'] * 2)
         assert list(term) == [True, True] and list(reward) == [0.0, 0.0]
@@ -287,7 +287,7 @@ def test_same_seed_same_trace_and_a_run_resumes_with_the_same_bytes(make, tmp_pa
     a = trace_line(play(env, make_executor("simulated:oracle"), seed=9))
     b = trace_line(play(make(executor="simulated:oracle"), make_executor("simulated:oracle"), seed=9))
     assert a == b
-    kwargs = {"view_size": 128, "max_images": 2, "family_settings": {"toy": {"folder": str(tmp_path)}}}
+    kwargs = {"view_size": 256, "max_images": 2, "family_settings": {"toy": {"folder": str(tmp_path)}}}
     whole = runs.run_traces("toy", "simulated", tmp_path / "whole", n=5, seed=1, env_kwargs=kwargs,
                             episodes_per_shard=2)
     assert whole["complete"] and whole["counts"]["rows"] == 5
@@ -309,7 +309,7 @@ def test_replay_finds_a_view_or_a_score_that_was_changed(make, tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    kwargs = {"view_size": 128, "max_images": 2, "family_settings": {"toy": {"folder": str(tmp_path)}}}
+    kwargs = {"view_size": 256, "max_images": 2, "family_settings": {"toy": {"folder": str(tmp_path)}}}
     out = tmp_path / "run"
     runs.run_traces("toy", "simulated:oracle", out, n=2, seed=0, env_kwargs=kwargs, episodes_per_shard=2)
     path = out / "part-00000.parquet"
@@ -347,7 +347,7 @@ def test_the_command_line_runs_verifies_and_generates(tmp_path):
     family = json.dumps({"toy": {"folder": str(tmp_path)}})
     out = tmp_path / "traces"
     result = runner.invoke(app, ["evidence", "run", "toy", "--executor", "simulated:oracle", "--out", str(out),
-                                 "--n", "3", "--set", f"family_settings={family}", "--set", "view_size=128",
+                                 "--n", "3", "--set", f"family_settings={family}", "--set", "view_size=256",
                                  "--no-progress"])
     assert result.exit_code == 0, result.output
     assert "toy" in result.output and "1.000" in result.output

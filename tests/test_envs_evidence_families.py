@@ -63,7 +63,7 @@ def test_vector_envs_return_what_single_envs_return(family):
 
 @pytest.mark.parametrize("family", FAMILY_PARAMS)
 def test_the_oracle_reads_what_direct_cannot_and_a_run_verifies(family, tmp_path):
-    n = 3 if family.startswith("clevr") else 6
+    n = 2 if family.startswith("clevr") else 5
     scores = {}
     for spec in ("direct", "simulated:oracle"):
         env = make(family, executor=spec, max_steps=16)
