@@ -142,6 +142,14 @@ def broken(change):
     return records
 
 
+
+def _one_error(load, words):
+    """``load()`` raises one SourceError whose message names every one of ``words``."""
+    with pytest.raises(SourceError) as caught:
+        load()
+    for word in words:
+        assert word in str(caught.value), (word, str(caught.value))
+
 @pytest.mark.parametrize("records, raw, image, words", [
     (None, '{"form": [ {"id": 1,', True, ["bad.json", "line 1", "malformed JSON"]),
     (None, '[1, 2]', True, ["bad.json", "'form' list"]),
@@ -162,10 +170,7 @@ def broken(change):
 ])
 def test_malformed_funsd_files_get_one_clear_error(tmp_path, records, raw, image, words):
     write_page(tmp_path, records, image, raw)
-    with pytest.raises(SourceError) as caught:
-        load_funsd(tmp_path)
-    for word in words:
-        assert word in str(caught.value), (word, str(caught.value))
+    _one_error(lambda: load_funsd(tmp_path), words)
 
 
 def test_empty_or_misnamed_funsd_folders_are_refused(tmp_path):
@@ -251,10 +256,7 @@ def test_a_jsonl_file_becomes_tasks(jsonl):
 ])
 def test_malformed_jsonl_records_get_one_clear_error(jsonl, lines, words):
     path = write_jsonl(jsonl, lines)
-    with pytest.raises(SourceError) as caught:
-        load_jsonl(path)
-    for word in words:
-        assert word in str(caught.value), (word, str(caught.value))
+    _one_error(lambda: load_jsonl(path), words)
 
 
 def test_a_missing_jsonl_file_is_named(tmp_path):
