@@ -1,6 +1,7 @@
 """A toy task family for the evidence environment's own tests: one or more photo-like
 raster units (PNG files in ``folder``) with a small printed number at a random place.
-Registered with ``install()``; the real families have their own test files."""
+Registered per test by the ``toy`` fixture of test_envs_evidence.py; the real families
+have their own test files."""
 
 from __future__ import annotations
 
@@ -11,19 +12,15 @@ import numpy as np
 
 from vicogym.structures.evidence import Evidence, Task, Unit
 
-DEFAULTS = {"folder": "", "units": 1, "width": 800, "height": 600, "start": None}
+DEFAULTS = {"folder": None, "units": 1, "width": 800, "height": 600, "start": None}
 EXTRAS = ()
-
-
-def install() -> None:
-    import vicogym.sources.evidence as source
-
-    source.FAMILIES["toy"] = "evidence_toy"  # type: ignore[index]
 
 
 def draw(rng: np.random.Generator, settings) -> Task:
     import cv2
 
+    if not settings["folder"]:
+        raise ValueError("the toy family writes its images to a folder: set family_settings={'toy': {'folder': ...}}")
     folder = Path(settings["folder"])
     w, h = settings["width"], settings["height"]
     units, evidence = [], []

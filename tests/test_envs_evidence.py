@@ -8,7 +8,6 @@ import json
 import gymnasium as gym
 import numpy as np
 import pytest
-from evidence_toy import install
 from gymnasium.utils.env_checker import check_env
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -23,11 +22,18 @@ from vicogym.evidence.skills import Skill, directives, load_skill
 from vicogym.renderers.evidence import RING_COLORS, RING_RADIUS
 from vicogym.structures.evidence import Note, Unit, crop_view, region_to_unit, shown_px, whole_view
 
-install()
+
+@pytest.fixture
+def toy(monkeypatch):
+    """The toy family, registered for this test only (other test files iterate the
+    package's own families)."""
+    import vicogym.sources.evidence as source
+
+    monkeypatch.setitem(source.FAMILIES, "toy", "evidence_toy")
 
 
 @pytest.fixture
-def make(tmp_path):
+def make(tmp_path, toy):
     def build(units=1, **kwargs):
         kwargs.setdefault("view_size", 256)
         kwargs.setdefault("max_images", 4)
@@ -338,7 +344,7 @@ def test_the_simulated_executor_fails_the_paper_s_ways(make):
 
 
 # -- the command line ------------------------------------------------------------------------------
-def test_the_command_line_runs_verifies_and_generates(tmp_path):
+def test_the_command_line_runs_verifies_and_generates(tmp_path, toy):
     from typer.testing import CliRunner
 
     from vicogym.cli import app
