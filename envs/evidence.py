@@ -291,8 +291,8 @@ class EvidenceEnv(gym.Env):
     def _send(self, view: View) -> None:
         self.views.append(view)
         self.pixels[view.id] = self.renderer.draw(view, self.task.units)
-        for old in self.views[:-self.config.max_images]:
-            self.pixels.pop(old.id, None)  # only what a request can still hold is kept drawn
+        if len(self.views) > self.config.max_images:  # only what a request can still hold is kept drawn
+            self.pixels.pop(self.views[-self.config.max_images - 1].id, None)
 
     def view_pixels(self, view_id: int) -> np.ndarray:
         """The pixels of a sent view still in the request."""
@@ -308,7 +308,7 @@ class EvidenceEnv(gym.Env):
         extra: dict[str, Any] = {}
         try:
             parsed = parse_action(action, self.config.max_regions)
-            record["action"] = _jsonable(parsed)
+            record["action"] = json.loads(json.dumps(parsed))  # regions as lists, as JSON reads them
             if parsed["action"] == "answer":
                 reward = score_task(self.task, parsed["answer"])
                 terminated = True
@@ -520,16 +520,6 @@ class EvidenceEnv(gym.Env):
 
 def _cols(n: int) -> int:
     return max(1, int(np.ceil(np.sqrt(n))))
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, list):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    return value
 
 
 def _shown(action: Any) -> Any:

@@ -55,12 +55,6 @@ def _check(n: Any, seed: Any, per_shard: Any) -> None:
         raise ValueError(f"expected episodes per shard as a whole number >= 1, got {per_shard!r}")
 
 
-def _schema(columns: list[tuple[str, Any]]) -> Any:
-    import pyarrow as pa
-
-    return pa.schema(columns)
-
-
 def _payload_files(env: Any) -> dict[str, bytes]:
     return {f"{sha}.png": data for sha, data in env.payloads.items()}
 
@@ -165,7 +159,7 @@ def run_traces(tasks: Any, executor: str, out: str | Path, n: int = 32, seed: in
                "trace": trace_line(trace)}
         return row, timing
 
-    schema = _schema([("id", pa.string()), ("episode", pa.int64()), ("seed", pa.int64()), ("task_id", pa.string()),
+    schema = pa.schema([("id", pa.string()), ("episode", pa.int64()), ("seed", pa.int64()), ("task_id", pa.string()),
                       ("family", pa.string()), ("executor", pa.string()), ("score", pa.float64()),
                       ("outcome", pa.string()), ("support_share", pa.float64()), ("failure", pa.string()),
                       ("steps", pa.int64()), ("pixels_sent", pa.int64()), ("trace", pa.string())])
@@ -242,7 +236,7 @@ def generate_tasks(out: str | Path, n: int = 64, seed: int = 0, env_kwargs: Mapp
                               "answer": task.answer, "label_rule": json.dumps({"family": task.family})}}
         return row, {}
 
-    schema = _schema([("id", pa.string()), ("episode", pa.int64()), ("seed", pa.int64()), ("task_id", pa.string()),
+    schema = pa.schema([("id", pa.string()), ("episode", pa.int64()), ("seed", pa.int64()), ("task_id", pa.string()),
                       ("family", pa.string()), ("question", pa.string()), ("answer", pa.string()),
                       ("contract", pa.string()), ("scorer", pa.string()), ("evidence", pa.string()),
                       ("task", pa.string()), ("payloads", pa.list_(pa.string())), ("start_views", pa.string()),
