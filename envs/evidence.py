@@ -11,6 +11,7 @@ import numpy as np
 from gymnasium import spaces
 
 from vicogym.errors import GenerationError, InvalidEdit
+from vicogym.evidence import interface
 from vicogym.evidence.protocol import brief, contract_text, parse_action
 from vicogym.programs.evidence import CONTRACT_TEXT, score_task
 from vicogym.registry import check_settings
@@ -61,6 +62,10 @@ class EvidenceConfig:
     family_settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     #: settings of the region renderers, by renderer (``clevr``: ``threads``, ``timeout``)
     render_settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: a skill's interface expression (:mod:`vicogym.evidence.interface`): which units
+    #: are sent at reset and how every view is drawn; ``{}``: the task's own start, plain
+    #: views
+    interface: Mapping[str, Any] = field(default_factory=dict)
     max_steps: int = 16
     #: images per request: the newest this many views are sent (and may be zoomed)
     max_images: int = 6
@@ -99,6 +104,7 @@ class EvidenceConfig:
                                  f"{', '.join(sorted(renderers))})")
         tasks = self.tasks
         object.__setattr__(self, "tasks", list(tasks) if isinstance(tasks, (list, tuple)) else tasks)
+        object.__setattr__(self, "interface", interface.validate(self.interface))
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -184,6 +190,8 @@ class EvidenceEnv(gym.Env):
         for module in sorted(self.source.extras()):
             require_module(module, PIP_EXTRAS.get(module, module), f"{self.env_id} with tasks={c.tasks!r}")
         self.renderer = EvidenceRenderer(c.render_settings)
+        self.present = interface.style(c.interface)
+        self.style = interface.view_style(self.present)
         n, s = c.max_images, c.view_size
         self.observation_space = spaces.Dict({
             "question": TextSpace(c.max_question_chars),
@@ -274,19 +282,41 @@ class EvidenceEnv(gym.Env):
 
     def _start_views(self, task: Task) -> list[View]:
         c, made = self.config, {"step": 0, "action": "start"}
-        units = list(enumerate(task.units))
+        plan = None if self.start == "all" else interface.start_plan(c.interface, task)
         how = "all" if self.start == "all" else task.start
-        if how == "first" or len(units) == 1:
-            return [whole_view(0, 0, task.units[0], c.view_size, (), made)]
-        if how == "sheet":
-            shown = units[:SHEET_UNITS]
-            return [sheet_view(0, shown, _cols(len(shown)), c.view_size, LABEL_PX, (), made)]
-        if len(units) <= c.max_images:
-            return [whole_view(k, i, u, c.view_size, (), made) for k, (i, u) in enumerate(units)]
-        per = -(-len(units) // c.max_images)
-        chunks = [units[k:k + per] for k in range(0, len(units), per)]
-        return [sheet_view(k, chunk, _cols(len(chunk)), c.view_size, LABEL_PX, (), made)
-                for k, chunk in enumerate(chunks)]
+        n = len(task.units)
+        if plan is not None and plan["units"] is not None:
+            chosen = plan["units"]
+        else:
+            chosen = [0] if how == "first" or n == 1 else list(range(n)) if how == "all" else None
+        if chosen is None:
+            views = [self._sheet(0, list(range(min(n, SHEET_UNITS))), made)]
+        elif len(chosen) <= c.max_images:
+            views = [whole_view(k, i, task.units[i], c.view_size, (), made, self.style) for k, i in enumerate(chosen)]
+        else:
+            per = -(-len(chosen) // c.max_images)
+            views = [self._sheet(k, chosen[j:j + per], made) for k, j in enumerate(range(0, len(chosen), per))]
+        rule = plan["crops"] if plan is not None else None
+        if rule is not None:
+            whole = [v.tiles[0].unit for v in views if len(v.tiles) == 1]
+            for i in whole:
+                unit = task.units[i]
+                for box in interface.crop_boxes(unit.width, unit.height, rule["rows"], rule["cols"],
+                                                rule.get("overlap", 0.1)):
+                    if len(views) >= c.max_images:
+                        break
+                    views.append(crop_view(len(views), i, unit, box, c.view_size, (),
+                                           {**made, "crops": [rule["rows"], rule["cols"]]}, self.present["upscale"],
+                                           self.style))
+        return views
+
+    def _sheet(self, view_id: int, chosen: list[int], made: Mapping[str, Any], cols: int | None = None,
+               notes: tuple[Note, ...] = ()) -> View:
+        """A labelled sheet of units ``chosen``, labelled as the presentation says."""
+        labels = self.present["labels"]
+        cols = cols or self.present["sheet_cols"] or _cols(len(chosen))
+        return sheet_view(view_id, [(u, self.task.units[u]) for u in chosen], cols, self.config.view_size,
+                          0 if labels == "none" else LABEL_PX, notes, made, labels, self.style)
 
     def _send(self, view: View) -> None:
         self.views.append(view)
@@ -374,7 +404,8 @@ class EvidenceEnv(gym.Env):
                                       f"{tile.unit}; a zoom needs at least {MIN_REGION_PX} x {MIN_REGION_PX}",
                                       op=name, field=f"regions[{k}]")
                 views.append(crop_view(next_id + k, tile.unit, units[tile.unit], crop, c.view_size, self.notes,
-                                       {**made, "from": source.id, "region": list(region), "note": parsed["note"]}))
+                                       {**made, "from": source.id, "region": list(region), "note": parsed["note"]},
+                                       self.present["upscale"], self.style))
             return views, []
         if name == "note":
             if len(self.notes) + len(parsed["notes"]) > c.max_notes:
@@ -394,7 +425,7 @@ class EvidenceEnv(gym.Env):
             if len(parsed["units"]) > c.max_images:
                 raise InvalidEdit("image_budget", f"{len(parsed['units'])} units in one view; a request holds "
                                   f"{c.max_images} images (compose them into a sheet)", op=name, field="units")
-            return [whole_view(next_id + k, u, units[u], c.view_size, self.notes, made)
+            return [whole_view(next_id + k, u, units[u], c.view_size, self.notes, made, self.style)
                     for k, u in enumerate(parsed["units"])], []
         chosen = parsed["units"]
         if len(chosen) > SHEET_UNITS:
@@ -402,8 +433,7 @@ class EvidenceEnv(gym.Env):
                               op=name, field="units")
         cols = parsed.get("cols") or _cols(len(chosen))
         try:
-            sheet = sheet_view(next_id, [(u, units[u]) for u in chosen], cols, c.view_size, LABEL_PX, self.notes,
-                               {**made, "units": chosen, "cols": cols})
+            sheet = self._sheet(next_id, chosen, {**made, "units": chosen, "cols": cols}, cols, tuple(self.notes))
         except ValueError as exc:
             raise InvalidEdit("image_budget", str(exc), op=name, field="cols") from None
         return [sheet], []

@@ -280,6 +280,10 @@ class View:
     tiles: tuple[Tile, ...]
     notes: tuple[Note, ...] = ()
     made_by: Mapping[str, Any] = field(default_factory=dict)
+    #: how it is drawn beyond its tiles (a skill's presentation): ``grid`` (lines per side
+    #: of a coordinate grid), ``timestamps`` (a row naming each tile's unit), ``rings``
+    #: (``mono``: every note ring in one colour); empty: the plain view
+    style: Mapping[str, Any] = field(default_factory=dict)
 
     def tile_at(self, x: float, y: float) -> Tile | None:
         for tile in self.tiles:
@@ -292,13 +296,16 @@ class View:
         return [t.unit for t in self.tiles]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "width": self.width, "height": self.height, "tiles": [t.to_dict() for t in self.tiles],
-                "notes": [n.to_dict() for n in self.notes], "made_by": dict(self.made_by)}
+        out = {"id": self.id, "width": self.width, "height": self.height, "tiles": [t.to_dict() for t in self.tiles],
+               "notes": [n.to_dict() for n in self.notes], "made_by": dict(self.made_by)}
+        if self.style:
+            out["style"] = dict(self.style)
+        return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "View":
         return cls(d["id"], d["width"], d["height"], tuple(Tile.from_dict(t) for t in d["tiles"]),
-                   tuple(Note.from_dict(n) for n in d.get("notes", ())), d.get("made_by", {}))
+                   tuple(Note.from_dict(n) for n in d.get("notes", ())), d.get("made_by", {}), d.get("style", {}))
 
 
 def fit_scale(width: float, height: float, max_w: float, max_h: float, max_scale: float) -> float:
@@ -316,28 +323,47 @@ def snap(crop: Box, unit: Unit) -> Box:
 
 
 def whole_view(view_id: int, unit_index: int, unit: Unit, max_side: int, notes: Sequence[Note] = (),
-               made_by: Mapping[str, Any] | None = None) -> View:
+               made_by: Mapping[str, Any] | None = None, style: Mapping[str, Any] | None = None) -> View:
     """A view of the whole of ``unit``, as large as fits ``max_side``."""
-    return crop_view(view_id, unit_index, unit, unit.frame, max_side, notes, made_by)
+    return crop_view(view_id, unit_index, unit, unit.frame, max_side, notes, made_by, style=style)
+
+
+def scale_cap(unit: Unit, upscale: float = 1.0) -> float:
+    """How far a view may enlarge ``unit``: its ``max_scale`` times ``upscale`` for a unit
+    that is re-drawn at scale; a raster (``max_scale`` 1) holds no detail beyond its own
+    pixels and is never upscaled."""
+    return unit.max_scale * upscale if unit.max_scale > 1.0 else unit.max_scale
 
 
 def crop_view(view_id: int, unit_index: int, unit: Unit, crop: Box, max_side: int, notes: Sequence[Note] = (),
-              made_by: Mapping[str, Any] | None = None) -> View:
+              made_by: Mapping[str, Any] | None = None, upscale: float = 1.0,
+              style: Mapping[str, Any] | None = None) -> View:
     """A view of ``crop`` (unit pixels) of ``unit``, as large as fits ``max_side`` and
-    the unit's ``max_scale`` allow."""
+    the unit's ``max_scale`` (times ``upscale``, :func:`scale_cap`) allow."""
     crop = snap(crop, unit)
     w, h = crop[2] - crop[0], crop[3] - crop[1]
-    scale = fit_scale(w, h, max_side, max_side, unit.max_scale)
+    scale = fit_scale(w, h, max_side, max_side, scale_cap(unit, upscale))
     tile = Tile(unit_index, crop, scale)
     tw, th = tile.size
     shown = tuple(n for n in notes if n.unit == unit_index and _inside(crop, n.at))
-    return View(view_id, tw, th, (tile,), shown, dict(made_by or {}))
+    return View(view_id, tw, th, (tile,), shown, dict(made_by or {}), dict(style or {}))
+
+
+#: what a sheet's label says of each unit: its index and title, its index, nothing
+LABEL_FORMATS = ("index_title", "index", "none")
+
+
+def unit_label(index: int, unit: Unit, labels: str = "index_title") -> str:
+    if labels == "none":
+        return ""
+    return f"Unit {index}" + (f": {unit.title}" if unit.title and labels == "index_title" else "")
 
 
 def sheet_view(view_id: int, units: Sequence[tuple[int, Unit]], cols: int, max_side: int, label_px: int,
-               notes: Sequence[Note] = (), made_by: Mapping[str, Any] | None = None) -> View:
+               notes: Sequence[Note] = (), made_by: Mapping[str, Any] | None = None, labels: str = "index_title",
+               style: Mapping[str, Any] | None = None) -> View:
     """Whole units tiled ``cols`` to a row on one ``max_side`` square sheet, each under a
-    ``label_px`` band for its label ("Image i: title")."""
+    ``label_px`` band for its label (``labels``: "Unit i: title", "Unit i" or none)."""
     if not units:
         raise ValueError("a sheet needs at least one unit")
     cols = max(1, min(cols, len(units)))
@@ -353,13 +379,13 @@ def sheet_view(view_id: int, units: Sequence[tuple[int, Unit]], cols: int, max_s
         row = list(range(r * cols, min(len(units), (r + 1) * cols)))
         for c, k in enumerate(row):
             index, unit = units[k]
-            label = f"Unit {index}" + (f": {unit.title}" if unit.title else "")
+            label = unit_label(index, unit, labels)
             tiles.append(Tile(index, unit.frame, scales[k], (c * (cell_w + gap), top + label_px), label))
         top += label_px + max(tiles[k].size[1] for k in row) + gap
     width = max(t.rect[2] for t in tiles)
     height = max(t.rect[3] for t in tiles)
     shown = tuple(n for n in notes if any(t.unit == n.unit and _inside(t.crop, n.at) for t in tiles))
-    return View(view_id, int(width), int(height), tuple(tiles), shown, dict(made_by or {}))
+    return View(view_id, int(width), int(height), tuple(tiles), shown, dict(made_by or {}), dict(style or {}))
 
 
 def _inside(crop: Box, point: tuple[float, float]) -> bool:

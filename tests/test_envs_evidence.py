@@ -248,10 +248,13 @@ def test_skill_directives_change_what_the_simulated_executor_does(make):
 
 def test_skill_folders_load_or_say_what_is_wrong(tmp_path):
     (tmp_path / "reader.md").write_text("Zoom into the evidence.")
-    (tmp_path / "interface.json").write_text('{"directives": ["note_options"]}')
+    (tmp_path / "answer_contract.md").write_text("Note each option, then answer.")
     assert load_skill(tmp_path).directives == {"zoom_evidence", "note_options"}
-    (tmp_path / "interface.json").write_text('{"directives": ["fly"]}')
-    with pytest.raises(RunError, match="unknown directive 'fly'"):
+    (tmp_path / "interface.json").write_text('{"select": {"attach": [{"pick": "fly"}]}}')
+    with pytest.raises(RunError, match="select/attach/0/pick"):
+        load_skill(tmp_path)
+    (tmp_path / "interface.json").write_text('{"select": ')
+    with pytest.raises(RunError, match="is not JSON"):
         load_skill(tmp_path)
     with pytest.raises(RunError, match="reader.md"):
         load_skill(tmp_path / "nowhere")

@@ -471,10 +471,6 @@ def report_command(
     console.print(f"wrote {page}")
 
 
-if __name__ == "__main__":
-    app()
-
-
 evidence_app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                            help="Evidence reading (vicogym/Evidence-v0): play episodes with an executor.")
 app.add_typer(evidence_app, name="evidence")
@@ -486,7 +482,9 @@ def evidence_run(
                                 "all; comma-separated) or data (funsd:FOLDER, jsonl:FILE)"),
     executor: str = typer.Option("simulated", "--executor", help="simulated | simulated:largest | simulated:oracle | "
                                  "direct | direct:openai:MODEL@URL | openai:MODEL@URL [simulated]"),
-    skill: Optional[str] = typer.Option(None, "--skill", help="a skill folder (reader.md, interface.json) [none]"),
+    skill: Optional[str] = typer.Option(None, "--skill", help="a skill folder (reader.md, answer_contract.md, "
+                                        "view_contract.md, protocol.json, interface.json) or a built-in skill: "
+                                        "initial, direct [none]"),
     out: str = typer.Option("vicogym-evidence", "--out", help="run folder, resumable [vicogym-evidence]"),
     n: int = typer.Option(32, "--n", help="episodes [32]"),
     seed: int = typer.Option(0, "--seed", help="run seed: same seed, same traces [0]"),
@@ -512,3 +510,102 @@ def evidence_run(
         table.add_row(family, str(s["episodes"]), f"{s['score']:.3f}", f"{s['support']:.3f}",
                       json.dumps(s["failures"], sort_keys=True))
     console.print(table)
+
+
+CRAFT_ACTIONS = ("report", "transfer", "grammar")
+
+
+@app.command(context_settings={"allow_interspersed_args": True})
+def craft(
+    args: Optional[list[str]] = typer.Argument(None, help="TASKS (families or data, comma-separated) [forms,slides,"
+                                               "multichart]; or `report DIR...`, `transfer DIR...`, `grammar`"),
+    executor: str = typer.Option("simulated", "--executor", help="the frozen executor: simulated[:POLICY][,acuity=X]"
+                                 " | openai:MODEL@URL [simulated]"),
+    optimizer: str = typer.Option("guided", "--optimizer", help="guided | random | openai:MODEL@URL [guided]"),
+    modes: str = typer.Option("text,interface,joint", "--modes", help="search modes, comma-separated: text, "
+                              "interface, joint, alternating, staged [text,interface,joint]"),
+    rounds: int = typer.Option(4, "--rounds", help="rounds per search [4]"),
+    submissions: int = typer.Option(4, "--submissions", help="submissions per round [4]"),
+    dev: int = typer.Option(6, "--dev", help="development items per task spec [6]"),
+    test: int = typer.Option(8, "--test", help="test items per task spec [8]"),
+    repeats: int = typer.Option(2, "--repeats", help="episodes per item and skill [2]"),
+    seed: int = typer.Option(0, "--seed", help="the run's seed: splits, proposals, episodes [0]"),
+    start: str = typer.Option("initial", "--start", help="the skill the searches start from: a folder or "
+                              "`initial` [initial]"),
+    out: str = typer.Option("vicogym-craft", "--out", help="run folder (resumable); for report: the page's folder "
+                            "[vicogym-craft; report: DIR/report]"),
+    settings: Optional[list[str]] = SETTINGS,
+    config_file: Optional[Path] = CONFIG,
+    progress: bool = PROGRESS,
+) -> None:
+    """Evolve skills for a frozen executor (ViewCraft's loop: proposals, the replay
+    filter, the paired gate, interface projection) and evaluate them on held-out items;
+    `craft report DIR...` prints the main table and writes the plots; `craft transfer
+    DIR...` evaluates each run's skill on each run's executor; `craft grammar` prints the
+    interface grammar."""
+    from vicogym.errors import VicogymError
+
+    args = list(args or [])
+    try:
+        if args and args[0] == "grammar":
+            console.print_json(json.dumps(_workflow("evidence.interface").SCHEMA))
+            return
+        if args and args[0] in ("report", "transfer"):
+            if len(args) < 2:
+                raise ValueError(f"`vicogym craft {args[0]}` needs run folders: vicogym craft {args[0]} DIR...")
+            if args[0] == "report":
+                _craft_report(args[1:], None if out == "vicogym-craft" else out)
+            else:
+                _craft_transfer(args[1:])
+            return
+        if len(args) > 1:
+            raise ValueError(f"expected one TASKS argument (comma-separated), got {args}; or report DIR..., "
+                             "transfer DIR..., grammar")
+        module = _workflow("evidence.craft")
+        tasks = [t.strip() for t in args[0].split(",") if t.strip()] if args else list(module.DEFAULT_TASKS)
+        config = module.CraftConfig(tasks=tasks, executor=executor, optimizer=optimizer,
+                                    modes=[m.strip() for m in modes.split(",") if m.strip()], rounds=rounds,
+                                    submissions=submissions, dev=dev, test=test, repeats=repeats, seed=seed,
+                                    start=start, env_settings=_settings(settings, config_file))
+        say = (lambda text: errors.print(escape(text), highlight=False)) if progress else None
+        result = module.craft(out, config, progress=say)
+    except (VicogymError, ValueError, TypeError, OSError, ImportError) as exc:
+        raise _fail(str(exc)) from None
+    import numpy as np
+
+    table = Table("arm", "test score", "pixels/episode", title=f"craft: {out}")
+    for arm, data in result["arms"].items():
+        rows = data["rows"]
+        table.add_row(arm, f"{np.mean([r['score'] for r in rows]):.3f}", f"{np.mean([r['pixels'] for r in rows]):.0f}")
+    console.print(table)
+    console.print(f"ledgers and skills in {out}/<mode>/; `vicogym craft report {out}` for the statistics")
+
+
+def _craft_report(dirs: list[str], out: Optional[str]) -> None:
+    report = _workflow("evidence.report")
+    result, page = report.write_report(dirs, out)
+    for family in result["families"] + ["all"]:
+        table = Table(*report.HEADER, title=family)
+        for row in report.rows_of(result, family):
+            table.add_row(*row)
+        console.print(table)
+    for name, test in result["tests"].items():
+        console.print(f"{name}: {json.dumps(test, sort_keys=True)}")
+    if "crossing" in result:
+        c = result["crossing"]["all"]
+        console.print(f"terminal crossing (interaction, all families): {c['estimate']:+.3f} "
+                      f"[{c['low']:+.3f}, {c['high']:+.3f}]")
+    console.print(f"wrote {page}")
+
+
+def _craft_transfer(dirs: list[str]) -> None:
+    module, report = _workflow("evidence.craft"), _workflow("evidence.report")
+    matrix = module.transfer(dirs)
+    table = Table("skill evolved with \\ evaluated on", *matrix["executors"], title="transfer (test score)")
+    for row in report.transfer_rows(matrix):
+        table.add_row(*row)
+    console.print(table)
+
+
+if __name__ == "__main__":
+    app()

@@ -130,7 +130,7 @@ class EvidenceRenderer:
                 h, w = min(h, view.height - y0), min(w, view.width - x0)
                 canvas[y0:y0 + h, x0:x0 + w] = image[:h, :w]
             canvas = _labels(canvas, view.tiles)
-        return burn_notes(canvas, view)
+        return burn_notes(styled(canvas, view), view)
 
     def naive_tile(self, unit: Unit, tile: Tile) -> np.ndarray:
         """The baseline way to draw a tile: the whole unit at full detail, then the crop
@@ -190,16 +190,53 @@ def _wrap(text: str, width: int, measure: Any, lines: int = 3) -> list[str]:
     return out
 
 
+GRID_COLOR = (0, 150, 255)
+STAMP_PX = 14
+
+
+def styled(canvas: np.ndarray, view: View) -> np.ndarray:
+    """``canvas`` with ``view.style`` drawn on it: a coordinate grid (``grid`` lines per
+    side, each labelled with its fraction of the view, what a zoom region is given in)
+    and timestamp rows (``timestamps``: "t=i" on a dark band along the top of each tile,
+    ``i`` the tile's unit: a frame's place in its sequence)."""
+    style = view.style
+    if not style.get("grid") and not style.get("timestamps"):
+        return canvas
+    import cv2
+
+    out = np.ascontiguousarray(canvas.copy())
+    h, w = out.shape[:2]
+    lines = int(style.get("grid") or 0)
+    for k in range(1, lines):
+        f = k / lines
+        x, y = int(round(f * w)), int(round(f * h))
+        cv2.line(out, (x, 0), (x, h - 1), GRID_COLOR, 1)
+        cv2.line(out, (0, y), (w - 1, y), GRID_COLOR, 1)
+        cv2.putText(out, f"{f:.2g}", (x + 2, 11), cv2.FONT_HERSHEY_SIMPLEX, 0.35, GRID_COLOR, 1, cv2.LINE_AA)
+        cv2.putText(out, f"{f:.2g}", (2, y - 2), cv2.FONT_HERSHEY_SIMPLEX, 0.35, GRID_COLOR, 1, cv2.LINE_AA)
+    if style.get("timestamps"):
+        for tile in view.tiles:
+            x0, y0, x1, _ = (int(v) for v in tile.rect)
+            text = f"t={tile.unit}"
+            (tw, _), _ = cv2.getTextSize(text, cv2.FONT_HERSHEY_SIMPLEX, 0.4, 1)
+            cv2.rectangle(out, (x0, y0), (min(x1, x0 + tw + 6) - 1, y0 + STAMP_PX - 1), (30, 30, 30), -1)
+            cv2.putText(out, text, (x0 + 3, y0 + STAMP_PX - 4), cv2.FONT_HERSHEY_SIMPLEX, 0.4, (255, 255, 255), 1,
+                        cv2.LINE_AA)
+    return out
+
+
 def burn_notes(canvas: np.ndarray, view: View) -> np.ndarray:
-    """``view``'s notes drawn as rings (colour by ordinal) with their numbers, wherever
-    a tile shows the noted point."""
+    """``view``'s notes drawn as rings (colour by ordinal, or all in the first colour
+    with ``style["rings"] == "mono"``) with their numbers, wherever a tile shows the noted
+    point."""
     if not view.notes:
         return canvas
     import cv2
 
     out = np.ascontiguousarray(canvas.copy())
+    mono = view.style.get("rings") == "mono"
     for note in view.notes:
-        color = RING_COLORS[note.ordinal % len(RING_COLORS)]
+        color = RING_COLORS[0 if mono else note.ordinal % len(RING_COLORS)]
         for tile in view.tiles:
             if tile.unit != note.unit or not (tile.crop[0] <= note.at[0] <= tile.crop[2]
                                               and tile.crop[1] <= note.at[1] <= tile.crop[3]):

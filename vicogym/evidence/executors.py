@@ -30,6 +30,9 @@ from vicogym.clients import _ChatClient
 from vicogym.evidence.skills import Skill
 
 SIMULATED_POLICIES = ("skill", "largest", "oracle")
+#: the simulated executor's settings a spec may give (``simulated:skill,acuity=1.3``), and
+#: their bounds
+SIMULATED_SETTINGS = {"locate": (0.0, 1.0), "zoom_hit": (0.0, 1.0), "format_slip": (0.0, 1.0), "acuity": (0.25, 4.0)}
 
 
 def extract_action(text: str) -> str:
@@ -62,6 +65,10 @@ def read_probability(shown_px: float, legible: float) -> float:
     return float(min(0.99, max(0.01, 1.0 / (1.0 + math.exp(-8.0 * (ratio - 0.85))))))
 
 
+#: how often the simulated reader confuses the order of frames it compares without
+#: timestamp rows read as such
+ORDER_SLIP = 0.2
+
 #: failure kinds of a simulated answer, as the paper names them
 FAILURES = ("missed_unit", "unreadable", "wrong_format", "wrong_answer")
 
@@ -90,6 +97,16 @@ class SimulatedExecutor:
       region on a multiple-choice task (halving its chance of confusing two options), and
       ``answer_format`` keeps the answer to the contract (without it, 15% of answers break
       it). With no directives it answers from what it was sent first.
+
+    What it sees changes what it does (the skill's interface, :mod:`vicogym.evidence.interface`):
+    units sent at reset need no finding; a sheet whose labels carry the units' titles lets
+    it find a unit with probability ``locate``, one labelled by number only 0.5, none 0.3;
+    a coordinate grid on a view makes its zooms land with probability 0.98, but only when
+    the skill says to place regions by the grid (``grid_coordinates``); the option-noting
+    gain needs one ring colour per note (not ``mono`` rings); on ``clevr_sequence`` tasks
+    comparing frames it confuses their order (:data:`ORDER_SLIP`) unless it was sent
+    timestamp rows and the skill says to read them (``timestamps``). ``acuity`` scales the
+    size evidence must be shown at to be read (the legibility curve).
     - ``largest``: a fixed policy: zooms once into the largest text-like region of the
       first image (the largest block of dark strokes, found from the pixels), then answers.
     - ``oracle``: views each evidence unit and zooms onto each evidence box, then answers.
@@ -99,15 +116,26 @@ class SimulatedExecutor:
     locate: float = 0.9
     zoom_hit: float = 0.85
     format_slip: float = 0.15
+    #: how large evidence must be shown to be read, against its legible size (1: the
+    #: legible size; 1.3: a weaker reader needs 30% more pixels) -- the legibility curve
+    acuity: float = 1.0
     _plan: list[dict[str, Any]] = field(default_factory=list, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.policy not in SIMULATED_POLICIES:
             raise ValueError(f"expected a simulated policy in {SIMULATED_POLICIES}, got {self.policy!r}")
+        for name in SIMULATED_SETTINGS:
+            value = getattr(self, name)
+            low, high = SIMULATED_SETTINGS[name]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+                raise ValueError(f"expected the simulated executor's {name} as a number in [{low}, {high}], got "
+                                 f"{value!r}")
 
     @property
     def spec(self) -> str:
-        return f"simulated:{self.policy}"
+        settings = [f"{k}={getattr(self, k):g}" for k in SIMULATED_SETTINGS
+                    if getattr(self, k) != SimulatedExecutor.__dataclass_fields__[k].default]
+        return ",".join([f"simulated:{self.policy}", *settings])
 
     def begin(self, task: Mapping[str, Any], skill: Skill, rng: np.random.Generator) -> None:
         self.task, self.skill, self.rng = task, skill, rng
@@ -115,13 +143,22 @@ class SimulatedExecutor:
                            else skill.directives if self.policy == "skill" else frozenset())
         self.phase, self.done_items, self.seen_units = "start", 0, set()
         self.noted = self.composed = self.zoomed_largest = False
+        self.mono_rings = self.timestamped = False
         self.failure: str | None = None
+
+    def _saw(self, images: Sequence[Mapping[str, Any]]) -> None:
+        for image in images:
+            view = image["view"]
+            self.seen_units.update(t["unit"] for t in view["tiles"])
+            style = view.get("style", {})
+            self.timestamped |= bool(style.get("timestamps"))
+            if view.get("notes"):
+                self.mono_rings |= style.get("rings") == "mono"
 
     # the episode, one action at a time ------------------------------------------------------
     def act(self, request: Mapping[str, Any], info: Mapping[str, Any]) -> str:
         images = request["images"]
-        for image in images:
-            self.seen_units.update(t["unit"] for t in image["view"]["tiles"])
+        self._saw(images)
         budget = request["budget"]
         if budget["steps"] <= 1:
             return self._answer(info)
@@ -139,7 +176,7 @@ class SimulatedExecutor:
             missing = [u for u in units if not self._shown_whole_or_cropped(u, images)]
             if missing:
                 chosen = missing[:budget["images"]]
-                if self.policy != "oracle" and self.rng.random() > self.locate:
+                if self.policy != "oracle" and self.rng.random() > self._locate(images):
                     others = [u for u in range(len(task["units"])) if u not in units]
                     if others:
                         chosen = [others[int(self.rng.integers(len(others)))]]
@@ -166,7 +203,7 @@ class SimulatedExecutor:
                 if spot is None:
                     continue
                 view_id, region = spot
-                if self.policy != "oracle" and self.rng.random() > self.zoom_hit:
+                if self.policy != "oracle" and self.rng.random() > self._zoom_hit(images, view_id):
                     region = _jittered(region, self.rng)
                 return json.dumps({"action": "zoom", "image": view_id,
                                    "regions": [{"x0": region[0], "y0": region[1], "x1": region[2], "y1": region[3]}]})
@@ -192,6 +229,24 @@ class SimulatedExecutor:
                 break
             box, taken = joint, taken + 1
         return {**first, "box": box}, taken
+
+    def _locate(self, images: Sequence[Mapping[str, Any]]) -> float:
+        """The chance of viewing the right unit: ``locate`` when a sheet labels its units
+        with their titles, 0.5 when only with their numbers, 0.3 with no labels or no sheet
+        (the titles are in the pictures, not in the request's text)."""
+        labels = [t.get("label", "") for image in images if len(image["view"]["tiles"]) > 1
+                  for t in image["view"]["tiles"]]
+        if any(":" in label for label in labels):
+            return self.locate
+        return 0.5 if any(labels) else 0.3
+
+    def _zoom_hit(self, images: Sequence[Mapping[str, Any]], view_id: int) -> float:
+        """The chance a zoom lands on its target: ``zoom_hit``, or 0.98 on a view with a
+        coordinate grid when the skill says to place regions by it."""
+        view = next((i["view"] for i in images if i["id"] == view_id), {})
+        if view.get("style", {}).get("grid") and "grid_coordinates" in self.directives:
+            return max(self.zoom_hit, 0.98)
+        return self.zoom_hit
 
     def _shown_whole_or_cropped(self, unit: int, images: Sequence[Mapping[str, Any]]) -> bool:
         return any(t["unit"] == unit for image in images for t in image["view"]["tiles"])
@@ -231,18 +286,21 @@ class SimulatedExecutor:
         items = info["support"]["items"]
         p = 1.0
         for item in items:
-            p *= read_probability(item["shown_px"], item["legible"])
+            p *= read_probability(item["shown_px"], item["legible"] * self.acuity)
         if not items:
             p = 0.9
-        if task["contract"] == "letter" and "note_options" in self.directives and self.noted:
-            p = 1.0 - (1.0 - p) / 2.0
+        if task["contract"] == "letter" and "note_options" in self.directives and self.noted and not self.mono_rings:
+            p = 1.0 - (1.0 - p) / 2.0  # one ring colour per option keeps the options apart
+        if len({i["unit"] for i in items}) > 1 and task["family"] == "clevr_sequence" and not (
+                self.timestamped and "timestamps" in self.directives):
+            p *= 1.0 - ORDER_SLIP  # frames compared without reading their order from timestamp rows
         missed = [i for i in items if i["unit"] not in self.seen_units]
         correct = rng.random() < p
         if correct:
             answer, self.failure = task["answer"], None
         else:
             self.failure = "missed_unit" if missed else "unreadable" if any(
-                i["shown_px"] < i["legible"] for i in items) else "wrong_answer"
+                i["shown_px"] < i["legible"] * self.acuity for i in items) else "wrong_answer"
             answer = self._misread(items)
         if "answer_format" not in self.directives and rng.random() < self.format_slip:
             self.failure = "wrong_format"
@@ -339,9 +397,7 @@ class OpenAIExecutor(_ChatClient):
         """The user message of one request."""
         from vicogym.clients import image_data_url
 
-        parts = []
-        if self.skill.reader.strip():
-            parts.append(self.skill.reader.strip())
+        parts = [text.strip() for text in (self.skill.reader, self.skill.view_contract) if text.strip()]
         if self.direct:
             parts.append("Answer the question from the images. " + request["contract"] +
                          ' Reply with one JSON object: {"action": "answer", "answer": "..."}')
@@ -357,6 +413,8 @@ class OpenAIExecutor(_ChatClient):
                 parts.append("Your actions so far:\n" + "\n".join(json.dumps(h, sort_keys=True)
                                                                    for h in request["history"]))
         parts.append("Question: " + request["question"])
+        if self.skill.answer_contract.strip():
+            parts.append("Answer contract: " + self.skill.answer_contract.strip())
         content: list[dict[str, Any]] = [{"type": "text", "text": "\n\n".join(parts)}]
         for image in request["images"]:
             view = image["view"]
@@ -397,13 +455,13 @@ class DirectExecutor:
 
     def act(self, request: Mapping[str, Any], info: Mapping[str, Any]) -> str:
         if isinstance(self.inner, SimulatedExecutor):
-            for image in request["images"]:
-                self.inner.seen_units.update(t["unit"] for t in image["view"]["tiles"])
+            self.inner._saw(request["images"])
             return self.inner._answer(info)
         return self.inner.act(request, info)
 
 
-EXECUTOR_SPECS = ("simulated", "simulated:skill", "simulated:largest", "simulated:oracle", "direct",
+EXECUTOR_SPECS = ("simulated", "simulated:skill", "simulated:largest", "simulated:oracle",
+                  "simulated:skill,acuity=1.3", "direct",
                   "direct:openai:MODEL@URL", "openai:MODEL@URL")
 
 
@@ -411,10 +469,10 @@ def make_executor(spec: Any, **settings: Any) -> Any:
     """The executor a spec names (see :data:`EXECUTOR_SPECS`)."""
     if not isinstance(spec, str):
         raise ValueError(f"expected an executor spec ({', '.join(EXECUTOR_SPECS)}), got {spec!r}")
-    if spec == "simulated" or spec.startswith("simulated:"):
-        return SimulatedExecutor(spec.partition(":")[2] or "skill", **settings)
-    if spec == "direct":
-        return DirectExecutor(SimulatedExecutor("skill"))
+    if spec == "simulated" or spec.startswith(("simulated:", "simulated,")):
+        return SimulatedExecutor(**simulated_settings(spec), **settings)
+    if spec == "direct" or spec.startswith("direct,"):
+        return DirectExecutor(SimulatedExecutor(**simulated_settings("simulated:skill" + spec[len("direct"):])))
     if spec.startswith("direct:openai:"):
         from vicogym.clients import parse_spec
 
@@ -424,6 +482,24 @@ def make_executor(spec: Any, **settings: Any) -> Any:
 
         return OpenAIExecutor(**parse_spec(spec), **settings)
     raise ValueError(f"unknown executor {spec!r}; use one of {', '.join(EXECUTOR_SPECS)}")
+
+
+def simulated_settings(spec: str) -> dict[str, Any]:
+    """The settings of a ``simulated[:POLICY][,name=value...]`` spec (``direct,...``
+    takes the same settings)."""
+    head, *pairs = spec.split(",")
+    out: dict[str, Any] = {"policy": head.partition(":")[2] or "skill"}
+    for pair in pairs:
+        name, eq, value = pair.partition("=")
+        name = name.strip()
+        if not eq or name not in SIMULATED_SETTINGS:
+            raise ValueError(f"executor {spec!r}: expected name=value settings of the simulated executor "
+                             f"({', '.join(SIMULATED_SETTINGS)}), got {pair!r}")
+        try:
+            out[name] = float(value)
+        except ValueError:
+            raise ValueError(f"executor {spec!r}: {name} must be a number, got {value!r}") from None
+    return out
 
 
 def timed(fn: Any, *args: Any) -> tuple[Any, float]:

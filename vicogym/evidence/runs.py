@@ -143,7 +143,7 @@ def run_traces(tasks: Any, executor: str, out: str | Path, n: int = 32, seed: in
 
     _check(n, seed, episodes_per_shard)
     the_skill = load_skill(skill)
-    kwargs = {**dict(env_kwargs or {}), "tasks": tasks, "executor": executor}
+    kwargs = {**dict(env_kwargs or {}), **the_skill.env_settings(), "tasks": tasks, "executor": executor}
     runner = make_executor(executor)
     identity = {"kind": "evidence-traces", "env_id": ENV_ID, "seed": seed, "n": n, "env_kwargs": kwargs,
                 "executor": executor, "skill": the_skill.to_dict(), "episodes_per_shard": episodes_per_shard}
