@@ -35,8 +35,10 @@ import copy
 import re
 from typing import Any, Mapping, Sequence
 
-from vicogym.structures.evidence import CONTRACTS, LABEL_FORMATS
-
+#: the answer contracts and sheet label formats the grammar names (the structures' own:
+#: ``vicogym.structures.evidence.CONTRACTS`` and ``LABEL_FORMATS``; a test holds them equal)
+CONTRACTS = ("text", "number", "letter", "count")
+LABEL_FORMATS = ("index_title", "index", "none")
 PICKS = ("start", "all", "first", "title_match", "spread")
 RING_STYLES = ("ordinal", "mono")
 

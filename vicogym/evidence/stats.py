@@ -60,7 +60,6 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 ALTERNATIVES = ("two-sided", "greater", "less")
 
@@ -68,8 +67,8 @@ ALTERNATIVES = ("two-sided", "greater", "less")
 _BLOCK = 1 << 20
 
 
-def item_means(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, value: str = "score", item: str = "item",
-               cluster: str = "source", stratum: str = "seed") -> pd.DataFrame:
+def item_means(rows: Iterable[Mapping[str, Any]] | Any, value: str = "score", item: str = "item",
+               cluster: str = "source", stratum: str = "seed") -> Any:
     """One row per item: its ``item``, ``cluster`` and ``stratum`` labels, the mean of
     ``value`` over its rows and ``n``, the number of rows (repetitions); sorted by item.
     The columns keep the given names, in that order, followed by ``n``."""
@@ -77,6 +76,8 @@ def item_means(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, value: str = "s
     if len(set(names)) != len(names) or "n" in names:
         raise ValueError(f"item, cluster, stratum and value must be four distinct column names other than 'n': "
                          f"got {names}")
+    import pandas as pd
+
     frame = rows.copy() if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
     if frame.empty:
         raise ValueError("item_means needs at least one row")
