@@ -541,8 +541,8 @@ def gate(d_r: float, d_c: float, d_pixels: float) -> tuple[bool, str]:
 def craft(out: str | Path, config: CraftConfig, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run (or resume) the craft experiment into ``out``; the test evaluation."""
     run = Craft(out, config, progress)
-    run.open()
     try:
+        run.open()
         return run.run()
     finally:
         run.close()
@@ -587,8 +587,8 @@ def transfer(runs: Sequence[str | Path], progress: Callable[[str], None] | None 
             raise RunError(f"{r} has no joint skill; run its craft with the joint mode first")
         skills[m["identity"]["executor"]] = load_skill(Path(r) / "joint" / "skill")
     first = Craft(runs[0], CraftConfig(**_config_of(metas[0]["identity"])), progress)
-    first.open()
     try:
+        first.open()
         cells: dict[str, dict[str, Any]] = {}
         direct: dict[str, Any] = {}
         for target in skills:
