@@ -149,7 +149,10 @@ class EvidenceEnv(gym.Env):
     ``reset(seed=...)`` draws a task (``options={"task": Task or dict, "payloads": ...}``
     plays a given one; ``options={"index": i}`` task ``i`` of a data set) and sends its
     start: the first unit, a thumbnail sheet of the pool, or (``start="all"``, the Direct
-    baseline) every unit at once.
+    baseline) every unit at once. A skill's ``interface`` expression
+    (:mod:`vicogym.evidence.interface`) may choose other units to send first, add crops of
+    them, and draws every view with its presentation (upscaling, a grid, timestamps, ring
+    and label styles); it never changes the task drawn.
 
     ## Episode End
     Terminated by ``answer``; truncated after ``max_steps`` steps.

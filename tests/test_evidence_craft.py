@@ -513,6 +513,14 @@ def test_craft_commands_answer_bad_input_with_a_message(args, message, tmp_path)
     assert result.exit_code == 2 and message in result.output, result.output
 
 
+def test_the_random_optimizer_gives_the_same_ledger_for_the_same_seed(tmp_path):
+    config = CraftConfig(**{**TINY, "optimizer": "random", "rounds": 1})
+    for name in ("a", "b"):
+        craft(tmp_path / name, config)
+    assert (tmp_path / "a/joint/ledger.json").read_bytes() == (tmp_path / "b/joint/ledger.json").read_bytes()
+    assert (tmp_path / "a/joint/skill/reader.md").read_bytes() == (tmp_path / "b/joint/skill/reader.md").read_bytes()
+
+
 def test_craft_grammar_prints_the_schema():
     result = CliRunner().invoke(app, ["craft", "grammar"])
     assert result.exit_code == 0 and json.loads(result.output) == json.loads(json.dumps(interface.SCHEMA))
@@ -552,3 +560,10 @@ def test_the_openai_optimizer_is_shown_the_skill_grammar_and_views_and_its_repli
     assert "JSON Schema" in text and '"select"' in text and "reader" in text and "Failure traces" in text
     assert any(p["type"] == "image_url" and p["image_url"]["url"].startswith("data:image/png;base64,")
                for p in parts)
+    assert "Proposals already rejected (do not repeat them):\n(none)" in text
+    from vicogym.evidence.optimizers import make_optimizer
+
+    opt = make_optimizer(f"openai:opt@{server.url}")
+    opt.rejected_texts = ["--- a/reader.md\n+++ b/reader.md\n+Describe each image."]
+    shown = opt.content(BUILTIN["initial"], "reader", [])[0]["text"]
+    assert "+Describe each image." in shown.split("Proposals already rejected")[1]

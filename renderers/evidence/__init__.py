@@ -197,8 +197,8 @@ STAMP_PX = 14
 def styled(canvas: np.ndarray, view: View) -> np.ndarray:
     """``canvas`` with ``view.style`` drawn on it: a coordinate grid (``grid`` lines per
     side, each labelled with its fraction of the view, what a zoom region is given in)
-    and timestamp rows (``timestamps``: "t=i" on a dark band along the top of each tile,
-    ``i`` the tile's unit: a frame's place in its sequence)."""
+    and timestamps (``timestamps``: "t=i" in a small dark box at each tile's top-left
+    corner, ``i`` the tile's unit: a frame's place in its sequence)."""
     style = view.style
     if not style.get("grid") and not style.get("timestamps"):
         return canvas

@@ -374,6 +374,9 @@ class Craft:
                 base = self.evaluate(incumbent, "dev")
                 rng = np.random.default_rng([c.seed, MODES.index(mode), r, used])
                 history = [e for e in ledger["candidates"] if e.get("projection_of") is None]
+                if hasattr(optimizer, "rejected_texts"):  # a model is shown what was rolled back
+                    optimizer.rejected_texts = [e["diff"] for e in ledger["candidates"] if not e["accepted"]
+                                                and e["diff"]]
                 proposal: Proposal | None = None
                 for arm in ucb_pick(arms, history):
                     proposal = optimizer.propose(incumbent, arm, base["traces"], rng, rejected)

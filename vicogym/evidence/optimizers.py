@@ -282,6 +282,7 @@ class OpenAIOptimizer:
     client: Any
     draw: Callable[[Mapping[str, Any]], np.ndarray | None] | None = None
     max_traces: int = 4
+    #: the diffs of the proposals rejected so far (the search sets them from its ledger)
     rejected_texts: list[str] = field(default_factory=list)
 
     @property
@@ -335,7 +336,6 @@ class OpenAIOptimizer:
             candidate = skill.with_fields(**data)
         except (ValueError, TypeError) as exc:
             return Proposal(skill, arm, rationale, error=f"the proposal breaks the skill format: {exc}")
-        self.rejected_texts.append(json.dumps(data, sort_keys=True)[:400])
         if not candidate.changed(skill) or candidate.digest() in rejected:
             return Proposal(skill, arm, rationale, error="the proposal changes nothing new")
         return Proposal(candidate, arm, rationale)
