@@ -171,7 +171,6 @@ class Craft:
         self.out, self.config, self.progress = Path(out), config, progress or (lambda text: None)
         self.envs: dict[str, Any] = {}
         self.tasks: dict[str, tuple[dict[str, Any], dict[str, bytes]]] = {}
-        self.families = [t for t in config.tasks]
 
     # -- the folder ----------------------------------------------------------------------
     def open(self) -> None:
@@ -264,7 +263,9 @@ class Craft:
         for sha, data in env.payloads.items():
             target = folder / "files" / f"{sha}.png"
             if not target.is_file():
-                target.write_bytes(data)
+                tmp = target.with_name(target.name + ".tmp")
+                tmp.write_bytes(data)
+                tmp.replace(target)  # whole or absent: a killed run leaves no half image
         write_json_atomic(folder / f"{item['id']}.json", {"task": env.task.to_dict(), "payloads": sorted(env.payloads)})
 
     def task_of(self, item: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, bytes]]:
@@ -293,7 +294,7 @@ class Craft:
             task, payloads = self.task_of(item)
             env = self.env(item["spec"], skill)
             for r in range(self.config.repeats):
-                seed = episode_seed(int(_digest(item["id"], 15), 16), r)
+                seed = episode_seed(int(_digest([item["id"], item["source"]], 15), 16), r)
                 try:
                     trace = play(env, runner, seed=seed, skill=skill, options={"task": task, "payloads": payloads})
                 except (ValueError, RuntimeError) as exc:
@@ -357,11 +358,17 @@ class Craft:
             if entry["accepted"]:
                 incumbent = Skill.from_dict(entry["skill"])
         rejected = {e["skill"]["sha256"] for e in ledger["candidates"] if not e["accepted"]}
-        optimizer = make_optimizer(c.optimizer, [f for f in self.families], draw=self.last_view)
+        families = sorted({i["family"] for i in self.splits()})
+        optimizer = make_optimizer(c.optimizer, families, draw=self.last_view)
 
         def save() -> None:
             write_json_atomic(ledger_path, ledger)
 
+        if "start" not in ledger:
+            first = self.evaluate(start, "dev")
+            ledger["start"] = {"skill": start.digest(), "dev_score": _mean(first, "score"),
+                               "dev_support": _mean(first, "support")}
+            save()
         for r in range(c.rounds):
             if r < len(ledger["rounds"]):
                 continue

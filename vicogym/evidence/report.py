@@ -100,20 +100,21 @@ def table(runs: Sequence[Mapping[str, Any]], seed: int = 0) -> dict[str, Any]:
 
 
 def _plots(out: Path, runs: Sequence[Mapping[str, Any]]) -> list[str]:
-    from vicogym.runs.plots import Plots, count_bars, nothing_to_show
+    from vicogym.runs.plots import Plots, count_bars, counts_axis, nothing_to_show
 
     plots = Plots(out, 110)
     fig, ax = plots.figure((6.0, 3.6))
     drawn = False
     for k, run in enumerate(runs):
         for mode, ledger in run["ledgers"].items():
-            rounds = ledger.get("rounds", [])
+            rounds = ([{"round": -1, **ledger["start"]}] if "start" in ledger else []) + ledger.get("rounds", [])
             if rounds:
-                ax.plot([r["round"] for r in rounds], [r["dev_score"] for r in rounds], marker="o",
+                ax.plot([r["round"] + 1 for r in rounds], [r["dev_score"] for r in rounds], marker="o",
                         label=f"{mode}" + (f" (run {k})" if len(runs) > 1 else ""))
                 drawn = True
     if drawn:
-        ax.set_xlabel("round")
+        counts_axis(ax.xaxis)
+        ax.set_xlabel("after round (0: the starting skill)")
         ax.set_ylabel("development score of the incumbent")
         ax.legend(fontsize=8)
     else:
