@@ -16,7 +16,7 @@ from vicogym.evidence.protocol import brief, contract_text, parse_action
 from vicogym.programs.evidence import CONTRACT_TEXT, score_task
 from vicogym.registry import check_settings
 from vicogym.renderers.evidence import LABEL_PX, EvidenceRenderer
-from vicogym.sources.evidence import TaskSource
+from vicogym.sources.evidence import FAMILIES, TaskSource
 from vicogym.spaces import TextSpace, to_charset
 from vicogym.structures.evidence import (
     Note,
@@ -192,6 +192,11 @@ class EvidenceEnv(gym.Env):
 
         for module in sorted(self.source.extras()):
             require_module(module, PIP_EXTRAS.get(module, module), f"{self.env_id} with tasks={c.tasks!r}")
+        known = set(FAMILIES) | {t.family for tasks in self.source._datasets.values() for t in tasks}
+        for name in interface.families_named(c.interface):
+            if name not in known:
+                raise ValueError(f"the interface expression names the task family {name!r}, which no task here has"
+                                 f"{did_you_mean(name, known)} (families: {', '.join(sorted(known))})")
         self.renderer = EvidenceRenderer(c.render_settings)
         self.present = interface.style(c.interface)
         self.style = interface.view_style(self.present)

@@ -62,6 +62,14 @@ def _task(question, titles, family="slides", contract="number"):
     return structures.Task("t", family, question, answer, units, (), contract, "relaxed", options=options)
 
 
+def test_a_family_no_task_has_is_refused_where_the_environment_is_made():
+    expr = {"select": {"attach": [{"when": {"family": ["slide"]}, "pick": "all"}]}}
+    with pytest.raises(ValueError, match="'slide', which no task here has; did you mean 'slides'"):
+        gym.make("vicogym/Evidence-v0", tasks="forms", interface=expr)
+    expr["select"]["attach"][0]["when"]["family"] = ["slides"]  # a known family the tasks lack: the rule never holds
+    gym.make("vicogym/Evidence-v0", tasks="forms", interface=expr)
+
+
 def test_title_match_picks_the_quoted_title_before_shared_words():
     task = _task("In the slide titled 'Revenue: Western division', what is the lowest value?",
                  ["Revenue: Eastern division", "Revenue: Western division", "Costs", "Western division staff"])
@@ -245,17 +253,18 @@ def test_a_weaker_reader_scores_less_on_the_same_views():
 
 
 # -- the gate, UCB and the arms ------------------------------------------------------------------
-@pytest.mark.parametrize("d_r, d_c, d_px, accepted, reason", [
-    (0.1, 0.0, 5.0, True, "accept: dR"),
-    (0.0, 0.2, 0.0, True, "accept: dR"),
-    (-0.05, 0.3, 0.0, False, "score fell"),
-    (0.2, -0.01, 0.0, False, "support fell"),
-    (0.0, 0.0, -10.0, True, "a tie that sends no more pixels"),
-    (0.0, 0.0, 0.0, True, "a tie that sends no more pixels"),
-    (0.0, 0.0, 10.0, False, "a tie that sends more pixels"),
+@pytest.mark.parametrize("d_r, d_c, d_px, d_text, accepted, reason", [
+    (0.1, 0.0, 5.0, 30, True, "accept: dR"),
+    (0.0, 0.2, 0.0, 0, True, "accept: dR"),
+    (-0.05, 0.3, 0.0, 0, False, "score fell"),
+    (0.2, -0.01, 0.0, 0, False, "support fell"),
+    (0.0, 0.0, -10.0, -5, True, "a tie that costs no more"),
+    (0.0, 0.0, 0.0, 0, True, "a tie that costs no more"),
+    (0.0, 0.0, 10.0, 0, False, "a tie that sends more pixels"),
+    (0.0, 0.0, 0.0, 12, False, "a tie that adds text"),
 ])
-def test_the_gate_accepts_only_when_neither_score_nor_support_falls(d_r, d_c, d_px, accepted, reason):
-    verdict, why = gate(d_r, d_c, d_px)
+def test_the_gate_accepts_only_when_neither_score_nor_support_falls(d_r, d_c, d_px, d_text, accepted, reason):
+    verdict, why = gate(d_r, d_c, d_px, d_text)
     assert verdict is accepted and reason in why
 
 
@@ -507,6 +516,11 @@ def test_the_report_prints_the_table_and_writes_its_plots(tiny_run, tmp_path):
     (["craft", "forms", "--optimizer", "clever"], "unknown optimizer"),
     (["craft", "forms", "--set", "interface={}"], "the craft run's own"),
     (["craft", "transfer", "/nonexistent/a"], "at least two"),
+    (["craft", "forms", "--executor", "direct"], "Direct is one of the arms"),
+    (["craft", "forms", "--executor", "simulated:skill,acuity=9"], "acuity"),
+    (["craft", "forms", "--start", "nosuch"], "--start nosuch"),
+    (["craft", "report", "somewhere", "--dev", "2"], "--dev sets up a craft run"),
+    (["craft", "grammar", "--out", "x"], "takes no --out"),
 ])
 def test_craft_commands_answer_bad_input_with_a_message(args, message, tmp_path):
     result = CliRunner().invoke(app, args + (["--out", str(tmp_path / "o")] if args[1] == "forms" else []))
@@ -519,6 +533,40 @@ def test_the_random_optimizer_gives_the_same_ledger_for_the_same_seed(tmp_path):
         craft(tmp_path / name, config)
     assert (tmp_path / "a/joint/ledger.json").read_bytes() == (tmp_path / "b/joint/ledger.json").read_bytes()
     assert (tmp_path / "a/joint/skill/reader.md").read_bytes() == (tmp_path / "b/joint/skill/reader.md").read_bytes()
+
+
+def test_a_report_pools_only_seeds_of_one_experiment(tiny_run, tmp_path):
+    out, _ = tiny_run
+    with pytest.raises(RunError, match="named twice"):
+        write_report([out, out])
+    other = tmp_path / "seed1"
+    craft(other, CraftConfig(**{**TINY, "seed": 1}))
+    result, page = write_report([out, other])
+    assert page.parent.name == "report-pooled" and result["cells"]["all/joint"]["items"] == 4
+    assert result["cells"]["all/joint"]["tokens"] is None  # the simulated executor spends no tokens
+    weak = tmp_path / "weak-seed1"
+    craft(weak, CraftConfig(**{**TINY, "seed": 1, "executor": "simulated:skill,acuity=1.4"}))
+    with pytest.raises(RunError, match="differs from .* in executor"):
+        write_report([out, weak])
+    assert CliRunner().invoke(app, ["verify", str(out)]).output.count("is a craft run") == 1
+
+
+def test_asking_for_one_mode_on_a_folder_keeps_the_modes_it_ran(tiny_run, tmp_path):
+    out = tmp_path / "two"
+    craft(out, CraftConfig(**{**TINY, "modes": ["joint", "text"]}))
+    again = craft(out, CraftConfig(**{**TINY, "modes": ["joint"]}))
+    assert {"joint", "text"} <= set(again["arms"])
+
+
+def test_misspelt_files_and_byte_order_marks_in_a_skill_folder(tmp_path):
+    (tmp_path / "reader.md").write_text("Zoom into the evidence.")
+    (tmp_path / "interface.json").write_bytes(b"\xef\xbb\xbf" + b'{"present": {"grid": 4}}')
+    assert load_skill(tmp_path).get("present") == {"grid": 4}
+    (tmp_path / "notes.txt").write_text("kept alone")
+    assert load_skill(tmp_path).reader == "Zoom into the evidence."
+    (tmp_path / "protocol.jsn").write_text("{}")
+    with pytest.raises(RunError, match="did you mean protocol.json"):
+        load_skill(tmp_path)
 
 
 def test_craft_grammar_prints_the_schema():
@@ -535,10 +583,13 @@ def test_a_skill_transfers_to_another_executor_as_a_matrix(tiny_run, tmp_path):
     for source in matrix["executors"]:
         for target in matrix["executors"]:
             assert 0.0 <= matrix["cells"][source][target]["score"] <= 1.0
-    with pytest.raises(RunError, match="differ in their executor only|differs"):
-        bad = tmp_path / "bad"
-        craft(bad, CraftConfig(**{**TINY, "seed": 5}))
+    assert json.loads((out / "transfer.json").read_text())["executors"] == matrix["executors"]
+    bad = tmp_path / "bad"
+    craft(bad, CraftConfig(**{**TINY, "seed": 5}))
+    with pytest.raises(RunError, match="differ in their executor only"):
         transfer([out, bad])
+    with pytest.raises(RunError, match="named twice"):
+        transfer([out, other, out])
 
 
 # -- an optimizer model behind a server -----------------------------------------------------------

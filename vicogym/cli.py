@@ -278,6 +278,9 @@ def verify(
 
     instruct, evidence = _workflow("instruct.run_folder"), _workflow("evidence.runs")
     try:
+        if (Path(out) / "craft.json").is_file():
+            raise ValueError(f"{out} is a craft run: check it by running its `vicogym craft` command again (it "
+                             "rewrites the same ledger, skill and test bytes); verify checks generation and trace runs")
         if evidence.is_evidence_run(out):
             rows, problems, notes = evidence.verify_run(out, images=images)
         elif instruct.is_instruct_run(out):
@@ -547,6 +550,17 @@ def craft(
 
     args = list(args or [])
     try:
+        given = {"--executor": executor != "simulated", "--optimizer": optimizer != "guided",
+                 "--modes": modes != "text,interface,joint", "--rounds": rounds != 4, "--submissions": submissions != 4,
+                 "--dev": dev != 6, "--test": test != 8, "--repeats": repeats != 2, "--seed": seed != 0,
+                 "--start": start != "initial", "--set": bool(settings), "--config": config_file is not None}
+        if args and args[0] in CRAFT_ACTIONS and any(given.values()):
+            flag = next(k for k, v in given.items() if v)
+            raise ValueError(f"{flag} sets up a craft run; `vicogym craft {args[0]}` takes "
+                             f"{'--out' if args[0] == 'report' else 'no setting'}")
+        if args and args[0] in ("transfer", "grammar") and out != "vicogym-craft":
+            where = "it writes transfer.json into the first run" if args[0] == "transfer" else "it prints"
+            raise ValueError(f"`vicogym craft {args[0]}` takes no --out ({where})")
         if args and args[0] == "grammar":
             console.print_json(json.dumps(_workflow("evidence.interface").SCHEMA))
             return
@@ -605,6 +619,7 @@ def _craft_transfer(dirs: list[str]) -> None:
     for row in report.transfer_rows(matrix):
         table.add_row(*row)
     console.print(table)
+    console.print(f"wrote {Path(dirs[0]) / 'transfer.json'}")
 
 
 if __name__ == "__main__":

@@ -26,8 +26,9 @@ allows this round; then
 2. *the gate*: candidate and incumbent on the same development items; with ΔR the mean
    paired change in task score and ΔC the change in evidence support, the candidate is
    accepted when ΔR >= 0 and ΔC >= 0. A tie (ΔR = ΔC = 0) is accepted only when the
-   candidate sends no more pixels per episode than the incumbent (it costs nothing), and
-   otherwise rolled back; so is a candidate whose episodes fail to run (``exec``);
+   candidate costs no more: no more pixels per episode and no longer text than the
+   incumbent; otherwise it is rolled back, as is a candidate whose episodes fail to run
+   (``exec``);
 3. *interface projection*: a rejected joint candidate that changed visual fields and
    lost score (ΔR < 0) but not support (ΔC >= 0) has its (φ, ψ) retested with the
    incumbent's θ, when the round has a submission left: that takes a submission and a
@@ -56,7 +57,7 @@ import difflib
 import gzip
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -77,6 +78,7 @@ DEFAULT_TASKS = ("forms", "slides", "multichart")
 CRAFT_FILE = "craft.json"
 SPLITS_FILE = "splits.json"
 TEST_FILE = "test.json"
+TRANSFER_FILE = "transfer.json"
 #: how far apart two means must be to count as different (the gate's ties)
 TIE = 1e-12
 
@@ -114,6 +116,18 @@ class CraftConfig:
                 raise ValueError(f"expected --{name} as a whole number in [{low}, {high}], got {getattr(self, name)!r}")
         if not isinstance(self.env_settings, Mapping):
             raise ValueError(f"expected the environment settings as a mapping, got {self.env_settings!r}")
+        if not isinstance(self.executor, str) or self.executor.split(",")[0].split(":")[0] not in ("simulated",
+                                                                                                  "openai"):
+            raise ValueError(f"expected --executor as simulated[:POLICY][,name=value...] or openai:MODEL@URL, got "
+                             f"{self.executor!r} (Direct is one of the arms a craft run tests, not an executor)")
+        from vicogym.evidence.executors import make_executor
+
+        make_executor(self.executor)  # a spec that cannot make an executor is refused here, not mid-run
+        try:
+            load_skill(self.start)
+        except RunError as exc:
+            raise ValueError(f"--start {self.start}: {exc}".replace("or leave --skill out", "or use --start initial")
+                             ) from None
         owned = sorted(set(self.env_settings) & {"tasks", "executor", "interface"})
         if owned:
             raise ValueError(f"--set {owned[0]} is the craft run's own (tasks are the TASKS argument, the executor "
@@ -192,6 +206,7 @@ class Craft:
         else:
             modes = list(self.config.modes)
         write_json_atomic(path, {"identity": identity, "modes": modes})
+        self.modes = modes  # every mode the folder ever ran: its test evaluation keeps them all
 
     def close(self) -> None:
         for env in self.envs.values():
@@ -301,7 +316,8 @@ class Craft:
                     raise RunError(f"the skill {skill.name!r} fails to run on {item['id']}: {exc}") from None
                 rows.append({"item": item["id"], "family": item["family"], "source": item["source"], "repeat": r,
                              "score": trace["score"], "support": trace["support"]["share"],
-                             "pixels": trace["pixels_sent"], "tokens": sum((trace["tokens"] or {}).values()),
+                             "pixels": trace["pixels_sent"],
+                             "tokens": sum(trace["tokens"].values()) if trace["tokens"] else None,
                              "failure": trace["failure"] if trace["score"] < 1.0 else None,
                              "steps": len(trace["steps"])})
                 if split == "dev":
@@ -426,12 +442,13 @@ class Craft:
 
     def _judge(self, proposal: Proposal, incumbent: Skill, base: Mapping[str, Any], r: int, slot: int, mode: str,
                projection_of: int | None) -> dict[str, Any]:
-        candidate = proposal.skill
+        candidate = replace(proposal.skill, name=f"{mode}-r{r}-s{slot}")
         fields = incumbent.changed(candidate)
         entry: dict[str, Any] = {"round": r, "slot": slot, "mode": mode, "arm": proposal.arm, "fields": fields,
                                  "rationale": proposal.rationale, "diff": skill_diff(incumbent, candidate),
                                  "skill": candidate.to_dict(), "incumbent": incumbent.digest(),
-                                 "projection_of": projection_of, "dR": None, "dC": None, "accepted": False}
+                                 "projection_of": projection_of, "dR": None, "dC": None, "accepted": False,
+                                 "project": False}
         if proposal.error:
             return {**entry, "reason": f"invalid: {proposal.error}"}
         visual = [f for f in fields if f in VISUAL_FIELDS]
@@ -448,9 +465,10 @@ class Craft:
             return {**entry, "reason": f"exec: {exc}"}
         d_r, d_c = paired_delta(base, result, "score"), paired_delta(base, result, "support")
         d_px = paired_delta(base, result, "pixels")
-        entry.update({"dR": round(d_r, 12), "dC": round(d_c, 12), "dPixels": round(d_px, 6),
+        d_text = len(candidate.text) - len(incumbent.text)
+        entry.update({"dR": round(d_r, 12), "dC": round(d_c, 12), "dPixels": round(d_px, 6), "dText": d_text,
                       "dev_score": _mean(result, "score"), "dev_support": _mean(result, "support")})
-        verdict, reason = gate(d_r, d_c, d_px)
+        verdict, reason = gate(d_r, d_c, d_px, d_text)
         entry.update({"accepted": verdict, "reason": reason})
         joint = any(f in TEXT_FIELDS for f in fields) and bool(visual)
         entry["project"] = bool(not verdict and joint and d_r < -TIE and d_c >= -TIE and projection_of is None)
@@ -472,7 +490,7 @@ class Craft:
     def run(self) -> dict[str, Any]:
         self.splits()
         terminals = {}
-        for mode in self.config.modes:
+        for mode in getattr(self, "modes", self.config.modes):
             terminals[mode] = self.search(mode)
         return self.test(terminals)
 
@@ -535,16 +553,19 @@ def paired_delta(base: Mapping[str, Any], result: Mapping[str, Any], key: str) -
     return float(np.mean([b[k] - a[k] for k in a])) if a else 0.0
 
 
-def gate(d_r: float, d_c: float, d_pixels: float) -> tuple[bool, str]:
-    """The paired gate's verdict and its reason (see the module doc)."""
+def gate(d_r: float, d_c: float, d_pixels: float, d_text: int = 0) -> tuple[bool, str]:
+    """The paired gate's verdict and its reason (see the module doc): ``d_pixels`` and
+    ``d_text`` (pixels per episode, characters of the skill's text) break ties."""
     if d_r < -TIE:
         return False, f"rollback: score fell ({d_r:+.4f})"
     if d_c < -TIE:
         return False, f"rollback: support fell ({d_c:+.4f})"
     if abs(d_r) <= TIE and abs(d_c) <= TIE:
-        if d_pixels <= TIE:
-            return True, "accept: a tie that sends no more pixels"
-        return False, f"rollback: a tie that sends more pixels ({d_pixels:+.0f} per episode)"
+        if d_pixels > TIE:
+            return False, f"rollback: a tie that sends more pixels ({d_pixels:+.0f} per episode)"
+        if d_text > 0:
+            return False, f"rollback: a tie that adds text ({d_text:+d} characters)"
+        return True, "accept: a tie that costs no more (pixels, text)"
     return True, f"accept: dR {d_r:+.4f}, dC {d_c:+.4f}"
 
 
@@ -582,6 +603,8 @@ def transfer(runs: Sequence[str | Path], progress: Callable[[str], None] | None 
     (the same settings but the executor)."""
     if len(runs) < 2:
         raise RunError("a transfer matrix needs at least two craft runs (each evolved with its own executor)")
+    if len({Path(r).resolve() for r in runs}) < len(runs):
+        raise RunError("a run folder is named twice; name each run once")
     metas = [read_run(r) for r in runs]
     keys = {k for m in metas for k in m["identity"]} - {"executor"}
     for m, r in zip(metas[1:], runs[1:]):
@@ -591,6 +614,9 @@ def transfer(runs: Sequence[str | Path], progress: Callable[[str], None] | None 
                            "differ in their executor only")
         if m["splits"] != metas[0]["splits"]:
             raise RunError(f"{r} holds other splits than {runs[0]}")
+    executors = [m["identity"]["executor"] for m in metas]
+    if len(set(executors)) < len(executors):
+        raise RunError(f"two runs share an executor ({executors}); a transfer matrix needs one run per executor")
     skills = {}
     for m, r in zip(metas, runs):
         if not (Path(r) / "joint" / "skill").is_dir():
@@ -609,7 +635,9 @@ def transfer(runs: Sequence[str | Path], progress: Callable[[str], None] | None 
                 cells.setdefault(source, {})[target] = {"score": _mean({"rows": rows}, "score"), "rows": rows}
     finally:
         first.close()
-    return {"executors": list(skills), "cells": cells, "direct": direct}
+    matrix = {"executors": list(skills), "runs": [str(r) for r in runs], "cells": cells, "direct": direct}
+    write_json_atomic(Path(runs[0]) / TRANSFER_FILE, matrix)
+    return matrix
 
 
 def _config_of(identity: Mapping[str, Any]) -> dict[str, Any]:

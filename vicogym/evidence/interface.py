@@ -181,6 +181,13 @@ def start_plan(expression: Mapping[str, Any] | None, task: Any) -> dict[str, Any
     return {"units": units, "crops": dict(crops) if crops is not None else None}
 
 
+def families_named(expression: Mapping[str, Any] | None) -> list[str]:
+    """The task families the expression's rules name (to check them against the tasks)."""
+    select = (expression or {}).get("select", {})
+    return sorted({f for kind in ("attach", "crops") for rule in select.get(kind, ())
+                   for f in rule.get("when", {}).get("family", ())})
+
+
 def style(expression: Mapping[str, Any] | None) -> dict[str, Any]:
     """The presentation settings, defaults filled in."""
     return {**PRESENT_DEFAULTS, **(expression or {}).get("present", {})}

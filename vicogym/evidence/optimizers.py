@@ -100,7 +100,8 @@ class RandomOptimizer:
                 rejected: set[str]) -> Proposal | None:
         for _ in range(16):
             proposal = self._one(skill, arm, rng)
-            if proposal is not None and proposal.skill.digest() not in rejected and proposal.skill.changed(skill):
+            if proposal is not None and proposal.skill.digest() not in rejected and arm_holds(
+                    arm, skill.changed(proposal.skill)):
                 return proposal
         return None
 
@@ -143,12 +144,14 @@ class RandomOptimizer:
             when = {"family": [pick(list(self.families))]} if self.families and rng.random() < 0.7 else {}
             if rng.random() < 0.5:
                 rule = {"pick": pick(grammar.PICKS), "count": int(rng.integers(1, 7))}
-                rules = [{**({"when": when} if when else {}), **rule}] + list(select.get("attach", []))
+                rule = {**({"when": when} if when else {}), **rule}
+                rules = [rule] + [r for r in select.get("attach", []) if r != rule]
                 return Proposal(skill.with_fields(select={**select, "attach": rules[:8]}), arm,
                                 f"select: attach {rules[0]}")
             rule = {"rows": int(rng.integers(1, 4)), "cols": int(rng.integers(1, 4)),
                     "overlap": float(pick((0.0, 0.1, 0.2)))}
-            rules = [{**({"when": when} if when else {}), **rule}] + list(select.get("crops", []))
+            rule = {**({"when": when} if when else {}), **rule}
+            rules = [rule] + [r for r in select.get("crops", []) if r != rule]
             return Proposal(skill.with_fields(select={**select, "crops": rules[:8]}), arm, f"select: crops {rules[0]}")
         raise ValueError(f"unknown arm {arm!r} (arms: {', '.join(ARMS)})")
 
@@ -178,12 +181,16 @@ class GuidedOptimizer:
         select, present = skill.get("select"), skill.get("present")
         when = {"family": [family]}
 
+        def first(kind: str, rule: dict[str, Any]) -> dict[str, Any]:
+            """The selection with ``rule`` first among its ``kind`` rules (once)."""
+            rules = [r for r in select.get(kind, []) if r != rule]
+            return {"select": {**select, kind: [rule] + rules}}
+
         def attach(rule: dict[str, Any]) -> dict[str, Any]:
-            return {"select": {**select, "attach": [{"when": when, **rule}] + list(select.get("attach", []))}}
+            return first("attach", {"when": when, **rule})
 
         def crops(rows: int, cols: int) -> dict[str, Any]:
-            return {"select": {**select, "crops": [{"when": when, "rows": rows, "cols": cols, "overlap": 0.1}]
-                               + list(select.get("crops", []))}}
+            return first("crops", {"when": when, "rows": rows, "cols": cols, "overlap": 0.1})
 
         def text(name: str, directive: str) -> dict[str, Any]:
             return {name: _add_clause(skill.get(name), _phrase(directive))}
@@ -246,9 +253,17 @@ class GuidedOptimizer:
                     candidate = skill.with_fields(**edit)
                 except ValueError:
                     continue
-                if candidate.changed(skill) and candidate.digest() not in rejected:
+                if arm_holds(arm, skill.changed(candidate)) and candidate.digest() not in rejected:
                     return Proposal(candidate, arm, why)
         return None
+
+
+def arm_holds(arm: str, changed: Sequence[str]) -> bool:
+    """Whether an edit that changed ``changed`` is one of ``arm``: that field alone, or
+    for ``joint`` a θ field and an interface field together."""
+    if arm == "joint":
+        return any(f in TEXT_FIELDS for f in changed) and any(f not in TEXT_FIELDS for f in changed)
+    return list(changed) == [arm]
 
 
 OPTIMIZER_PROMPT = """You improve a skill for a frozen visual executor. The skill has text fields (reader: the \

@@ -67,8 +67,10 @@ def table(runs: Sequence[Mapping[str, Any]], seed: int = 0) -> dict[str, Any]:
             ci = stats.cluster_bootstrap_ci(means["score"].to_numpy(), means["cluster"].tolist(),
                                             means["stratum"].tolist(), n_resamples=RESAMPLES, seed=seed)
             chosen = part[part["arm"] == arm]
+            tokens = chosen["tokens"].dropna()
             cell = {"score": ci["estimate"], "low": ci["low"], "high": ci["high"], "items": len(means),
-                    "pixels": float(chosen["pixels"].mean()), "tokens": float(chosen["tokens"].mean())}
+                    "pixels": float(chosen["pixels"].mean()),
+                    "tokens": float(tokens.mean()) if len(tokens) else None}
             if joint is not None and arm != "joint":
                 a = joint.set_index("item")["score"]
                 b = means.set_index("item")["score"].reindex(a.index)
@@ -132,13 +134,20 @@ def _plots(out: Path, runs: Sequence[Mapping[str, Any]]) -> list[str]:
     ax.set_title("accepted edits by field")
     plots.save(fig, "accepted_by_field.png")
     fig, ax = plots.figure((5.0, 4.0))
-    points = [(e["dR"], e["dC"], e["accepted"]) for run in runs for ledger in run["ledgers"].values()
+    points = [(e["dR"], e["dC"], e["accepted"], mode) for run in runs for mode, ledger in run["ledgers"].items()
               for e in ledger["candidates"] if e.get("dR") is not None]
+    unevaluated = sum(e.get("dR") is None for run in runs for ledger in run["ledgers"].values()
+                      for e in ledger["candidates"])
     if points:
-        for accepted, colour, label in ((True, "#2ca02c", "accepted"), (False, "#d62728", "rolled back")):
-            xs = [p[0] for p in points if p[2] == accepted]
-            ys = [p[1] for p in points if p[2] == accepted]
-            ax.scatter(xs, ys, c=colour, label=label, s=18, alpha=0.8)
+        markers = dict(zip(sorted({p[3] for p in points}), "osD^v"))
+        for accepted, colour, verdict in ((True, "#2ca02c", "accepted"), (False, "#d62728", "rolled back")):
+            for mode, marker in markers.items():
+                chosen = [p for p in points if p[2] == accepted and p[3] == mode]
+                if chosen:
+                    ax.scatter([p[0] for p in chosen], [p[1] for p in chosen], c=colour, marker=marker, s=22,
+                               alpha=0.7, label=f"{mode}: {verdict} ({len(chosen)})")
+        if unevaluated:
+            ax.set_title(f"{unevaluated} more rejected before evaluation (replay, invalid)", fontsize=9)
         ax.axhline(0, color="#888", lw=0.8)
         ax.axvline(0, color="#888", lw=0.8)
         ax.set_xlabel("ΔR (paired change in task score)")
@@ -162,31 +171,54 @@ def rows_of(result: Mapping[str, Any], family: str = "all") -> list[list[str]]:
         c = result["cells"][f"{family}/{arm}"]
         delta = f"{c['joint_minus']:+.3f}" if "joint_minus" in c else ""
         p = f"{c['p']:.4f}" if "p" in c else ""
+        tokens = "n/a" if c["tokens"] is None else f"{c['tokens']:.0f}"
         rows.append([LABELS.get(arm, arm), _fmt(c["score"]), f"[{_fmt(c['low'])}, {_fmt(c['high'])}]",
-                     f"{c['pixels']:.0f}", f"{c['tokens']:.0f}", delta, p])
+                     f"{c['pixels']:.0f}", tokens, delta, p])
     return rows
 
 
-HEADER = ["arm", "score", "95% CI", "pixels/episode", "tokens/episode", "joint - arm", "p (permutation)"]
+HEADER = ["arm", "score", "95% CI", "pixels/ep", "tokens/ep", "joint-arm", "p"]
+
+
+def check_pooled(dirs: Sequence[str | Path]) -> list[dict[str, Any]]:
+    """The runs of ``dirs``, refused unless they can be pooled: finished, each named once,
+    and the same settings but their seeds (the seeds are the strata)."""
+    if not dirs:
+        raise RunError("name at least one craft run folder")
+    if len({Path(d).resolve() for d in dirs}) < len(dirs):
+        raise RunError("a run folder is named twice; pooling a run with itself counts its items twice")
+    runs = [read_run(d) for d in dirs]
+    for d, run in zip(dirs, runs):
+        if run["test"] is None:
+            raise RunError(f"{d} has no test evaluation yet (test.json); let its `vicogym craft` finish")
+    first = runs[0]["identity"]
+    seeds = [r["identity"]["seed"] for r in runs]
+    if len(set(seeds)) < len(seeds):
+        raise RunError(f"two runs share seed {sorted(s for s in seeds if seeds.count(s) > 1)[0]}; the runs a report "
+                       "pools are seeds of one experiment")
+    for d, run in zip(dirs[1:], runs[1:]):
+        differing = sorted(k for k in set(first) | set(run["identity"]) if k != "seed"
+                           and run["identity"].get(k) != first.get(k))
+        if differing:
+            raise RunError(f"{d} differs from {dirs[0]} in {', '.join(differing)}: a report pools runs that differ "
+                           "in their seed only (compare executors with `vicogym craft transfer`)")
+    return runs
 
 
 def write_report(dirs: Sequence[str | Path], out: str | Path | None = None, seed: int = 0
                  ) -> tuple[dict[str, Any], Path]:
     """The table's numbers and the report page (``index.html``) written for ``dirs``."""
-    runs = [read_run(d) for d in dirs]
-    for d, run in zip(dirs, runs):
-        if run["test"] is None:
-            raise RunError(f"{d} has no test evaluation yet (test.json); let its `vicogym craft` finish")
+    runs = check_pooled(dirs)
     result = table(runs, seed)
-    folder = Path(out) if out is not None else Path(dirs[0]) / "report"
+    folder = Path(out) if out is not None else Path(dirs[0]) / ("report" if len(dirs) == 1 else "report-pooled")
     names = _plots(folder, runs)
     parts = ["<!doctype html><meta charset='utf-8'><title>vicogym craft report</title>",
              "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:1.5em}"
              "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}td:first-child{text-align:left}</style>",
              f"<h1>Craft report</h1><p>{html.escape(', '.join(str(d) for d in dirs))}: executor "
              f"{html.escape(runs[0]['identity']['executor'])}, optimizer "
-             f"{html.escape(runs[0]['identity']['optimizer'])}"
-             "</p>"]
+             f"{html.escape(runs[0]['identity']['optimizer'])}; seeds "
+             f"{', '.join(str(r['identity']['seed']) for r in runs)} (the strata)</p>"]
     for family in result["families"] + ["all"]:
         heads = "".join(f"<th>{html.escape(h)}</th>" for h in HEADER)
         parts.append(f"<h2>{html.escape(family)}</h2><table><tr>{heads}</tr>")

@@ -14,7 +14,9 @@ edit:
 - ``interface.json`` (φ, ψ): the interface expression, ``{"select": ..., "present": ...}``
   in the grammar :mod:`vicogym.evidence.interface` interprets (JSON, no code).
 
-A missing file is that field left empty. The package names two skills of its own:
+``reader.md`` must be there (it is what makes a folder a skill); any other missing file is
+that field left empty, and a file whose name is close to one of these is refused as a
+likely misspelling. The package names two skills of its own:
 ``initial`` (the starting skill evolution begins from: a plain reader, the task's own
 start) and ``direct`` (the paper's Direct baseline: every unit at once, one step).
 
@@ -24,6 +26,7 @@ The simulated executor follows *directives* phrased in the text fields
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import re
@@ -232,13 +235,19 @@ def load_skill(folder: str | Path | None) -> Skill:
     if not (path / FILES["reader"]).is_file():
         raise RunError(f"{path} is not a skill folder: it has no reader.md (the reader procedure); write one, or "
                        "leave --skill out")
+    known = set(FILES.values())
+    for entry in sorted(path.iterdir()):
+        close = difflib.get_close_matches(entry.name, known, n=1, cutoff=0.75)
+        if entry.name not in known and not entry.name.startswith(".") and close:
+            raise RunError(f"{entry} is no skill file: did you mean {close[0]}? (a skill folder holds "
+                           f"{', '.join(FILES.values())}; other files are left alone)")
     values: dict[str, Any] = {}
     for name, filename in FILES.items():
         file = path / filename
         if not file.exists():
             continue
         try:
-            text = file.read_text(encoding="utf-8")
+            text = file.read_text(encoding="utf-8-sig")  # a byte-order mark some editors write is no text
         except (OSError, UnicodeDecodeError) as exc:
             raise RunError(f"{file} cannot be read as UTF-8 text ({exc})") from None
         if filename.endswith(".json"):
