@@ -198,7 +198,8 @@ def styled(canvas: np.ndarray, view: View) -> np.ndarray:
     """``canvas`` with ``view.style`` drawn on it: a coordinate grid (``grid`` lines per
     side, each labelled with its fraction of the view, what a zoom region is given in)
     and timestamps (``timestamps``: "t=i" in a small dark box at each tile's top-left
-    corner, ``i`` the tile's unit: a frame's place in its sequence)."""
+    corner, ``i`` the tile's place in the pool counted from 1: a frame's place in its
+    sequence, as "Frame i" names it)."""
     style = view.style
     if not style.get("grid") and not style.get("timestamps"):
         return canvas
@@ -212,12 +213,17 @@ def styled(canvas: np.ndarray, view: View) -> np.ndarray:
         x, y = int(round(f * w)), int(round(f * h))
         cv2.line(out, (x, 0), (x, h - 1), GRID_COLOR, 1)
         cv2.line(out, (0, y), (w - 1, y), GRID_COLOR, 1)
-        cv2.putText(out, f"{f:.2g}", (x + 2, 11), cv2.FONT_HERSHEY_SIMPLEX, 0.35, GRID_COLOR, 1, cv2.LINE_AA)
-        cv2.putText(out, f"{f:.2g}", (2, y - 2), cv2.FONT_HERSHEY_SIMPLEX, 0.35, GRID_COLOR, 1, cv2.LINE_AA)
+    for k in range(1, lines):  # labels last, on white, along the bottom and right edges (clear of sheet labels)
+        f = k / lines
+        x, y = int(round(f * w)), int(round(f * h))
+        (tw, th), _ = cv2.getTextSize(f"{f:.2g}", cv2.FONT_HERSHEY_SIMPLEX, 0.35, 1)
+        for at in ((x + 2, h - 3), (w - tw - 2, y - 2)):
+            cv2.rectangle(out, (at[0] - 1, at[1] - th - 1), (at[0] + tw, at[1] + 2), (255, 255, 255), -1)
+            cv2.putText(out, f"{f:.2g}", at, cv2.FONT_HERSHEY_SIMPLEX, 0.35, GRID_COLOR, 1, cv2.LINE_AA)
     if style.get("timestamps"):
         for tile in view.tiles:
             x0, y0, x1, _ = (int(v) for v in tile.rect)
-            text = f"t={tile.unit}"
+            text = f"t={tile.unit + 1}"
             (tw, _), _ = cv2.getTextSize(text, cv2.FONT_HERSHEY_SIMPLEX, 0.4, 1)
             cv2.rectangle(out, (x0, y0), (min(x1, x0 + tw + 6) - 1, y0 + STAMP_PX - 1), (30, 30, 30), -1)
             cv2.putText(out, text, (x0 + 3, y0 + STAMP_PX - 4), cv2.FONT_HERSHEY_SIMPLEX, 0.4, (255, 255, 255), 1,

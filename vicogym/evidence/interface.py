@@ -24,7 +24,7 @@ at least that many units).
 ``present`` (ψ): ``upscale`` (how far past a drawn unit's own ``max_scale`` a view may
 enlarge it, 1-4; rasters never), ``grid`` (lines per side of a labelled coordinate grid on
 every view, 0: none), ``timestamps`` ("t=i" at every tile's top-left corner, ``i`` its
-unit: a frame's place in its sequence), ``rings`` (``ordinal``:
+place in the pool from 1: a frame's place in its sequence), ``rings`` (``ordinal``:
 one colour per note, or ``mono``), ``labels`` (what a sheet says of each unit:
 ``index_title``, ``index``, ``none``: no label band, larger thumbnails), ``sheet_cols``
 (columns of the sheets sent at reset, 0: about square).
