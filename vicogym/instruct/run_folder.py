@@ -264,8 +264,8 @@ def plot_statistics(stats: dict[str, Any], out: Path) -> list[str]:
         matrix = np.ma.masked_invalid(np.array([[stats["cooccurrence"][a].get(b, np.nan) if a != b else np.nan
                                                  for b in cats] for a in cats]) * 100)
         fig, ax = plots.figure((6.4, 5.4))
-        cmap = plots.plt.get_cmap("Blues").copy()
-        cmap.set_bad("#d9d9d9")  # the diagonal (a category with itself) and pairs never seen: not 0%
+        # the diagonal (a category with itself) and pairs never seen: grey, not 0%
+        cmap = plots.plt.get_cmap("Blues").with_extremes(bad="#d9d9d9")
         image = ax.imshow(matrix, vmin=0, vmax=100, cmap=cmap)
         for i in range(len(cats)):
             ax.text(i, i, "-", ha="center", va="center", fontsize=8, color="#555555")
