@@ -520,6 +520,7 @@ CRAFT_ACTIONS = ("report", "transfer", "grammar")
 
 @app.command(context_settings={"allow_interspersed_args": True})
 def craft(
+    ctx: typer.Context,
     args: Optional[list[str]] = typer.Argument(None, help="TASKS (families or data, comma-separated) [forms,slides,"
                                                "multichart]; or `report DIR...`, `transfer DIR...`, `grammar`"),
     executor: str = typer.Option("simulated", "--executor", help="the frozen executor: simulated[:POLICY][,acuity=X]"
@@ -549,16 +550,15 @@ def craft(
     from vicogym.errors import VicogymError
 
     args = list(args or [])
+    # what the command line set (typer carries its own click: its sources are compared by name)
+    named = {p.name for p in ctx.command.params if getattr(ctx.get_parameter_source(p.name), "name", "") != "DEFAULT"}
+    given = [p.opts[0] for p in ctx.command.params if p.name in named - {"args", "out", "progress"}]
+    out_given = "out" in named
     try:
-        given = {"--executor": executor != "simulated", "--optimizer": optimizer != "guided",
-                 "--modes": modes != "text,interface,joint", "--rounds": rounds != 4, "--submissions": submissions != 4,
-                 "--dev": dev != 6, "--test": test != 8, "--repeats": repeats != 2, "--seed": seed != 0,
-                 "--start": start != "initial", "--set": bool(settings), "--config": config_file is not None}
-        if args and args[0] in CRAFT_ACTIONS and any(given.values()):
-            flag = next(k for k, v in given.items() if v)
-            raise ValueError(f"{flag} sets up a craft run; `vicogym craft {args[0]}` takes "
+        if args and args[0] in CRAFT_ACTIONS and given:
+            raise ValueError(f"{given[0]} sets up a craft run; `vicogym craft {args[0]}` takes "
                              f"{'--out' if args[0] == 'report' else 'no setting'}")
-        if args and args[0] in ("transfer", "grammar") and out != "vicogym-craft":
+        if args and args[0] in ("transfer", "grammar") and out_given:
             where = "it writes transfer.json into the first run" if args[0] == "transfer" else "it prints"
             raise ValueError(f"`vicogym craft {args[0]}` takes no --out ({where})")
         if args and args[0] == "grammar":
@@ -568,7 +568,7 @@ def craft(
             if len(args) < 2:
                 raise ValueError(f"`vicogym craft {args[0]}` needs run folders: vicogym craft {args[0]} DIR...")
             if args[0] == "report":
-                _craft_report(args[1:], None if out == "vicogym-craft" else out)
+                _craft_report(args[1:], out if out_given else None)
             else:
                 _craft_transfer(args[1:])
             return

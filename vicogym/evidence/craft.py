@@ -5,7 +5,8 @@ loop), and the experiment around it.
 with its source medium (a form page, a deck, a scene, a sequence: the SHA-256 of its
 units). Whole sources go to one split only (a source already in a split is never drawn
 into the other), and the items are frozen in ``splits.json``; the tasks themselves are
-kept under ``items/`` so that every later evaluation plays exactly them.
+kept under ``items/`` (their raster images under ``files/``) so that every later
+evaluation plays exactly them.
 
 **Evaluation.** A skill is played on a split's items ``repeats`` times; repetition ``r``
 of an item uses episode seed ``episode_seed(item seed, r)`` for every skill, so a
@@ -63,12 +64,14 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from vicogym.core import canonical_json
 from vicogym.errors import RunError
 from vicogym.evidence.episodes import pixels_sha256, play
 from vicogym.evidence.optimizers import INTERFACE_ARMS, TEXT_ARMS, Proposal, make_optimizer, ucb_pick
 from vicogym.evidence.runs import ENV_ID, episode_seed
 from vicogym.evidence.skills import BUILTIN, FIELDS, TEXT_FIELDS, VISUAL_FIELDS, Skill, load_skill
-from vicogym.runs.rounds import check_identity, write_json_atomic
+from vicogym.runs.rounds import check_identity, write_bytes_atomic, write_json_atomic
+from vicogym.runs.shards import FILES_DIR, RunFolder
 from vicogym.validation import MAX_SEED, is_int
 
 MODES = ("text", "interface", "joint", "alternating", "staged")
@@ -140,12 +143,8 @@ class CraftConfig:
                 "start_skill": load_skill(self.start).digest(), "env_settings": dict(self.env_settings)}
 
 
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-
-
 def _digest(value: Any, n: int = 16) -> str:
-    return hashlib.sha256(_canonical(value).encode("utf-8")).hexdigest()[:n]
+    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()[:n]
 
 
 def source_of(task: Any) -> str:
@@ -185,11 +184,11 @@ class Craft:
         self.out, self.config, self.progress = Path(out), config, progress or (lambda text: None)
         self.envs: dict[str, Any] = {}
         self.tasks: dict[str, tuple[dict[str, Any], dict[str, bytes]]] = {}
+        self.results: dict[Path, dict[str, Any]] = {}  # evaluations read or made in this process
+        self._items: list[dict[str, Any]] | None = None
 
     # -- the folder ----------------------------------------------------------------------
     def open(self) -> None:
-        from vicogym.runs.shards import RunFolder
-
         if self.out.exists() and not self.out.is_dir():
             raise RunError(f"--out {self.out} is an existing file; name a folder")
         if self.out.is_dir() and any(self.out.iterdir()) and not (self.out / CRAFT_FILE).is_file():
@@ -221,7 +220,7 @@ class Craft:
         import vicogym  # noqa: F401  (registers the environments)
 
         settings = {**dict(self.config.env_settings), **skill.env_settings()}
-        key = _canonical([spec, settings])
+        key = canonical_json([spec, settings])
         if key not in self.envs:
             if len(self.envs) > 16:
                 self.envs.pop(next(iter(self.envs))).close()
@@ -231,9 +230,12 @@ class Craft:
     # -- splits --------------------------------------------------------------------------
     def splits(self) -> list[dict[str, Any]]:
         """The frozen items (drawn on the first call, read afterwards)."""
+        if self._items is not None:
+            return self._items
         path = self.out / SPLITS_FILE
         if path.is_file():
-            return json.loads(path.read_text(encoding="utf-8"))["items"]
+            self._items = json.loads(path.read_text(encoding="utf-8"))["items"]
+            return self._items
         items: list[dict[str, Any]] = []
         split_of: dict[str, str] = {}
         base = Skill()
@@ -270,23 +272,23 @@ class Craft:
                 raise RunError(f"{spec}: only {got['dev']} development and {got['test']} test items from distinct "
                                f"sources could be drawn ({wanted['dev']} and {wanted['test']} asked); ask for fewer")
         write_json_atomic(path, {"items": items, "sources": {s: v for s, v in sorted(split_of.items())}})
+        self._items = items
         return items
 
+    def item(self, item_id: str) -> dict[str, Any]:
+        return next(i for i in self.splits() if i["id"] == item_id)
+
     def _store_task(self, item: Mapping[str, Any], env: Any) -> None:
+        """The task under ``items/``, its raster payloads as the folder's shared files."""
+        self.folder.write_side_files({f"{sha}.png": data for sha, data in env.payloads.items()})
         folder = self.out / "items"
-        (folder / "files").mkdir(parents=True, exist_ok=True)
-        for sha, data in env.payloads.items():
-            target = folder / "files" / f"{sha}.png"
-            if not target.is_file():
-                tmp = target.with_name(target.name + ".tmp")
-                tmp.write_bytes(data)
-                tmp.replace(target)  # whole or absent: a killed run leaves no half image
+        folder.mkdir(parents=True, exist_ok=True)
         write_json_atomic(folder / f"{item['id']}.json", {"task": env.task.to_dict(), "payloads": sorted(env.payloads)})
 
     def task_of(self, item: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, bytes]]:
         if item["id"] not in self.tasks:
             data = json.loads((self.out / "items" / f"{item['id']}.json").read_text(encoding="utf-8"))
-            payloads = {sha: (self.out / "items" / "files" / f"{sha}.png").read_bytes() for sha in data["payloads"]}
+            payloads = {sha: (self.out / FILES_DIR / f"{sha}.png").read_bytes() for sha in data["payloads"]}
             self.tasks[item["id"]] = (data["task"], payloads)
         return self.tasks[item["id"]]
 
@@ -298,9 +300,11 @@ class Craft:
         items = [i for i in self.splits() if i["split"] == split]
         folder = self.out / "evals" / _digest(executor, 12)
         path = folder / f"{skill.digest()[:24]}-{split}.json.gz"
+        if path in self.results:
+            return self.results[path]
         if path.is_file():
-            with gzip.open(path, "rt", encoding="utf-8") as handle:
-                return json.load(handle)
+            self.results[path] = json.loads(gzip.decompress(path.read_bytes()))
+            return self.results[path]
         from vicogym.evidence.executors import make_executor
 
         runner = make_executor(executor)
@@ -325,19 +329,16 @@ class Craft:
                                   | {"item": item["id"]})
         result = {"executor": executor, "skill": skill.digest(), "split": split, "rows": rows, "traces": traces}
         folder.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        with gzip.GzipFile(tmp, "wb", mtime=0) as handle:
-            handle.write(_canonical(result).encode("utf-8"))
-        tmp.replace(path)
+        write_bytes_atomic(path, gzip.compress(canonical_json(result).encode("utf-8"), mtime=0))
+        self.results[path] = result
         return result
 
     # -- the replay filter ---------------------------------------------------------------
     def replay_changes(self, candidate: Skill, traces: Sequence[Mapping[str, Any]]) -> bool:
         """Whether replaying the development traces' actions under ``candidate`` changes
         any sent view's pixels (start views included)."""
-        items = {i["id"]: i for i in self.splits()}
         for trace in traces:
-            item = items[trace["item"]]
+            item = self.item(trace["item"])
             task, payloads = self.task_of(item)
             env = self.env(item["spec"], candidate)
             env.reset(seed=trace["seed"], options={"task": task, "payloads": payloads})
@@ -477,11 +478,10 @@ class Craft:
     def last_view(self, trace: Mapping[str, Any]) -> np.ndarray | None:
         """The last view a development trace sent, drawn again (what an optimizer model
         is shown)."""
-        items = {i["id"]: i for i in self.splits()}
-        item = items.get(trace.get("item"))
         views = [v for s in trace["steps"] for v in s["views"]] or list(trace["start_views"])
-        if item is None or not views:
+        if "item" not in trace or not views:
             return None
+        item = self.item(trace["item"])
         task, payloads = self.task_of(item)
         env = self.env(item["spec"], Skill())
         return env.draw_view(task, views[-1], payloads)

@@ -26,7 +26,6 @@ The simulated executor follows *directives* phrased in the text fields
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import re
@@ -34,8 +33,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
+from vicogym.core import canonical_json
 from vicogym.errors import RunError
 from vicogym.evidence import interface as grammar
+from vicogym.runs.rounds import write_bytes_atomic
+from vicogym.validation import did_you_mean
 
 #: the directives the simulated executor follows, and phrases of a skill's text that name
 #: each (matched case-insensitively)
@@ -123,7 +125,7 @@ class Skill:
 
     def changed(self, other: "Skill") -> list[str]:
         """The fields in which ``other`` differs from this skill, in :data:`FIELDS` order."""
-        return [f for f in FIELDS if _canonical(self.get(f)) != _canonical(other.get(f))]
+        return [f for f in FIELDS if canonical_json(self.get(f)) != canonical_json(other.get(f))]
 
     def env_settings(self) -> dict[str, Any]:
         """The environment settings this skill sets: its interface and its budgets."""
@@ -133,7 +135,7 @@ class Skill:
         return out
 
     def digest(self) -> str:
-        return hashlib.sha256(_canonical(self.content()).encode("utf-8")).hexdigest()
+        return hashlib.sha256(canonical_json(self.content()).encode("utf-8")).hexdigest()
 
     def content(self) -> dict[str, Any]:
         return {"reader": self.reader, "answer_contract": self.answer_contract, "view_contract": self.view_contract,
@@ -159,19 +161,11 @@ class Skill:
     def save(self, folder: str | Path) -> Path:
         """Write the skill as a folder (each file in one step: a reader of the folder sees
         the old file or the new one)."""
-        import os
-
         path = Path(folder)
         path.mkdir(parents=True, exist_ok=True)
         for filename, data in self.files().items():
-            tmp = path / (filename + ".tmp")
-            tmp.write_bytes(data)
-            os.replace(tmp, path / filename)
+            write_bytes_atomic(path / filename, data)
         return path
-
-
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 def check_protocol(protocol: Any) -> dict[str, int]:
@@ -237,9 +231,9 @@ def load_skill(folder: str | Path | None) -> Skill:
                        "leave --skill out")
     known = set(FILES.values())
     for entry in sorted(path.iterdir()):
-        close = difflib.get_close_matches(entry.name, known, n=1, cutoff=0.75)
-        if entry.name not in known and not entry.name.startswith(".") and close:
-            raise RunError(f"{entry} is no skill file: did you mean {close[0]}? (a skill folder holds "
+        hint = did_you_mean(entry.name, known, cutoff=0.75).lstrip("; ").replace("'", "")
+        if entry.name not in known and not entry.name.startswith(".") and hint:
+            raise RunError(f"{entry} is no skill file: {hint} (a skill folder holds "
                            f"{', '.join(FILES.values())}; other files are left alone)")
     values: dict[str, Any] = {}
     for name, filename in FILES.items():

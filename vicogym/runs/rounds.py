@@ -42,13 +42,18 @@ def writing(path: Path) -> Iterator[None]:
         raise RunError(f"cannot write {path} ({reason}){hint}") from None
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write ``data`` as JSON to ``path`` in one step (a temporary file moved into place),
-    so that a crash leaves the old file or the new one, never half of one."""
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` in one step (a temporary file moved into place), so that
+    a crash leaves the old file or the new one, never half of one."""
     tmp = path.with_name(path.name + ".tmp")
     with writing(path):
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
+        tmp.write_bytes(data)
         os.replace(tmp, path)
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write ``data`` as JSON to ``path`` in one step (:func:`write_bytes_atomic`)."""
+    write_bytes_atomic(path, json.dumps(data, indent=1, sort_keys=True).encode("utf-8"))
 
 
 def differing(stored: Mapping[str, Any], identity: Mapping[str, Any], growable: Iterable[str] = ()) -> list[str]:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from vicogym.errors import RunError
-from vicogym.runs.rounds import check_identity, write_json_atomic, writing
+from vicogym.runs.rounds import check_identity, write_bytes_atomic, write_json_atomic, writing
 
 SHARD_GLOB = "part-*.parquet"
 #: the columns a row's content hash covers (the trainer columns are derived from them)
@@ -253,10 +253,7 @@ class RunFolder:
                 raise RunError(f"a shared file's name {name!r} leads outside {root}")
             if not path.is_file():
                 path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_name(path.name + ".tmp")
-                with writing(path):
-                    tmp.write_bytes(data)
-                    os.replace(tmp, path)
+                write_bytes_atomic(path, data)
             written[name] = hashlib.sha256(data).hexdigest()
         return written
 
