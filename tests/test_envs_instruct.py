@@ -133,6 +133,8 @@ def test_every_verifier_reads_any_response_in_linear_time_and_never_raises():
             t_small = min(took(small) for _ in range(2))
             if t_small > 0.002:
                 t_large = took(large)
+                if t_large >= 10 * t_small + 0.05:  # measured once: a pause of the machine is retried, as t_small is
+                    t_large = min(t_large, took(large))
                 assert t_large < 10 * t_small + 0.05, (spec["id"], json.dumps(unit), t_small, t_large)
     over = "a" * (MAX_RESPONSE_CHARS + 1)
     assert not any(v["pass"] for v in verify_sample(over, list(specs.values()), judge))
