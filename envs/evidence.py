@@ -13,7 +13,7 @@ from gymnasium import spaces
 from vicogym.errors import GenerationError, InvalidEdit
 from vicogym.evidence import interface
 from vicogym.evidence.protocol import brief, contract_text, parse_action
-from vicogym.programs.evidence import CONTRACT_TEXT, score_task
+from vicogym.programs.evidence import CONTRACT_TEXT, score_answer, score_task
 from vicogym.registry import check_settings
 from vicogym.renderers.evidence import LABEL_PX, EvidenceRenderer
 from vicogym.sources.evidence import FAMILIES, TaskSource
@@ -337,6 +337,28 @@ class EvidenceEnv(gym.Env):
         return self.pixels[view_id]
 
     # -- the protocol --------------------------------------------------------------------
+    @staticmethod
+    def score_response(response: str, ground_truth: str, extra_info: Mapping[str, Any] | None = None,
+                       **kwargs: Any) -> float:
+        """A stored task row's reward for ``response`` (what the verl reward calls): the
+        score the answer tool recorded in the trajectory (``extra_info["evidence_score"]``,
+        set by :mod:`vicogym.verl_agent`'s tools), else the answer extracted from the text
+        (``\\boxed{}``, an ``Answer:`` line, the last line) scored by the task's scorer
+        against the row's ground truth (JSON: ``answer``, ``golds``, ``scorer``, ``options``)."""
+        if extra_info and extra_info.get("evidence_score") is not None:
+            return float(extra_info["evidence_score"])
+        from vicogym.clients import extract_answer
+
+        try:
+            truth = json.loads(ground_truth)
+            scorer, answer = truth["scorer"], truth["answer"]
+        except (TypeError, ValueError, KeyError):
+            raise ValueError("expected an Evidence-v0 row's ground truth as JSON with answer, golds, scorer and "
+                             "options (rows of `vicogym generate vicogym/Evidence-v0`), got "
+                             f"{str(ground_truth)[:80]!r}") from None
+        return score_answer(scorer, extract_answer(response, kwargs.get("extractor", "auto")), answer,
+                            truth.get("golds", ()), len(truth.get("options", ())))
+
     def step(self, action: Any):
         if self._done or self.task is None:
             raise RuntimeError("the episode has ended; call reset() first")

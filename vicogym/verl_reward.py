@@ -21,6 +21,11 @@ loaded registry holds raises :class:`vicogym.errors.UnknownConstraintType`: code
 never taken from a row. Judge-track constraints need a judge: ``reward_kwargs``
 ``judge="openai:MODEL@URL"`` (or ``"simulated"``); without one they are left out and
 the rate is over the code-verified constraints.
+
+For ``vicogym/Evidence-v0`` rows (``vicogym generate vicogym/Evidence-v0``) the reward is
+the score the answer tool recorded in the trajectory (verl merges the tools' extra fields
+into ``extra_info``; see :mod:`vicogym.verl_agent`), or, for a response with no tool call,
+the extracted answer scored by the task's scorer.
 """
 
 from __future__ import annotations
@@ -54,10 +59,13 @@ def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_
     """verl's reward signature: 1.0 for a right answer, 0.0 for a wrong one (partial
     credit where the environment's scorer gives it). A row of a response environment is
     scored by that environment's class (``score_response``: the constraint pass rate for
-    instruction rows, with ``judge`` and ``types`` as above)."""
+    instruction rows, with ``judge`` and ``types`` as above; the answer tool's score or the
+    task's scorer for evidence rows)."""
     from vicogym.clients import extract_answer
 
     cls = _environment(data_source)
+    if cls.kind == "agent":
+        return float(cls.score_response(solution_str, ground_truth, extra_info=extra_info, extractor=extractor))
     if cls.kind != "edit":
         return float(cls.score_response(solution_str, ground_truth, judge=judge, types=types))
     return float(scorer(data_source)(extract_answer(solution_str, extractor), str(ground_truth)))

@@ -206,6 +206,7 @@ def generate_tasks(out: str | Path, n: int = 64, seed: int = 0, env_kwargs: Mapp
     evidence boxes and the task itself; resumable, verified like every run."""
     import pyarrow as pa
 
+    from vicogym.adapters import EVIDENCE_ACTIONS, TOOL_AGENT, episode_tools_kwargs
     from vicogym.images import encode_png
     from vicogym.runs.trainer_columns import IMAGE_TOKEN, images_type, verl_schema
 
@@ -232,15 +233,17 @@ def generate_tasks(out: str | Path, n: int = 64, seed: int = 0, env_kwargs: Mapp
                "images": starts, "units": units,
                "data_source": ENV_ID, "prompt": [{"role": "user", "content": prompt}], "ability": "evidence_reading",
                "reward_model": {"style": "rule", "ground_truth": truth},
+               "agent_name": TOOL_AGENT,
                "extra_info": {"id": row_id, "index": index, "split": "train", "question": task.question,
-                              "answer": task.answer, "label_rule": json.dumps({"family": task.family})}}
+                              "answer": task.answer, "label_rule": json.dumps({"family": task.family}),
+                              "tools_kwargs": episode_tools_kwargs(s, kwargs, task.id)}}
         return row, {}
 
     schema = pa.schema([("id", pa.string()), ("episode", pa.int64()), ("seed", pa.int64()), ("task_id", pa.string()),
                       ("family", pa.string()), ("question", pa.string()), ("answer", pa.string()),
                       ("contract", pa.string()), ("scorer", pa.string()), ("evidence", pa.string()),
                       ("task", pa.string()), ("payloads", pa.list_(pa.string())), ("start_views", pa.string()),
-                      ("images", images_type()), ("units", images_type()), *list(verl_schema())])
+                      ("images", images_type()), ("units", images_type()), *list(verl_schema(EVIDENCE_ACTIONS))])
     return _run(out, identity, n, episodes_per_shard, make_row, schema, kwargs, progress)
 
 

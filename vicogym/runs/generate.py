@@ -291,6 +291,13 @@ def _episode_result(config: GenerateConfig, env: Any, e: int) -> EpisodeResult:
     return rows, stats, files
 
 
+def episode_rows(config: GenerateConfig, episode: int) -> list[dict[str, Any]]:
+    """The rows episode ``episode`` of the run ``config`` keeps, as its shard holds them
+    (made on this process's environment of the run's settings; for trainers that draw
+    episodes as they go, :mod:`vicogym.verl_agent`)."""
+    return _episode_result(config, _env_for(config), episode)[0]
+
+
 def shard_contents(results: list[EpisodeResult], needed: int) -> tuple[list[dict[str, Any]], dict[str, Any],
                                                                          dict[str, bytes]]:
     """A shard from a block's episode results: the episodes up to the one that brings the

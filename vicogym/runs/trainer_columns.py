@@ -12,23 +12,34 @@ concatenate with other multimodal datasets.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from vicogym.core import ExportHints
 
 IMAGE_TOKEN = "<image>"
 
 
-def verl_schema():
+def verl_schema(tools: Sequence[str] = ()):
+    """verl's columns; with ``tools``, also ``agent_name`` and ``extra_info.tools_kwargs``
+    (per tool its ``create_kwargs``: ``seed``, ``settings`` as JSON, ``task_id``), for
+    rows played by verl's tool agent loop."""
     import pyarrow as pa
 
+    info = [("id", pa.string()), ("index", pa.int64()), ("split", pa.string()), ("question", pa.string()),
+            ("answer", pa.string()), ("label_rule", pa.string())]
+    agent = []
+    if tools:
+        create = pa.struct([("create_kwargs", pa.struct([("seed", pa.int64()), ("settings", pa.string()),
+                                                         ("task_id", pa.string())]))])
+        info.append(("tools_kwargs", pa.struct([(name, create) for name in tools])))
+        agent = [("agent_name", pa.string())]
     return pa.schema([
         ("data_source", pa.string()),
         ("prompt", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
         ("ability", pa.string()),
         ("reward_model", pa.struct([("style", pa.string()), ("ground_truth", pa.string())])),
-        ("extra_info", pa.struct([("id", pa.string()), ("index", pa.int64()), ("split", pa.string()),
-                                  ("question", pa.string()), ("answer", pa.string()), ("label_rule", pa.string())])),
+        *agent,
+        ("extra_info", pa.struct(info)),
     ])
 
 

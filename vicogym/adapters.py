@@ -1,0 +1,205 @@
+"""What the trainer adapters share (:mod:`vicogym.verl_agent`, :mod:`vicogym.trl`,
+:mod:`vicogym.serve`): environments lent per trajectory, settings passed as JSON, images
+fitted to a vision encoder's limits, the text a rewriter reads after an edit, and the
+evidence actions as OpenAI function tools (schemas, the views' descriptions, the rows'
+``tools_kwargs``). Nothing here imports a trainer.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import defaultdict
+from typing import Any, Mapping
+
+import numpy as np
+
+from vicogym.core import canonical_json
+
+#: the largest image a tool or turn returns, in pixels: 768 patches of 28 x 28, the
+#: default of Qwen2-VL-family processors
+MAX_PIXELS = 602_112
+
+# -- environments, one per trajectory or session ------------------------------------------------
+_POOLS: dict[str, list[Any]] = defaultdict(list)
+_POOL_LOCK = threading.Lock()
+
+
+def _settings_key(env_id: str, env_kwargs: Mapping[str, Any]) -> str:
+    return env_id + "\0" + canonical_json(dict(env_kwargs))
+
+
+def borrow_env(env_id: str, env_kwargs: Mapping[str, Any]) -> Any:
+    """An environment of these settings that no other trajectory is using (built once per
+    process and settings, then reused)."""
+    key = _settings_key(env_id, env_kwargs)
+    with _POOL_LOCK:
+        if _POOLS[key]:
+            return _POOLS[key].pop()
+    import gymnasium as gym
+
+    import vicogym  # noqa: F401  (registers the environments)
+
+    return gym.make(env_id, **dict(env_kwargs)).unwrapped
+
+
+def return_env(env_id: str, env_kwargs: Mapping[str, Any], env: Any) -> None:
+    with _POOL_LOCK:
+        _POOLS[_settings_key(env_id, env_kwargs)].append(env)
+
+
+def plain(value: Any) -> Any:
+    """A value from verl's non-tensor batch (0-d object arrays, numpy scalars) as Python."""
+    if isinstance(value, np.ndarray):
+        return plain(value.item()) if value.ndim == 0 else [plain(v) for v in value.tolist()]
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Mapping):
+        return {k: plain(v) for k, v in value.items()}
+    return value
+
+
+def settings_from(value: Any, where: str) -> dict[str, Any]:
+    if value is None or value == "":
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise ValueError(f"{where}: expected the environment settings as a JSON object, got "
+                             f"{value[:80]!r}") from None
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{where}: expected the environment settings as a JSON object, got {value!r}")
+    return dict(value)
+
+
+def fit_image(image: np.ndarray, max_pixels: int, min_side: int = 28) -> Any:
+    """An RGB PIL image of ``image``, scaled down into ``max_pixels`` (and padded on white
+    to ``min_side`` pixels a side, the least a vision encoder's patch grid takes)."""
+    from PIL import Image
+
+    pil = Image.fromarray(np.asarray(image, dtype=np.uint8)).convert("RGB")
+    w, h = pil.size
+    if w * h > max_pixels:
+        f = (max_pixels / (w * h)) ** 0.5
+        pil = pil.resize((max(1, int(w * f)), max(1, int(h * f))), Image.Resampling.LANCZOS)
+    if min(pil.size) < min_side:
+        canvas = Image.new("RGB", (max(pil.size[0], min_side), max(pil.size[1], min_side)), "white")
+        canvas.paste(pil, (0, 0))
+        pil = canvas
+    return pil
+
+
+
+
+def rewriter_prompt(env: Any) -> str:
+    """What the rewriter reads at the start of an episode of edit environment ``env`` (after
+    ``reset``): the structure, question, answer, pass rate and the edit schema."""
+    from vicogym.clients import edit_prompt
+
+    return edit_prompt(env.arm.encode(env.sample.structure)[0], env.sample.question, env.sample.answer,
+                       env.pass_rate, env.config.sweet_zone, env.arm.edit_schema())
+
+
+def feedback(info: Mapping[str, Any], structure: str) -> str:
+    """What the rewriter reads after an edit: accepted (the new answer and pass rate) or
+    rejected (why), then what to send next."""
+    if info["valid"]:
+        head = (f"The edit was accepted. Answer now: {info['answer']}. The actor's pass rate is "
+                f"{info['pass_rate']:.2f} (it was {info['pass_rate_before']:.2f}).")
+    else:
+        error = info["error"] or {}
+        head = (f"The edit was rejected ({error.get('code')}): {error.get('message')}. The structure is as it was; "
+                f"the pass rate stays {info['pass_rate']:.2f}.")
+    return (f"{head}\n\nStructure (JSON):\n{structure}\n\nReply with the next edit as JSON, or {{\"op\": \"stop\"}} to "
+            f"keep this sample.")
+
+
+
+
+EVIDENCE_ACTIONS = ("zoom", "note", "view", "compose", "answer")
+#: verl's agent loop that plays a row with tools (the rows of evidence tasks name it)
+TOOL_AGENT = "tool_agent"
+
+
+def episode_tools_kwargs(seed: int, settings: Mapping[str, Any], task_id: str) -> dict[str, Any]:
+    """The ``extra_info.tools_kwargs`` of an evidence row: every tool's ``create_kwargs``
+    name the episode (its seed and settings; the task id, checked at the first call)."""
+    create = {"seed": int(seed), "settings": canonical_json(dict(settings)), "task_id": task_id}
+    return {name: {"create_kwargs": dict(create)} for name in EVIDENCE_ACTIONS}
+
+
+
+
+
+
+def evidence_reply(env: Any, info: Mapping[str, Any], terminated: bool, truncated: bool,
+                   max_pixels: int = MAX_PIXELS) -> tuple[str, list[Any]]:
+    """What an evidence tool call returns after ``env.step``: the text (an error, the end of
+    the episode, or the new views described) and the new views as images."""
+    if "error" in info:
+        return f"error ({info['error']['code']}): {info['error']['message']}", []
+    if terminated:
+        return "Answer recorded.", []
+    if truncated:
+        return f"Out of steps: the episode ended without an answer (max_steps={env.config.max_steps}).", []
+    new = env.history[-1].get("views", [])
+    return describe_views(env, new), [fit_image(env.view_pixels(v), max_pixels) for v in new]
+
+
+def describe_views(env: Any, view_ids: list[int]) -> str:
+    """The text that goes with new views: each one's image number and what it shows, the
+    notes, and the budget left."""
+    views = {v.id: v for v in env.visible()}
+    lines = []
+    for i in view_ids:
+        view = views.get(i)
+        if view is None:
+            continue
+        if len(view.tiles) == 1:
+            t = view.tiles[0]
+            x0, y0, x1, y1 = (round(c) for c in t.crop)
+            lines.append(f"image {i}: unit {t.unit} ({env.task.units[t.unit].title or 'untitled'}), pixels "
+                         f"({x0}, {y0})-({x1}, {y1}) at scale {t.scale:.2f}")
+        else:
+            lines.append(f"image {i}: a sheet of units {[t.unit for t in view.tiles]}")
+    budget = env.request()["budget"]
+    if not view_ids:
+        lines.append(f"{len(env.notes)} note(s) placed; they are drawn on every later view that shows their point")
+    lines.append(f"left: {budget['steps']} steps, {budget['crops']} zooms, {budget['notes']} notes; the newest "
+                 f"{budget['images']} images can be named")
+    return "\n".join(lines)
+
+
+
+
+_REGION = {"type": "object", "description": "a box in fractions [0, 1] of the image",
+           "properties": {k: {"type": "number"} for k in ("x0", "y0", "x1", "y1")},
+           "required": ["x0", "y0", "x1", "y1"]}
+_UNITS = {"type": "array", "items": {"type": "integer"}, "description": "unit numbers of the task's pool"}
+_SCHEMAS: dict[str, tuple[str, dict[str, Any], list[str]]] = {
+    "zoom": ("Zoom into regions of a sent image: each region becomes a new, sharper view cut from the original "
+             "unit.", {"image": {"type": "integer", "description": "the number of a sent image"},
+                       "regions": {"type": "array", "items": _REGION, "description": "at most max_regions boxes"},
+                       "note": {"type": "string", "description": "what you look for"}}, ["image", "regions"]),
+    "note": ("Place numbered rings on points of sent images; they stay drawn on every later view.",
+             {"notes": {"type": "array", "items": {
+                 "type": "object", "properties": {
+                     "image": {"type": "integer"},
+                     "at": {"type": "array", "items": {"type": "number"}, "description": "[x, y] in [0, 1]"},
+                     "text": {"type": "string"}}, "required": ["image", "at", "text"]}}}, ["notes"]),
+    "view": ("Attach more units of the task's pool, each as its own image.", {"units": _UNITS}, ["units"]),
+    "compose": ("Tile units of the pool into one labelled sheet.",
+                {"units": _UNITS, "cols": {"type": "integer", "description": "columns of the sheet"}}, ["units"]),
+    "answer": ("Give the final answer; it ends the task.",
+               {"answer": {"type": "string", "description": "the answer, as the question's contract asks"},
+                "note": {"type": "string"}}, ["answer"]),
+}
+
+
+def tool_schema_of(action: str) -> dict[str, Any]:
+    """The OpenAI function schema of evidence action ``action``."""
+    description, properties, required = _SCHEMAS[action]
+    return {"type": "function", "function": {"name": action, "description": description,
+                                             "parameters": {"type": "object", "properties": properties,
+                                                            "required": required}}}

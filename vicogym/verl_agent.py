@@ -1,0 +1,467 @@
+"""vicogym inside verl's training loop (verl 0.9): a dataset that draws fresh episodes,
+the rewriter as an agent loop, and the evidence actions as tools.
+
+- :class:`EpisodeDataset`, for ``data.custom_cls``: each entry of ``data.train_files`` /
+  ``data.val_files`` is a ``vicogym generate --config`` file (TOML or JSON). Row ``j`` of
+  epoch ``t`` is episode ``t * n + j`` of that run, the row ``vicogym generate`` writes
+  for it (``rows = "samples"``, the default: the actor is trained on the samples), or a
+  rewriter episode to play (``rows = "rewriter"``: env id, seed and settings, for
+  :class:`RewriterAgentLoop`). verl's trainer calls ``on_batch_end`` after every batch,
+  which is how the dataset knows the epoch: a new epoch's rows are new episodes.
+- :class:`RewriterAgentLoop` (agent name ``vicogym_rewriter``): the policy is the rewriter.
+  Each turn its reply is parsed as an edit and the row's environment steps it (the actor's
+  K answers come from the environment's own actor, an ``openai:MODEL@URL`` server apart
+  from the policy's); the new image, the pass rate and any error go back as the next user
+  message (response mask 0). The trajectory's reward is the band reward of the final pass
+  rate (the environment's ``invalid_penalty`` when no edit was accepted). The ``n``
+  samples of a row start from the row's seed, so a GRPO group shares its seed sample.
+- :class:`ZoomTool`, :class:`NoteTool`, :class:`ViewTool`, :class:`ComposeTool`,
+  :class:`AnswerTool`: the actions of ``vicogym/Evidence-v0`` as verl tools (schemas in
+  :data:`TOOL_CONFIG`), for verl's ``tool_agent`` loop. verl creates and releases a tool
+  instance around every call, so an episode is kept per trajectory (by verl's per-
+  trajectory ``agent_data``, freed with it); the rows ``vicogym generate
+  vicogym/Evidence-v0`` writes carry the ``tools_kwargs`` that name the episode (seed,
+  settings, task id). New views come back as images, fitted into ``max_pixels``.
+
+``python -m vicogym.verl_agent`` prints the overrides that point verl at all of them
+(:func:`overrides`)::
+
+    python -m verl.trainer.main_ppo $(python -m vicogym.verl_agent) data.train_files=train.toml ...
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.resources
+import weakref
+from pathlib import Path
+from typing import Any, ClassVar, Mapping
+from uuid import uuid4
+
+import numpy as np
+from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
+from verl.tools.base_tool import BaseTool
+from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
+from verl.utils.dataset.rl_dataset import RLHFDataset
+
+from vicogym.adapters import (
+    MAX_PIXELS,
+    borrow_env,
+    evidence_reply,
+    feedback,
+    fit_image,
+    plain,
+    return_env,
+    rewriter_prompt,
+    settings_from,
+    tool_schema_of,
+)
+from vicogym.core import canonical_json
+from vicogym.errors import GenerationError
+
+ASSETS = Path(str(importlib.resources.files("vicogym.assets")))
+#: verl's ``agent.agent_loop_config_path``: registers ``vicogym_rewriter``
+AGENT_LOOP_CONFIG = str(ASSETS / "verl_agent_loops.yaml")
+#: verl's ``multi_turn.tool_config_path``: the evidence tools and their schemas
+TOOL_CONFIG = str(ASSETS / "verl_evidence_tools.yaml")
+REWRITER_AGENT = "vicogym_rewriter"
+ROW_KINDS = ("samples", "rewriter")
+#: an episode that keeps no sample (its rewriter found no valid edit) is replaced by the
+#: first of its spare episodes that keeps one: episode ``SPARE_BASE + e * SPARES + a``
+SPARE_BASE = 1 << 40
+SPARES = 16
+
+
+# -- the dataset -------------------------------------------------------------------------
+class _Spec:
+    """One ``vicogym generate --config`` file as rows: the run's settings and row kind."""
+
+    def __init__(self, path: str):
+        from vicogym.cli import load_config_file
+        from vicogym.runs.generate import GenerateConfig
+
+        data = load_config_file(Path(path))
+        self.rows = data.pop("rows", "samples")
+        if self.rows not in ROW_KINDS:
+            raise ValueError(f"{path}: expected rows in {ROW_KINDS}, got {self.rows!r}")
+        data.setdefault("out", str(Path(path).with_suffix("")))  # never written: the rows are made in memory
+        self.config = GenerateConfig.from_mapping(data)
+        self.path = path
+
+
+class EpisodeDataset(RLHFDataset):
+    """verl's ``data.custom_cls``: fresh vicogym episodes as rows, ``n`` per file and epoch.
+
+    Each of ``data_files`` is a ``vicogym generate --config`` file (TOML or JSON: ``env_id``,
+    ``n``, ``seed``, ``env_kwargs``, ``rewriter`` ...) with an optional ``rows`` key:
+    ``samples`` (the default) gives the row ``vicogym generate`` writes for episode
+    ``t * n + j`` (row ``j`` of epoch ``t``), prompt and image as verl's dataset gives
+    them; ``rewriter`` gives the episode to play (``agent_name`` ``vicogym_rewriter``,
+    ``extra_info``: ``env_id``, ``seed``, ``settings``). Rows are made when they are read
+    (in verl's dataloader workers), so nothing is written to disk.
+    """
+
+    def __init__(self, data_files: Any, tokenizer: Any, config: Any, processor: Any = None, max_samples: int = -1):
+        files = [data_files] if isinstance(data_files, (str, Path)) else list(data_files)
+        if not files:
+            raise ValueError("EpisodeDataset needs at least one vicogym generate --config file in data.train_files")
+        self.specs = [_Spec(str(f)) for f in files]
+        self.offsets = np.cumsum([0] + [s.config.n for s in self.specs]).tolist()
+        self.size = self.offsets[-1] if max_samples is None or max_samples <= 0 else min(self.offsets[-1], max_samples)
+        self.epoch = 0
+        self._batches = 0
+        self.batch_size = int(_get(config, "gen_batch_size", None) or _get(config, "train_batch_size", 1) or 1)
+        super().__init__([], tokenizer, config, processor, max_samples=-1)
+
+    # verl's loading steps: nothing to download or tokenise up front
+    def _download(self, use_origin_parquet: bool = False) -> None:
+        pass
+
+    def _read_files_and_tokenize(self) -> None:
+        self.dataframe = _Rows(self)
+
+    def resume_dataset_state(self) -> None:
+        self.dataframe = _Rows(self)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "dataframe"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.dataframe = _Rows(self)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def set_epoch(self, epoch: int) -> None:
+        """Rows of epoch ``epoch`` from now on."""
+        self.epoch = int(epoch)
+
+    def on_batch_end(self, batch: Any = None) -> None:
+        """Called by verl's trainer after each training batch: the epoch advances after
+        ``len(self) // batch_size`` batches (verl drops the last, partial batch)."""
+        self._batches += 1
+        self.epoch = self._batches // max(1, self.size // self.batch_size)
+
+    def episode(self, item: int) -> tuple[_Spec, int]:
+        """The run and episode index of row ``item`` in the current epoch."""
+        if not 0 <= item < self.size:
+            raise IndexError(f"row {item} of a dataset of {self.size} rows")
+        k = int(np.searchsorted(self.offsets, item, side="right")) - 1
+        spec = self.specs[k]
+        return spec, self.epoch * spec.config.n + (item - self.offsets[k])
+
+    def row(self, item: int) -> dict[str, Any]:
+        """Row ``item`` of the current epoch as a plain dict (verl's columns)."""
+        spec, episode = self.episode(item)
+        if spec.rows == "rewriter":
+            return rewriter_row(spec.config, episode)
+        return sample_row(spec.config, episode)
+
+
+def _get(config: Any, key: str, default: Any) -> Any:
+    try:
+        return config.get(key, default)
+    except AttributeError:
+        return default
+
+
+class _Rows:
+    """What verl's dataset reads as its data frame: row ``i`` is made when it is read."""
+
+    def __init__(self, dataset: EpisodeDataset):
+        self.dataset = dataset
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __getitem__(self, item: int) -> dict[str, Any]:
+        return self.dataset.row(int(item))
+
+
+def sample_row(config: Any, episode: int) -> dict[str, Any]:
+    """The row ``vicogym generate`` writes for ``episode`` of the run ``config`` (its first
+    kept sample), with its PNG under ``images`` as verl's dataset reads it; an episode that
+    keeps none is replaced by its first spare episode that does (see :data:`SPARES`)."""
+    from vicogym.runs.generate import episode_rows
+
+    for attempt in range(SPARES + 1):
+        e = episode if attempt == 0 else SPARE_BASE + episode * SPARES + attempt - 1
+        rows = episode_rows(config, e)
+        if rows:
+            row = rows[0]
+            keep = ("id", "data_source", "prompt", "ability", "reward_model", "extra_info", "images")
+            return {k: row[k] for k in keep}
+    raise GenerationError(f"episode {episode} of {config.env_id} (seed {config.seed}) and its {SPARES} spare "
+                          f"episodes kept no sample; check the rewriter ({config.rewriter}) and the settings "
+                          f"{config.env_kwargs}")
+
+
+def rewriter_row(config: Any, episode: int) -> dict[str, Any]:
+    """A rewriter episode to play: the environment, the episode's seed and the run's
+    settings (what :class:`RewriterAgentLoop` reads)."""
+    from vicogym.runs.generate import episode_seed
+
+    seed = episode_seed(config.seed, episode)
+    settings = canonical_json(config.make_kwargs)
+    return {"id": f"{config.env_id}-s{config.seed}-e{episode:07d}", "data_source": config.env_id,
+            "agent_name": REWRITER_AGENT,
+            "prompt": [{"role": "user", "content": f"Rewrite episode {episode} of {config.env_id} (seed {seed})."}],
+            "ability": "rewriting", "reward_model": {"style": "rule", "ground_truth": ""},
+            "extra_info": {"index": episode, "env_id": config.env_id, "seed": seed, "settings": settings,
+                           "split": "train"}}
+
+
+# -- the rewriter agent loop ----------------------------------------------------------------
+@register(REWRITER_AGENT)
+class RewriterAgentLoop(AgentLoopBase):
+    """The rewriter's episode as a verl agent loop (see the module's docstring). The row's
+    ``extra_info`` names ``env_id``, ``seed`` and ``settings`` (JSON: ``k``, ``actor``,
+    ``max_turns`` ...); :func:`rewriter_row` makes such rows."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        kwargs.pop("tools", None)
+        super().__init__(*args, **kwargs)
+        self.response_length = self.rollout_config.response_length
+        multi_turn = self.rollout_config.get("multi_turn", {}) if hasattr(self.rollout_config, "get") else {}
+        self.max_pixels = int(_get(multi_turn, "max_image_pixels", None) or MAX_PIXELS)
+
+    async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
+        from vicogym.clients import parse_edit
+        from vicogym.rewards import difficulty_reward
+
+        extra = plain(kwargs.get("extra_info") or {})
+        env_id = extra.get("env_id") or plain(kwargs.get("data_source"))
+        if "seed" not in extra or not env_id:
+            raise ValueError("a vicogym_rewriter row needs extra_info.env_id and extra_info.seed "
+                             "(vicogym.verl_agent.rewriter_row makes such rows)")
+        settings = settings_from(extra.get("settings"), "extra_info.settings")
+        run = self.loop.run_in_executor
+        env = await run(None, borrow_env, env_id, settings)
+        try:
+            await run(None, lambda: env.reset(seed=int(extra["seed"])))
+            seed_pass_rate = float(env.pass_rate)
+            text = rewriter_prompt(env)
+            images = [fit_image(env.sample.image, self.max_pixels)]
+            messages = [{"role": "user", "content": [{"type": "image", "image": images[0]},
+                                                     {"type": "text", "text": text}]}]
+            self._assert_mm_supported(True)
+            prompt_ids = await self.ct_build_initial_tokens(messages, images=images)
+            request_id = uuid4().hex
+            mask: list[int] = []
+            logprobs: list[float] | None = None
+            metrics: dict[str, Any] = {}
+            steps, accepted, errors, turn_scores = 0, 0, [], []
+            turns = 1
+            while True:
+                output = await self.server_manager.generate(request_id=request_id, prompt_ids=prompt_ids,
+                                                            sampling_params=sampling_params, image_data=images)
+                merged, mask, logprobs = await self.ct_merge_assistant_token(
+                    prompt_ids, output.token_ids, mask, logprobs if (logprobs or output.log_probs) else None,
+                    assistant_logprobs=output.log_probs or None)
+                prompt_ids = merged.token_ids
+                turns += 1
+                reply = self.tokenizer.decode(output.token_ids, skip_special_tokens=True)
+                messages.append({"role": "assistant", "content": reply})
+                if len(mask) >= self.response_length:
+                    break
+                step = await run(None, env.step_result, parse_edit(reply))
+                steps += 1
+                info = step.info
+                turn_scores.append(float(step.reward))
+                if info["stopped"]:
+                    break
+                if info["valid"]:
+                    accepted += 1
+                else:
+                    errors.append(info["error"]["code"])
+                if step.terminated or step.truncated:
+                    break
+                new_image = fit_image(env.sample.image, self.max_pixels)
+                previous = list(messages)
+                messages.append({"role": "user", "content": [
+                    {"type": "image", "image": new_image},
+                    {"type": "text", "text": feedback(info, env.arm.encode(env.sample.structure)[0])}]})
+                merged, new_mask, new_logprobs = await self.ct_merge_context_msg(
+                    previous, messages, prompt_ids, mask, logprobs or None)
+                if len(new_mask) >= self.response_length:
+                    break
+                prompt_ids, mask, logprobs = merged.token_ids, new_mask, new_logprobs
+                images.append(new_image)
+                turns += 1
+            reward = (difficulty_reward(env.pass_rate, env.config.reward_config()) if accepted
+                      else float(env.config.invalid_penalty))
+            extra_fields = {"turn_scores": turn_scores, "tool_rewards": [],
+                            "vicogym": {"env_id": env_id, "seed": int(extra["seed"]), "steps": steps,
+                                        "accepted": accepted, "errors": errors, "seed_pass_rate": seed_pass_rate,
+                                        "pass_rate": float(env.pass_rate), "answer": env.sample.answer}}
+        finally:
+            return_env(env_id, settings, env)
+        response_ids = prompt_ids[len(prompt_ids) - len(mask):] if mask else []
+        return AgentLoopOutput(
+            prompt_ids=prompt_ids[: len(prompt_ids) - len(mask)], response_ids=response_ids[: self.response_length],
+            response_mask=mask[: self.response_length],
+            response_logprobs=logprobs[: self.response_length] if logprobs else None,
+            multi_modal_data={"images": images}, reward_score=float(reward), num_turns=turns, metrics=metrics,
+            extra_fields=extra_fields)
+
+
+# -- the evidence actions as tools -------------------------------------------------------------
+class _Episode:
+    """One trajectory's evidence episode: its environment and what it has scored."""
+
+    def __init__(self, env_id: str, settings: dict[str, Any], env: Any):
+        self.env_id, self.settings, self.env = env_id, settings, env
+        self.lock = asyncio.Lock()
+        self.score = 0.0
+        self.done = False
+
+    def close(self) -> None:
+        return_env(self.env_id, self.settings, self.env)
+
+
+#: episodes (as the futures that open them) by verl's per-trajectory ``agent_data`` (freed
+#: with it), and by instance id for callers that keep one tool instance per trajectory
+#: (create, execute..., release)
+_BY_TRAJECTORY: "weakref.WeakKeyDictionary[Any, asyncio.Future]" = weakref.WeakKeyDictionary()
+_BY_INSTANCE: dict[str, asyncio.Future] = {}
+_CREATE_KWARGS: dict[str, dict[str, Any]] = {}
+
+
+def _opened(future: asyncio.Future | None) -> _Episode | None:
+    """The episode a finished opening gave (None if it is still opening or failed)."""
+    if future is None or not future.done() or future.cancelled() or future.exception() is not None:
+        return None
+    return future.result()
+
+
+def _close_opened(future: asyncio.Future) -> None:
+    episode = _opened(future)
+    if episode is not None:
+        episode.close()
+
+
+class EvidenceTool(BaseTool):
+    """One action of ``vicogym/Evidence-v0`` as a verl tool (the subclasses name it). Tool
+    ``config`` (the YAML's ``config``): ``max_pixels`` (the largest image returned, in
+    pixels; default 602112, 768 patches of 28 x 28), ``env_id``."""
+
+    action: ClassVar[str] = ""
+
+    def __init__(self, config: dict, tool_schema: OpenAIFunctionToolSchema | None = None):
+        super().__init__(config, tool_schema or OpenAIFunctionToolSchema.model_validate(tool_schema_of(self.action)))
+        self.max_pixels = int(config.get("max_pixels", MAX_PIXELS))
+        self.env_id = config.get("env_id", "vicogym/Evidence-v0")
+
+    async def create(self, instance_id: str | None = None, create_kwargs: Mapping[str, Any] | None = None,
+                     **kwargs: Any) -> tuple[str, ToolResponse]:
+        instance_id = instance_id or uuid4().hex
+        _CREATE_KWARGS[instance_id] = dict(create_kwargs or kwargs.get("create_kwargs") or {})
+        return instance_id, ToolResponse()
+
+    async def _episode(self, instance_id: str, agent_data: Any) -> _Episode:
+        """The trajectory's episode, opened at its first call. Calls of one turn run
+        concurrently (verl gathers them): the first one opens the episode, the others wait
+        for it (the opening is stored before anything is awaited)."""
+        table, key = (_BY_TRAJECTORY, agent_data) if agent_data is not None else (_BY_INSTANCE, instance_id)
+        if key not in table:
+            create = _CREATE_KWARGS.get(instance_id) or {}
+            if agent_data is not None and not create:
+                create = dict((getattr(agent_data, "tools_kwargs", {}) or {}).get(self.name, {})
+                              .get("create_kwargs", {}))
+            table[key] = asyncio.ensure_future(self._open(create))
+            if agent_data is not None:
+                weakref.finalize(agent_data, _close_opened, table[key])
+        return await asyncio.shield(table[key])
+
+    async def _open(self, create: Mapping[str, Any]) -> _Episode:
+        if "seed" not in create:
+            raise ValueError("this trajectory names no evidence episode: its row's extra_info.tools_kwargs need "
+                             "create_kwargs with seed and settings (rows of `vicogym generate vicogym/Evidence-v0` "
+                             "carry them)")
+        settings = settings_from(create.get("settings"), "create_kwargs.settings")
+        run = asyncio.get_running_loop().run_in_executor
+        env = await run(None, borrow_env, self.env_id, settings)
+        episode = _Episode(self.env_id, settings, env)
+        try:
+            await run(None, lambda: env.reset(seed=int(create["seed"])))
+        except BaseException:
+            episode.close()
+            raise
+        if create.get("task_id") and env.task.id != create["task_id"]:
+            episode.close()
+            raise ValueError(f"seed {create['seed']} draws task {env.task.id}, not the row's {create['task_id']}; "
+                             f"the row was made with other settings or another version of the task families")
+        return episode
+
+    async def execute(self, instance_id: str, parameters: dict[str, Any], **kwargs: Any
+                      ) -> tuple[ToolResponse, float, dict]:
+        agent_data = kwargs.get("agent_data")
+        try:
+            episode = await self._episode(instance_id, agent_data)
+        except (ValueError, GenerationError) as exc:
+            return ToolResponse(text=f"error: {exc}"), 0.0, {"error": "no_episode"}
+        async with episode.lock:
+            if episode.done:
+                return ToolResponse(text="error: the task has been answered; nothing more to do"), 0.0, \
+                    {"error": "episode_over"}
+            action = {"action": self.action, **(parameters if isinstance(parameters, Mapping) else {})}
+            env = episode.env
+            _, reward, terminated, truncated, info = await asyncio.get_running_loop().run_in_executor(
+                None, env.step, action)
+            episode.done = terminated or truncated
+            metrics = {"action": self.action, "step": info["step"]}
+            text, images = evidence_reply(env, info, terminated, truncated, self.max_pixels)
+            if "error" in info:
+                metrics["error"] = info["error"]["code"]
+                return ToolResponse(text=text), 0.0, metrics
+            if terminated or truncated:
+                episode.score = float(info["score"])
+                if agent_data is not None:
+                    agent_data.extra_fields["evidence_score"] = episode.score
+                    agent_data.extra_fields["evidence_outcome"] = info["outcome"]
+                return ToolResponse(text=text), float(reward), dict(metrics, score=episode.score)
+            return (ToolResponse(text=text, image=images) if images else ToolResponse(text=text)), 0.0, metrics
+
+    async def calc_reward(self, instance_id: str, **kwargs: Any) -> float:
+        agent_data = kwargs.get("agent_data")
+        episode = _opened(_BY_TRAJECTORY.get(agent_data) if agent_data is not None else _BY_INSTANCE.get(instance_id))
+        return 0.0 if episode is None else episode.score
+
+    async def release(self, instance_id: str, **kwargs: Any) -> None:
+        _CREATE_KWARGS.pop(instance_id, None)
+        future = _BY_INSTANCE.pop(instance_id, None)
+        if future is not None:
+            _close_opened(future)
+
+
+class ZoomTool(EvidenceTool):
+    action = "zoom"
+
+
+class NoteTool(EvidenceTool):
+    action = "note"
+
+
+class ViewTool(EvidenceTool):
+    action = "view"
+
+
+class ComposeTool(EvidenceTool):
+    action = "compose"
+
+
+class AnswerTool(EvidenceTool):
+    action = "answer"
+
+
+def overrides() -> list[str]:
+    """verl's command-line overrides that point it at this module: the dataset class, the
+    rewriter's agent loop and the evidence tools."""
+    return ["data.custom_cls.path=pkg://vicogym.verl_agent", "data.custom_cls.name=EpisodeDataset",
+            f"actor_rollout_ref.rollout.agent.agent_loop_config_path={AGENT_LOOP_CONFIG}",
+            f"actor_rollout_ref.rollout.multi_turn.tool_config_path={TOOL_CONFIG}"]
+
+
+if __name__ == "__main__":
+    print(" ".join(overrides()))
