@@ -17,7 +17,7 @@ pytest.importorskip("hydra", reason="verl's agent loops need the [trainers] extr
 pytest.importorskip("torchdata", reason="verl's dataloader needs the [trainers] extra (torchdata)")
 pytest.importorskip("transformers", reason="the tiny vision-language model needs the [natural] extra")
 
-from vicogym.runs.generate import GenerateConfig, episode_seed, generate  # noqa: E402
+from vicogym.runs.generate import GenerateConfig, episode_seed, generate
 
 CHART = {"k": 2}
 
@@ -123,3 +123,217 @@ def test_rewriter_rows_name_the_episode_and_bad_files_are_named(tmp_path):
         EpisodeDataset([typo], Stub(), _data_config(tmp_path), Stub())
     with pytest.raises(ValueError, match="at least one"):
         EpisodeDataset([], Stub(), _data_config(tmp_path), Stub())
+
+
+# -- verl's agent loop worker, with a scripted policy ------------------------------------------
+@pytest.fixture(scope="module")
+def tiny_vlm(tmp_path_factory):
+    from tiny_models import tiny_qwen2_vl
+
+    return tiny_qwen2_vl(tmp_path_factory.mktemp("tiny-qwen2-vl"))
+
+
+def verl_config(model, *overrides):
+    """verl's PPO config, composed by Hydra from verl's own YAML, pointed at vicogym."""
+    import os
+
+    import verl
+    from hydra import compose, initialize_config_dir
+
+    import vicogym.verl_reward
+    from vicogym.verl_agent import overrides as vicogym_overrides
+
+    folder = os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
+    with initialize_config_dir(config_dir=folder, version_base=None):
+        return compose(config_name="ppo_trainer", overrides=[
+            *vicogym_overrides(), f"actor_rollout_ref.model.path={model}",
+            "actor_rollout_ref.rollout.name=vllm", "actor_rollout_ref.rollout.prompt_length=12288",
+            "actor_rollout_ref.rollout.response_length=12288",
+            "actor_rollout_ref.rollout.multi_turn.enable=True", "actor_rollout_ref.rollout.multi_turn.format=hermes",
+            "actor_rollout_ref.rollout.multi_turn.max_assistant_turns=4",
+            f"reward.custom_reward_function.path={vicogym.verl_reward.__file__}",
+            "reward.custom_reward_function.name=compute_score", *overrides])
+
+
+class ScriptedPolicy:
+    """Stands where verl's rollout server is: ``generate`` answers each trajectory (by its
+    request id) with the next reply of ``script(prompt_text, turn)``, as token ids."""
+
+    def __init__(self, tokenizer, script):
+        self.tokenizer, self.script = tokenizer, script
+        self.turns: dict[str, int] = {}
+        self.replies: dict[str, list[list[int]]] = {}
+        self.images: dict[str, int] = {}
+
+    async def generate(self, request_id, *, prompt_ids, sampling_params, image_data=None, **kwargs):
+        from verl.workers.rollout.replica import TokenOutput
+
+        turn = self.turns.get(request_id, 0)
+        self.turns[request_id] = turn + 1
+        text = self.script(self.tokenizer.decode(prompt_ids), turn)
+        ids = self.tokenizer.encode(text, add_special_tokens=False) + [self.tokenizer.convert_tokens_to_ids(
+            "<|im_end|>")]
+        self.replies.setdefault(request_id, []).append(ids)
+        self.images[request_id] = len(image_data or [])
+        return TokenOutput(token_ids=ids, stop_reason="completed")
+
+
+class RewardHandle:
+    """verl's reward loop worker, called in process where verl holds a Ray actor handle."""
+
+    def __init__(self, worker):
+        self.compute_score = type("Remote", (), {"remote": staticmethod(worker.compute_score)})
+
+
+def run_worker(config, policy, rows, n=1):
+    """verl's AgentLoopWorker over ``rows`` (dataset items), ``n`` samples each, as verl's
+    trainer batches them: the DataProto of the rollout."""
+    from verl import DataProto
+    from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
+    from verl.experimental.reward_loop.reward_loop import RewardLoopWorker
+    from verl.utils.dataset.rl_dataset import collate_fn
+
+    async def main():
+        worker = AgentLoopWorker(config, policy, reward_loop_worker_handles=[RewardHandle(RewardLoopWorker(config))])
+        batch = DataProto.from_single_dict(collate_fn(rows))
+        batch = batch.repeat(repeat_times=n, interleave=True)
+        return await worker.generate_sequences(batch)
+
+    return asyncio.run(main())
+
+
+def check_alignment(output, tokenizer, policy):
+    """What verl's collation expects: the response mask is 1 on exactly the policy's tokens,
+    the image placeholders match the images' patch grids, positions are Qwen2-VL's."""
+    image_pad = tokenizer.convert_tokens_to_ids("<|image_pad|>")
+    for i in range(len(output)):
+        responses, mask = output.batch["responses"][i], output.batch["response_mask"][i]
+        policy_tokens = responses[mask.bool()].tolist()
+        assert any(policy_tokens == sum(r, []) for r in policy.replies.values()), i
+        inputs = output.non_tensor_batch["multi_modal_inputs"][i]
+        merge = 4  # Qwen2-VL merges 2 x 2 patches into one token
+        assert int((output.batch["input_ids"][i] == image_pad).sum()) == int(inputs["image_grid_thw"].prod(-1).sum()
+                                                                            ) // merge
+        assert output.batch["position_ids"].shape[-1] == output.batch["input_ids"].shape[-1]
+        valid = int(output.batch["attention_mask"][i].sum())
+        assert valid == int((output.batch["input_ids"][i] != tokenizer.pad_token_id).sum())
+
+
+def test_the_rewriter_plays_through_verls_agent_loop_worker(tiny_vlm, tmp_path, serve):
+    import gymnasium as gym
+    from transformers import AutoTokenizer
+
+    from vicogym.rewards import difficulty_reward
+    from vicogym.verl_agent import EpisodeDataset
+
+    actor = serve(("ok", ["Answer: 7"]))  # the actor's server, apart from the policy's
+    settings = {"k": 2, "actor": f"openai:vlm@{actor.url}", "max_turns": 3}
+    path = _config_file(tmp_path, "rw", env_id="vicogym/Chart-v0", n=2, seed=11, env_kwargs=settings,
+                        rows="rewriter")
+    config = verl_config(tiny_vlm)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_vlm)
+    dataset = EpisodeDataset([path], tokenizer, config.data, None)
+    rows = [dataset[0], dataset[1]]
+    edits = {}
+    for row in rows:  # a valid edit of each episode, found on an env of the same seed, by its question
+        env = gym.make("vicogym/Chart-v0", **settings)
+        obs, _ = env.reset(seed=int(row["extra_info"]["seed"]))
+        edits[obs["question"]] = json.dumps(env.unwrapped.sample_edit(obs, np.random.default_rng(0)))
+        reward_config = env.unwrapped.config.reward_config()
+        env.close()
+    assert len(edits) == 2
+
+    def script(prompt, turn):
+        if turn == 0:
+            return "I think the chart should change."  # not an edit: rejected, malformed
+        if turn == 1:
+            (edit,) = [e for q, e in edits.items() if q in prompt]
+            return edit
+        return '{"op": "stop"}'
+
+    policy = ScriptedPolicy(tokenizer, script)
+    output = run_worker(config, policy, rows, n=2)
+    assert len(output) == 4
+    check_alignment(output, tokenizer, policy)
+    fields = output.non_tensor_batch["vicogym"]
+    for i, info in enumerate(fields):
+        assert info["errors"] == ["malformed"] and info["steps"] == 3 and info["accepted"] == 1, info
+        assert info["seed"] == rows[i // 2]["extra_info"]["seed"]  # the n samples of a row share its seed
+        assert float(output.batch["rm_scores"][i].sum()) == pytest.approx(
+            difficulty_reward(info["pass_rate"], reward_config))
+    assert fields[0]["seed_pass_rate"] == fields[1]["seed_pass_rate"]
+    text = tokenizer.decode(output.batch["responses"][0], skip_special_tokens=True)
+    assert "The edit was rejected (malformed)" in text and "The edit was accepted" in text
+    assert all(n == 3 for n in policy.images.values())  # the seed image and one per answered edit
+
+
+def test_the_evidence_tools_play_through_verls_tool_agent_loop(tiny_vlm, tmp_path):
+    """Rows of ``vicogym generate vicogym/Evidence-v0`` through verl's own dataset and tool
+    agent loop: a zoom returns a new view as an image (the trajectory's images grow), the
+    answer is scored by the task's scorer, and verl's reward loop hands that score on."""
+    import pyarrow.parquet as pq
+    from transformers import AutoProcessor, AutoTokenizer
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    from vicogym.evidence.runs import generate_tasks
+
+    settings = {"view_size": 256, "max_images": 4}
+    generate_tasks(tmp_path / "tasks", n=2, seed=4, env_kwargs=settings)
+    files = sorted(str(p) for p in (tmp_path / "tasks").glob("part-*.parquet"))
+    stored = [r for f in files for r in pq.read_table(f).to_pylist()]
+    assert {r["agent_name"] for r in stored} == {"tool_agent"}
+    config = verl_config(tiny_vlm, "actor_rollout_ref.rollout.agent.default_agent_loop=tool_agent",
+                         "actor_rollout_ref.rollout.multi_turn.max_parallel_calls=2")
+    tokenizer, processor = AutoTokenizer.from_pretrained(tiny_vlm), AutoProcessor.from_pretrained(tiny_vlm)
+    dataset = RLHFDataset(files, tokenizer, config.data, processor)
+    rows = [dataset[0], dataset[1]]
+    assert rows[0]["tools_kwargs"]["zoom"]["create_kwargs"]["task_id"] == stored[0]["task_id"]
+    answers = {r["question"]: (r["answer"] if i == 0 else "no such answer") for i, r in enumerate(stored)}
+
+    def script(prompt, turn):
+        if turn == 0:  # two calls in one turn: verl runs them side by side on the trajectory's episode
+            call = {"name": "zoom", "arguments": {"image": 0, "regions": [{"x0": 0, "y0": 0, "x1": 0.5, "y1": 0.5}]}}
+            return f"<tool_call>\n{json.dumps(call)}\n</tool_call>\n<tool_call>\n" + json.dumps(
+                {"name": "zoom", "arguments": {"image": 9, "regions": []}}) + "\n</tool_call>"
+        if turn > 1:
+            return "Done."  # no tool call: verl's loop ends the trajectory
+        (answer,) = [a for q, a in answers.items() if q in prompt]
+        return "<tool_call>\n" + json.dumps({"name": "answer", "arguments": {"answer": answer}}) + "\n</tool_call>"
+
+    policy = ScriptedPolicy(tokenizer, script)
+    output = run_worker(config, policy, rows, n=2)
+    check_alignment(output, tokenizer, policy)
+    scores = output.batch["rm_scores"].sum(-1).tolist()
+    assert scores == [1.0, 1.0, 0.0, 0.0]  # the right answer, then a wrong one, for both samples of each row
+    assert list(output.non_tensor_batch["evidence_outcome"]) == ["answered"] * 4
+    assert all(n == 2 for n in policy.images.values())  # the start view, then the zoom's new view
+    text = tokenizer.decode(output.batch["responses"][0], skip_special_tokens=True)
+    assert "image 1: unit" in text and "error (bad_field): expected regions" in text and "Answer recorded." in text
+
+
+def test_the_tool_schemas_file_is_what_the_tools_declare():
+    import yaml
+
+    from vicogym.adapters import EVIDENCE_ACTIONS, tool_schema_of
+    from vicogym.verl_agent import TOOL_CONFIG, overrides
+
+    tools = yaml.safe_load(open(TOOL_CONFIG, encoding="utf-8"))["tools"]
+    assert [t["tool_schema"] for t in tools] == [tool_schema_of(a) for a in EVIDENCE_ACTIONS]
+    assert [t["class_name"].rsplit(".", 1)[1] for t in tools] == [f"{a.title()}Tool" for a in EVIDENCE_ACTIONS]
+    assert any(o.startswith("data.custom_cls.path=pkg://vicogym.verl_agent") for o in overrides())
+
+
+def test_a_trajectory_without_an_episode_gets_an_error_text_not_an_exception():
+    from vicogym.verl_agent import ZoomTool, tool_schema_of
+
+    async def main():
+        tool = ZoomTool({}, None)
+        instance, _ = await tool.create(create_kwargs={})
+        try:
+            return await tool.execute(instance, {"image": 0, "regions": []})
+        finally:
+            await tool.release(instance)
+
+    response, reward, metrics = asyncio.run(main())
+    assert response.text.startswith("error: this trajectory names no evidence episode") and reward == 0.0
+    assert tool_schema_of("zoom")["function"]["name"] == "zoom"

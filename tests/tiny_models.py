@@ -109,3 +109,207 @@ def tiny_image_text_to_text(folder: Path) -> Path:
         tokenizer=fast, patch_size=patch, vision_feature_select_strategy="default", image_token="<image>",
         chat_template=template, num_additional_image_tokens=1).save_pretrained(path)
     return path
+
+
+QWEN_VL_CHAT_TEMPLATE = (
+    '{%- if tools %}\n'
+    "    {{- '<|im_start|>system\\n' }}\n"
+    "    {%- if messages[0].role == 'system' %}\n"
+    '        {%- if messages[0].content is string %}\n'
+    '            {{- messages[0].content }}\n'
+    '        {%- else %}\n'
+    '            {%- for content in messages[0].content %}\n'
+    "                {%- if 'text' in content %}\n"
+    '                    {{- content.text }}\n'
+    '                {%- endif %}\n'
+    '            {%- endfor %}\n'
+    '        {%- endif %}\n'
+    "        {{- '\\n\\n' }}\n"
+    '    {%- endif %}\n'
+    '    {{- "# Tools\\n\\nYou may call one or more functions to assist with the user'
+    ' query.\\n\\nYou are provided with function signatures within <tools></tools> XML'
+    ' tags:\\n<tools>" }}\n'
+    '    {%- for tool in tools %}\n'
+    '        {{- "\\n" }}\n'
+    '        {{- tool | tojson }}\n'
+    '    {%- endfor %}\n'
+    '    {{- "\\n</tools>\\n\\nFor each function call, return a json object with function name'
+    ' and arguments within <tool_call></tool_call> XML tags:\\n<tool_call>\\n{\\"name\\":'
+    ' <function-name>, \\"arguments\\": <args-json-object>}\\n</tool_call><|im_end|>\\n" }}\n'
+    '{%- else %}\n'
+    "    {%- if messages[0].role == 'system' %}\n"
+    "        {{- '<|im_start|>system\\n' }}\n"
+    '        {%- if messages[0].content is string %}\n'
+    '            {{- messages[0].content }}\n'
+    '        {%- else %}\n'
+    '            {%- for content in messages[0].content %}\n'
+    "                {%- if 'text' in content %}\n"
+    '                    {{- content.text }}\n'
+    '                {%- endif %}\n'
+    '            {%- endfor %}\n'
+    '        {%- endif %}\n'
+    "        {{- '<|im_end|>\\n' }}\n"
+    '    {%- endif %}\n'
+    '{%- endif %}\n'
+    '{%- set image_count = namespace(value=0) %}\n'
+    '{%- set video_count = namespace(value=0) %}\n'
+    '{%- for message in messages %}\n'
+    '    {%- if message.role == "user" %}\n'
+    "        {{- '<|im_start|>' + message.role + '\\n' }}\n"
+    '        {%- if message.content is string %}\n'
+    '            {{- message.content }}\n'
+    '        {%- else %}\n'
+    '            {%- for content in message.content %}\n'
+    "                {%- if content.type == 'image' or 'image' in content or 'image_url' in"
+    ' content %}\n'
+    '                    {%- set image_count.value = image_count.value + 1 %}\n'
+    '                    {%- if add_vision_id %}Picture {{ image_count.value }}: {% endif -%}\n'
+    '                    <|vision_start|><|image_pad|><|vision_end|>\n'
+    "                {%- elif content.type == 'video' or 'video' in content %}\n"
+    '                    {%- set video_count.value = video_count.value + 1 %}\n'
+    '                    {%- if add_vision_id %}Video {{ video_count.value }}: {% endif -%}\n'
+    '                    <|vision_start|><|video_pad|><|vision_end|>\n'
+    "                {%- elif 'text' in content %}\n"
+    '                    {{- content.text }}\n'
+    '                {%- endif %}\n'
+    '            {%- endfor %}\n'
+    '        {%- endif %}\n'
+    "        {{- '<|im_end|>\\n' }}\n"
+    '    {%- elif message.role == "assistant" %}\n'
+    "        {{- '<|im_start|>' + message.role + '\\n' }}\n"
+    '        {%- if message.content is string %}\n'
+    '            {{- message.content }}\n'
+    '        {%- else %}\n'
+    '            {%- for content_item in message.content %}\n'
+    "                {%- if 'text' in content_item %}\n"
+    '                    {{- content_item.text }}\n'
+    '                {%- endif %}\n'
+    '            {%- endfor %}\n'
+    '        {%- endif %}\n'
+    '        {%- if message.tool_calls %}\n'
+    '            {%- for tool_call in message.tool_calls %}\n'
+    '                {%- if (loop.first and message.content) or (not loop.first) %}\n'
+    "                    {{- '\\n' }}\n"
+    '                {%- endif %}\n'
+    '                {%- if tool_call.function %}\n'
+    '                    {%- set tool_call = tool_call.function %}\n'
+    '                {%- endif %}\n'
+    '                {{- \'<tool_call>\\n{"name": "\' }}\n'
+    '                {{- tool_call.name }}\n'
+    '                {{- \'", "arguments": \' }}\n'
+    '                {%- if tool_call.arguments is string %}\n'
+    '                    {{- tool_call.arguments }}\n'
+    '                {%- else %}\n'
+    '                    {{- tool_call.arguments | tojson }}\n'
+    '                {%- endif %}\n'
+    "                {{- '}\\n</tool_call>' }}\n"
+    '            {%- endfor %}\n'
+    '        {%- endif %}\n'
+    "        {{- '<|im_end|>\\n' }}\n"
+    '    {%- elif message.role == "tool" %}\n'
+    '        {%- if loop.first or (messages[loop.index0 - 1].role != "tool") %}\n'
+    "            {{- '<|im_start|>user' }}\n"
+    '        {%- endif %}\n'
+    "        {{- '\\n<tool_response>\\n' }}\n"
+    '        {%- if message.content is string %}\n'
+    '            {{- message.content }}\n'
+    '        {%- else %}\n'
+    '            {%- for content in message.content %}\n'
+    "                {%- if content.type == 'image' or 'image' in content or 'image_url' in"
+    ' content %}\n'
+    '                    {%- set image_count.value = image_count.value + 1 %}\n'
+    '                    {%- if add_vision_id %}Picture {{ image_count.value }}: {% endif -%}\n'
+    '                    <|vision_start|><|image_pad|><|vision_end|>\n'
+    "                {%- elif content.type == 'video' or 'video' in content %}\n"
+    '                    {%- set video_count.value = video_count.value + 1 %}\n'
+    '                    {%- if add_vision_id %}Video {{ video_count.value }}: {% endif -%}\n'
+    '                    <|vision_start|><|video_pad|><|vision_end|>\n'
+    "                {%- elif 'text' in content %}\n"
+    '                    {{- content.text }}\n'
+    '                {%- endif %}\n'
+    '            {%- endfor %}\n'
+    '        {%- endif %}\n'
+    "        {{- '\\n</tool_response>' }}\n"
+    '        {%- if loop.last or (messages[loop.index0 + 1].role != "tool") %}\n'
+    "            {{- '<|im_end|>\\n' }}\n"
+    '        {%- endif %}\n'
+    '    {%- endif %}\n'
+    '{%- endfor %}\n'
+    '{%- if add_generation_prompt %}\n'
+    "    {{- '<|im_start|>assistant\\n' }}\n"
+    '{%- endif %}\n'
+)
+
+#: Qwen2-VL's special tokens, in Qwen's order; the tool-call tags are plain added tokens
+QWEN_VL_SPECIAL = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
+                   "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>",
+                   "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>")
+QWEN_VL_ADDED = ("<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<think>", "</think>")
+#: what the tiny tokenizer's merges are learned from: chat turns, tool calls and JSON
+_CORPUS = (QWEN_VL_CHAT_TEMPLATE, 'system\nYou are a helpful assistant.\nuser\nassistant\n<tool_call>\n'
+           '{"name": "zoom", "arguments": {"image": 0, "regions": [{"x0": 0.1, "y0": 0.2, "x1": 0.4, "y1": 0.3}]}}'
+           '\n</tool_call>',
+           '{"type": "function", "function": {"name": "answer", "description": "Give the final answer; it ends the '
+           'task.", "parameters": {"type": "object", "properties": {"answer": {"type": "string", "description": '
+           '"the answer"}}, "required": ["answer"]}}}',
+           "What is the value of the bar? How many objects are there? Answer with a single word or number. The "
+           "structure (JSON) of the chart: table rows series values title labels spec style colors gridlines legend. "
+           "Reply with the next edit as JSON. The edit was accepted; the pass rate of the actor is 0.50. image unit "
+           "pixels scale left steps zooms notes images sheet units of the task's pool question answer contract")
+
+
+def tiny_qwen2_vl(folder: Path) -> Path:
+    """A Qwen2-VL (``model_type`` ``qwen2_vl``: a one-block vision tower and a one-layer
+    decoder of hidden size 64, randomly initialised) with its processor, saved with
+    ``save_pretrained`` into ``folder`` (returned), so ``AutoProcessor``,
+    ``AutoTokenizer`` and ``AutoModelForImageTextToText`` load it offline. The tokenizer
+    is byte-level BPE learned here on a few chat turns (every text encodes), with
+    Qwen2-VL's special tokens; the image processor keeps images within 4 to 64 patches
+    of 28 x 28 pixels; the chat template is Qwen's multimodal one with hermes tool calls
+    (``<tool_call>{json}</tool_call>``, tool results as role ``tool``, the tools in the
+    system prompt), the one TRL knows as Qwen3-VL's."""
+    pytest.importorskip("torch", reason="the tiny Qwen2-VL needs torch")
+    transformers = pytest.importorskip("transformers", reason="the tiny Qwen2-VL needs transformers")
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer.train_from_iterator(_CORPUS, trainers.BpeTrainer(
+        vocab_size=640, special_tokens=list(QWEN_VL_SPECIAL), initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False))
+    fast = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>", unk_token=None,
+        additional_special_tokens=list(QWEN_VL_SPECIAL[1:]), padding_side="left", model_max_length=32768,
+        clean_up_tokenization_spaces=False)
+    fast.add_tokens(list(QWEN_VL_ADDED))
+    ids = {name: fast.convert_tokens_to_ids(name) for name in QWEN_VL_SPECIAL}
+    head_dim = 16  # 4 heads of 16: the rotary half (8) splits into temporal, height, width sections
+    config = transformers.Qwen2VLConfig(
+        text_config={"vocab_size": len(fast), "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 1,
+                     "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 32768,
+                     "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]},
+                     "bos_token_id": ids["<|endoftext|>"], "eos_token_id": ids["<|im_end|>"],
+                     "pad_token_id": ids["<|endoftext|>"], "tie_word_embeddings": False},
+        vision_config={"depth": 1, "embed_dim": 32, "hidden_size": 64, "num_heads": 2, "mlp_ratio": 2,
+                       "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2, "in_channels": 3},
+        image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
+        tie_word_embeddings=False)
+    assert config.text_config.hidden_size // config.text_config.num_attention_heads == head_dim
+    torch.manual_seed(0)
+    model = transformers.Qwen2VLForConditionalGeneration(config)
+    model.generation_config = transformers.GenerationConfig(
+        eos_token_id=[ids["<|im_end|>"], ids["<|endoftext|>"]], pad_token_id=ids["<|endoftext|>"],
+        bos_token_id=ids["<|endoftext|>"], do_sample=True, temperature=1.0, top_k=0, top_p=1.0)
+    model.save_pretrained(folder)
+    image_processor = transformers.Qwen2VLImageProcessor(min_pixels=28 * 28 * 4, max_pixels=28 * 28 * 64)
+    processor = transformers.Qwen2VLProcessor(image_processor=image_processor, tokenizer=fast,
+                                              video_processor=transformers.Qwen2VLVideoProcessor(),
+                                              chat_template=QWEN_VL_CHAT_TEMPLATE)
+    processor.save_pretrained(folder)
+    fast.save_pretrained(folder)  # the tokenizer alone (AutoTokenizer) reads the same chat template
+    return folder

@@ -180,10 +180,13 @@ _UNITS = {"type": "array", "items": {"type": "integer"}, "description": "unit nu
 _SCHEMAS: dict[str, tuple[str, dict[str, Any], list[str]]] = {
     "zoom": ("Zoom into regions of a sent image: each region becomes a new, sharper view cut from the original "
              "unit.", {"image": {"type": "integer", "description": "the number of a sent image"},
-                       "regions": {"type": "array", "items": _REGION, "description": "at most max_regions boxes"},
+                       "regions": {"type": "array", "items": _REGION,
+                                   "description": "boxes {x0, y0, x1, y1} in fractions [0, 1] of the image (at most "
+                                                  "max_regions)"},
                        "note": {"type": "string", "description": "what you look for"}}, ["image", "regions"]),
     "note": ("Place numbered rings on points of sent images; they stay drawn on every later view.",
-             {"notes": {"type": "array", "items": {
+             {"notes": {"type": "array", "description": "rings {image, at: [x, y] in fractions [0, 1], text}",
+                        "items": {
                  "type": "object", "properties": {
                      "image": {"type": "integer"},
                      "at": {"type": "array", "items": {"type": "number"}, "description": "[x, y] in [0, 1]"},

@@ -62,6 +62,18 @@ def contract_text(max_regions: int) -> str:
     )
 
 
+def tool_contract_text(max_regions: int) -> str:
+    """The protocol as an executor that calls tools is told it (the tools' schemas carry
+    the arguments; rows played by a trainer's tool loop)."""
+    return (
+        "Read the images through the tools, one or more calls per reply: zoom (at most "
+        f"{max_regions} regions of an image, fractions in [0, 1]; each becomes a new, sharper view cut from the "
+        "original), note (numbered rings that stay on later views), view (attach more source units of this task), "
+        "compose (tile units into one labelled sheet) and answer (ends the task). Images are numbered in the order "
+        "they were sent, from 0."
+    )
+
+
 def brief(value: Any, limit: int = 60) -> str:
     """``repr(value)``, cut to ``limit`` characters (a 400-digit number is not echoed)."""
     text = repr(value)

@@ -207,6 +207,7 @@ def generate_tasks(out: str | Path, n: int = 64, seed: int = 0, env_kwargs: Mapp
     import pyarrow as pa
 
     from vicogym.adapters import EVIDENCE_ACTIONS, TOOL_AGENT, episode_tools_kwargs
+    from vicogym.evidence.protocol import tool_contract_text
     from vicogym.images import encode_png
     from vicogym.runs.trainer_columns import IMAGE_TOKEN, images_type, verl_schema
 
@@ -222,7 +223,9 @@ def generate_tasks(out: str | Path, n: int = 64, seed: int = 0, env_kwargs: Mapp
         units = [{"bytes": encode_png(env.unit_pixels(k)), "path": f"{row_id}-u{k}.png"}
                  for k in range(len(task.units))]
         starts = [{"bytes": encode_png(env.view_pixels(v.id)), "path": f"{row_id}-v{v.id}.png"} for v in env.views]
-        prompt = env.request()["protocol"] + "\n\n" + env.question_text() + "\n" + IMAGE_TOKEN * len(starts)
+        # the rows are played with tools (agent_name tool_agent): the protocol names the tools
+        prompt = (tool_contract_text(env.config.max_regions) + "\n\n" + env.question_text() + "\n"
+                  + IMAGE_TOKEN * len(starts))
         truth = json.dumps({"answer": task.answer, "golds": list(task.golds), "scorer": task.scorer,
                             "options": list(task.options)}, sort_keys=True)
         row = {"id": row_id, "episode": index, "seed": s, "task_id": task.id, "family": task.family,
