@@ -1,5 +1,5 @@
 """Command line: ``vicogym envs``, ``generate``, ``verify``, ``export``, ``evolve``,
-``synthesize``, ``report``, ``evidence run``.
+``synthesize``, ``report``, ``serve``, ``evidence run``.
 
 Every input gets an answer: bad flags, files and settings end with a one-line message
 that says what to change (exit code 2), never a traceback. The help is plain text, so
@@ -472,6 +472,36 @@ def report_command(
     except (VicogymError, ValueError, OSError) as exc:
         raise _fail(str(exc)) from None
     console.print(f"wrote {page}")
+
+
+@app.command()
+def serve(
+    env_id: str = typer.Argument(..., help="environment id (see `vicogym envs`)"),
+    host: str = typer.Option("127.0.0.1", "--host", help="address to listen on (0.0.0.0: every interface)"),
+    port: int = typer.Option(8000, "--port", min=1, max=65535, help="port to listen on"),
+    env_kwargs: Optional[str] = typer.Option(None, "--env-kwargs", help="environment settings as a JSON object, "
+                                             "e.g. '{\"k\": 4}' [none]"),
+    max_sessions: int = typer.Option(64, "--max-sessions", min=1, help="WebSocket sessions at once"),
+    max_request_bytes: int = typer.Option(1 << 20, "--max-request-bytes", min=1024,
+                                          help="largest request body or WebSocket message, in bytes"),
+    session_ttl: float = typer.Option(600.0, "--session-ttl", help="seconds a session may sit idle before it is "
+                                      "closed (0: never)"),
+) -> None:
+    """Serve an environment over OpenEnv (WebSocket sessions at /ws; /reset, /step, /state,
+    /schema, /health over HTTP); see docs/trainers-openenv.md."""
+    from vicogym.errors import VicogymError
+
+    try:
+        if session_ttl < 0:
+            raise ValueError(f"--session-ttl: expected seconds >= 0 (0: sessions never expire), got {session_ttl}")
+        module = _workflow("serve")
+        settings = _workflow("adapters").settings_from(env_kwargs, "--env-kwargs")
+        application = module.make_app(env_id, settings, max_sessions=max_sessions,
+                                      max_request_bytes=max_request_bytes, session_ttl_s=session_ttl or None)
+    except (VicogymError, ValueError, TypeError, ImportError) as exc:
+        raise _fail(str(exc)) from None
+    console.print(f"serving {env_id} on http://{host}:{port} (WebSocket sessions at ws://{host}:{port}/ws)")
+    module.run(application, host, port)
 
 
 evidence_app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,

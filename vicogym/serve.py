@@ -1,0 +1,561 @@
+"""Every registered vicogym environment as an OpenEnv server (``vicogym serve ENV_ID``).
+
+:func:`make_app` builds the FastAPI app with OpenEnv's own ``create_app``: the WebSocket
+session endpoint ``/ws`` (one :class:`VicoEnvironment`, so one vicogym environment, per
+connection), and OpenEnv's stateless HTTP routes ``/reset``, ``/step``, ``/state``,
+``/schema``, ``/health``, ``/metadata`` (each HTTP call gets a fresh environment, so a
+multi-step episode needs the WebSocket; :class:`VicoEnvClient` speaks it).
+
+One action type serves every kind of environment (:data:`vicogym.registry.ENV_KINDS`):
+``edit`` for the edit environments (Chart, CLEVR, Natural: an edit as JSON text or an
+object; a model's whole reply is parsed leniently, as :func:`vicogym.clients.parse_edit`
+does), ``action`` for ``vicogym/Evidence-v0`` (``{"action": "zoom", ...}``), and
+``response`` for ``vicogym/Instruct-v0``. Every answer is an observation: a rejected edit
+or action, a step before ``reset``, a step after the episode ended or after the session
+expired come back with ``error`` set (``{code, message, op, field}``), never as a server
+error. Wrong JSON types in the action are OpenEnv's validation error (HTTP 422, a
+``VALIDATION_ERROR`` frame on the WebSocket).
+
+Limits: at most ``max_sessions`` sessions at once (OpenEnv's ``max_concurrent_envs``; a
+session over it is refused with ``CAPACITY_REACHED``), a session idle for ``session_ttl_s``
+seconds is closed and its environment released (OpenEnv's idle reaper, which looks every
+``max(ttl / 4, 5)`` seconds), and a request body or WebSocket message over
+``max_request_bytes`` is answered with 413 (HTTP) or a ``REQUEST_TOO_LARGE`` error frame
+(the session stays open); uvicorn closes the connection on a message over four times the
+limit (:func:`uvicorn_config`).
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import secrets
+import threading
+from typing import Any, Mapping, Optional
+
+import numpy as np
+
+from vicogym.errors import MissingExtra, VicogymError
+
+try:
+    from fastapi import FastAPI
+    from openenv.core.client_types import StepResult
+    from openenv.core.env_client import EnvClient
+    from openenv.core.env_server import (
+        Action,
+        ConcurrencyConfig,
+        Environment,
+        Observation,
+        State,
+        create_app,
+    )
+    from openenv.core.env_server.types import EnvironmentMetadata
+    from pydantic import BaseModel, ConfigDict, Field
+except ImportError as exc:  # pragma: no cover - the trainers extra is what brings them
+    raise MissingExtra(f"vicogym serve needs openenv, fastapi and uvicorn ({exc}); install them with "
+                       "pip install 'vicogym[trainers]'") from None
+
+from vicogym.adapters import (
+    MAX_PIXELS,
+    borrow_env,
+    describe_views,
+    evidence_reply,
+    feedback,
+    fit_image,
+    return_env,
+    rewriter_prompt,
+)
+from vicogym.validation import MAX_SEED, did_you_mean, is_int, is_number
+
+#: defaults of :func:`make_app` (and of ``vicogym serve``)
+MAX_SESSIONS = 64
+MAX_REQUEST_BYTES = 1 << 20
+SESSION_TTL_S = 600.0
+#: the error codes the server itself gives (the environments' own codes come through as
+#: they are: :data:`vicogym.errors.EDIT_ERROR_CODES`, :data:`vicogym.evidence.protocol.ERROR_CODES`)
+SERVER_ERROR_CODES: Mapping[str, str] = {
+    "no_episode": "a step before reset (or after a reset that failed): call reset first",
+    "episode_over": "the episode has ended: call reset for a new one",
+    "session_closed": "the session was closed (idle for longer than the server's session TTL): open a new one",
+    "bad_field": "the action lacks the field this kind of environment reads, or reset got an unknown argument",
+    "bad_value": "a reset argument of the wrong kind or out of range (seed, options), or the environment "
+                 "rejected it",
+    "unhandled": "the environment raised an unexpected error (a bug worth reporting)",
+}
+#: the action field each kind of environment reads
+ACTION_FIELD = {"edit": "edit", "agent": "action", "response": "response"}
+RESET_ARGUMENTS = ("seed", "episode_id", "options")
+
+
+# -- the wire types ---------------------------------------------------------------------------------
+class VicoAction(Action):
+    """One step. Set the field the environment's kind reads: ``edit`` (edit environments:
+    an edit object, or text holding one, such as a model's reply), ``action`` (Evidence:
+    ``{"action": "zoom" | "note" | "view" | "compose" | "answer", ...}`` or its JSON text),
+    ``response`` (Instruct: the response text)."""
+
+    edit: Optional[str | dict[str, Any]] = Field(
+        default=None, description="edit environments: the edit as a JSON object, or text holding one")
+    action: Optional[str | dict[str, Any]] = Field(
+        default=None, description="vicogym/Evidence-v0: the action object (or its JSON text)")
+    response: Optional[str] = Field(default=None, description="vicogym/Instruct-v0: the response")
+
+
+class VicoError(BaseModel):
+    """Why a step or reset was rejected; nothing changed but the turn or step it used."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    code: str
+    message: str
+    op: Optional[str] = None
+    field: Optional[str] = None
+
+
+class VicoObservation(Observation):
+    """What the policy sees after ``reset`` or a step (plus OpenEnv's ``done``, ``reward``
+    and ``metadata``)."""
+
+    env_id: str = Field(default="", description="the environment id")
+    kind: str = Field(default="", description="edit | agent | response (vicogym.registry.ENV_KINDS)")
+    text: str = Field(default="", description="what the policy reads next: the rewriter prompt at reset and the "
+                      "feedback after an edit; the request, or the reply to an evidence action; the instruction")
+    question: str = Field(default="", description="the sample's or task's question")
+    image_png_b64: Optional[str] = Field(default=None, description="edit and response environments: the current "
+                                         "image, base64 PNG")
+    views_png_b64: list[str] = Field(default_factory=list, description="vicogym/Evidence-v0: the views sent by this "
+                                     "reset or step, base64 PNG, in the order of view_ids")
+    view_ids: list[int] = Field(default_factory=list, description="the image numbers of views_png_b64 (what zoom "
+                                "and note name)")
+    structure: Optional[str] = Field(default=None, description="edit environments: the structure as JSON text")
+    pass_rate: Optional[float] = Field(default=None, description="the actor's pass rate (edit), the constraint pass "
+                                       "rate (response)")
+    answer: Optional[str] = Field(default=None, description="the sample's answer (edit); the task's answer once an "
+                                  "evidence episode has ended")
+    score: Optional[float] = Field(default=None, description="vicogym/Evidence-v0, at the end: the answer's score")
+    error: Optional[VicoError] = Field(default=None, description="set when the reset or step was rejected")
+
+    def image(self) -> np.ndarray | None:
+        """``image_png_b64`` decoded (an RGB array), or ``None``."""
+        return None if self.image_png_b64 is None else decode_b64_png(self.image_png_b64)
+
+    def views(self) -> list[np.ndarray]:
+        """``views_png_b64`` decoded (RGB arrays)."""
+        return [decode_b64_png(v) for v in self.views_png_b64]
+
+
+class VicoState(State):
+    """The session's episode: OpenEnv's ``episode_id`` and ``step_count``, and which
+    environment and seed."""
+
+    env_id: str = ""
+    kind: str = ""
+    seed: Optional[int] = None
+
+
+def b64_png(image: Any) -> str:
+    """Base64 PNG of an RGB image (array or PIL image)."""
+    from vicogym.images import encode_png
+
+    return base64.b64encode(encode_png(np.asarray(image, dtype=np.uint8))).decode("ascii")
+
+
+def decode_b64_png(text: str) -> np.ndarray:
+    from vicogym.images import decode_png
+
+    return decode_png(base64.b64decode(text))
+
+
+def _jsonable(value: Any) -> Any:
+    def default(o: Any) -> Any:
+        if isinstance(o, np.generic):
+            return o.item()
+        if isinstance(o, np.ndarray):
+            return o.tolist()
+        return str(o)
+
+    return json.loads(json.dumps(value, default=default))
+
+
+# -- the environment ---------------------------------------------------------------------------------
+class Sessions:
+    """The app's environments that are open (made and not yet closed), counted."""
+
+    def __init__(self) -> None:
+        self._open: set[int] = set()
+        self._lock = threading.Lock()
+
+    def add(self, env: Any) -> None:
+        with self._lock:
+            self._open.add(id(env))
+
+    def discard(self, env: Any) -> None:
+        with self._lock:
+            self._open.discard(id(env))
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._open)
+
+
+class VicoEnvironment(Environment[VicoAction, VicoObservation, VicoState]):
+    """One session: a vicogym environment of ``env_id`` and ``env_kwargs`` (lent from the
+    process's pool, :func:`vicogym.adapters.borrow_env`, at the first reset and given back
+    at ``close``), behind OpenEnv's ``reset``/``step``/``state``."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(self, env_id: str, env_kwargs: Mapping[str, Any] | None = None, max_pixels: int = MAX_PIXELS,
+                 sessions: Sessions | None = None):
+        from vicogym.registry import env_kind
+
+        super().__init__()
+        self.env_id = env_id
+        self.env_kwargs = dict(env_kwargs or {})
+        self.kind = env_kind(env_id)
+        self.max_pixels = max_pixels
+        self._env: Any = None
+        self._state = VicoState(env_id=env_id, kind=self.kind)
+        self._active = False  # an episode was reset and has not ended
+        self._closed = False
+        self._lock = threading.Lock()
+        self._png: tuple[Any, str] | None = None  # (image object, its base64 PNG): unchanged images encode once
+        self._sessions = sessions
+        if sessions is not None:
+            sessions.add(self)
+
+    # -- OpenEnv's interface -------------------------------------------------------------------------
+    def reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None,
+              options: Optional[dict[str, Any]] = None, **kwargs: Any) -> VicoObservation:
+        with self._lock:
+            if self._closed:
+                return self._error("session_closed", "this session was closed (idle for longer than the server's "
+                                   "session TTL); open a new one")
+            if kwargs:
+                name = sorted(kwargs)[0]
+                return self._error("bad_field", f"reset takes {', '.join(RESET_ARGUMENTS)}; got {name!r}"
+                                   f"{did_you_mean(name, RESET_ARGUMENTS)}", field=name)
+            if seed is not None and not is_int(seed, 0, MAX_SEED):
+                return self._error("bad_value", f"expected seed as a whole number in [0, 2**63 - 1] or null, got "
+                                   f"{seed!r}", field="seed")
+            if options is not None and not isinstance(options, dict):
+                return self._error("bad_value", f"expected options as a JSON object, got {options!r}",
+                                   field="options")
+            if episode_id is not None and not isinstance(episode_id, str):
+                return self._error("bad_value", f"expected episode_id as a string, got {episode_id!r}",
+                                   field="episode_id")
+            seed = secrets.randbelow(MAX_SEED) if seed is None else int(seed)
+            self._active = False
+            self._state = VicoState(env_id=self.env_id, kind=self.kind)  # no episode until this reset succeeds
+            if self._env is None:
+                self._env = borrow_env(self.env_id, self.env_kwargs)
+            try:
+                obs, info = self._env.reset(seed=seed, options=options)
+            except (VicogymError, ValueError, TypeError, KeyError) as exc:
+                return self._error("bad_value", f"reset(seed={seed}) failed: {exc}")
+            except Exception as exc:
+                return self._error("unhandled", f"{type(exc).__name__} in reset(seed={seed}): {exc}")
+            self._state = VicoState(episode_id=episode_id or secrets.token_hex(8), step_count=0,
+                                    env_id=self.env_id, kind=self.kind, seed=seed)
+            self._active = True
+            return getattr(self, f"_reset_{self.kind}")(obs, info)
+
+    def step(self, action: VicoAction, timeout_s: Optional[float] = None, **kwargs: Any) -> VicoObservation:
+        with self._lock:
+            if self._closed:
+                return self._error("session_closed", "this session was closed (idle for longer than the server's "
+                                   "session TTL); open a new one and reset")
+            if self._env is None or self._state.seed is None:
+                return self._error("no_episode", "no episode yet: call reset before step (over HTTP every call "
+                                   "gets a fresh environment; episodes need the WebSocket session, /ws)")
+            name = ACTION_FIELD[self.kind]
+            payload = getattr(action, name)
+            if payload is None:
+                given = [f for f in ACTION_FIELD.values() if getattr(action, f) is not None]
+                got = f"got {', '.join(repr(g) for g in given)}" if given else "got none"
+                return self._error("bad_field", f"{self.env_id} ({self.kind} environment) reads the action's "
+                                   f"{name!r} field, which is not set ({got})", field=name)
+            if not self._active and self.kind != "edit":  # the edit environments answer this themselves
+                return self._error("episode_over", "the episode has ended; call reset for a new one", done=True,
+                                   reward=0.0)
+            self._state.step_count += 1
+            try:
+                return getattr(self, f"_step_{self.kind}")(payload)
+            except Exception as exc:  # the environments reject bad input themselves; this is a bug
+                return self._error("unhandled", f"{type(exc).__name__} in step: {exc}")
+
+    @property
+    def state(self) -> VicoState:
+        return self._state.model_copy()
+
+    def get_metadata(self) -> EnvironmentMetadata:
+        import vicogym
+        from vicogym.registry import ENVIRONMENTS
+
+        return EnvironmentMetadata(name=self.env_id, description=ENVIRONMENTS[self.env_id].description or self.env_id,
+                                   version=vicogym.__version__)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._active = False
+            env, self._env = self._env, None
+        if self._sessions is not None:
+            self._sessions.discard(self)
+        if env is not None:
+            return_env(self.env_id, self.env_kwargs, env)
+
+    # -- the kinds ------------------------------------------------------------------------------------
+    def _observation(self, **fields: Any) -> VicoObservation:
+        return VicoObservation(env_id=self.env_id, kind=self.kind, **fields)
+
+    def _error(self, code: str, message: str, field: str | None = None, done: bool = False,
+               reward: float | None = None) -> VicoObservation:
+        return self._observation(error=VicoError(code=code, message=message, field=field), done=done, reward=reward)
+
+    def _image_b64(self, image: Any) -> str:
+        if self._png is None or self._png[0] is not image:
+            self._png = (image, b64_png(fit_image(image, self.max_pixels)))
+        return self._png[1]
+
+    def _edit_fields(self) -> dict[str, Any]:
+        env = self._env
+        return {"question": env.sample.question, "answer": env.sample.answer, "pass_rate": env.pass_rate,
+                "structure": env.arm.encode(env.sample.structure)[0],
+                "image_png_b64": self._image_b64(env.sample.image)}
+
+    def _reset_edit(self, obs: Mapping[str, Any], info: Mapping[str, Any]) -> VicoObservation:
+        return self._observation(text=rewriter_prompt(self._env), **self._edit_fields(),
+                                 metadata={"seed": self._state.seed, "turn": 0})
+
+    def _step_edit(self, edit: Any) -> VicoObservation:
+        from vicogym.clients import parse_edit
+
+        env = self._env
+        result = env.step_result(parse_edit(edit) if isinstance(edit, str) else edit)
+        info = result.info
+        fields = self._edit_fields()
+        done = bool(result.terminated or result.truncated)
+        if info["stopped"]:
+            text = (f"Stopped: the sample is kept (answer {info['answer']}, the actor's pass rate "
+                    f"{info['pass_rate']:.2f}).")
+        else:
+            text = feedback(info, fields["structure"])
+            if done:
+                text += f"\n\nThe episode has ended (max_turns={env.config.max_turns}); reset for a new one."
+        error = info["error"]
+        self._active = not done
+        metadata = {"valid": info["valid"], "stopped": info["stopped"], "turn": info["turn"],
+                    "pass_rate_before": info["pass_rate_before"], "sweet": info["sweet"],
+                    "actor_answers": info["actor_answers"], "truncated": bool(result.truncated)}
+        return self._observation(text=text, **fields, error=None if error is None else VicoError(**error),
+                                 done=done, reward=float(result.reward), metadata=_jsonable(metadata))
+
+    def _reset_agent(self, obs: Mapping[str, Any], info: Mapping[str, Any]) -> VicoObservation:
+        env = self._env
+        ids = [v.id for v in env.visible()]
+        text = "\n\n".join([env.request()["protocol"], "Question: " + env.question_text(), describe_views(env, ids)])
+        views = [b64_png(fit_image(env.view_pixels(v), self.max_pixels)) for v in ids]
+        return self._observation(text=text, question=env.question_text(), view_ids=ids, views_png_b64=views,
+                                 metadata={"seed": self._state.seed, "task_id": env.task.id,
+                                           "family": env.task.family, "step": 0})
+
+    def _step_agent(self, action: Any) -> VicoObservation:
+        env = self._env
+        _, reward, terminated, truncated, info = env.step(action)
+        done = bool(terminated or truncated)
+        self._active = not done
+        text, images = evidence_reply(env, info, terminated, truncated, self.max_pixels)
+        error = info.get("error")
+        ids = list(env.history[-1].get("views", [])) if images else []
+        metadata = {"task_id": info["task_id"], "family": info["family"], "step": info["step"],
+                    "support": info["support"], "outcome": info.get("outcome"), "response": info.get("response"),
+                    "budget": env.request()["budget"]}
+        return self._observation(text=text, question=env.question_text(), view_ids=ids,
+                                 views_png_b64=[b64_png(image) for image in images],
+                                 answer=info.get("answer") if done else None,
+                                 score=info.get("score") if done else None,
+                                 error=None if error is None else VicoError(**error), done=done, reward=float(reward),
+                                 metadata=_jsonable(metadata))
+
+    def _reset_response(self, obs: Mapping[str, Any], info: Mapping[str, Any]) -> VicoObservation:
+        return self._observation(text=obs["instruction"], question=obs["instruction"],
+                                 image_png_b64=self._image_b64(obs["image"]),
+                                 metadata=_jsonable({"seed": self._state.seed, "constraints": info["constraints"],
+                                                     "sample_id": info["sample_id"]}))
+
+    def _step_response(self, response: str) -> VicoObservation:
+        env = self._env
+        _, reward, terminated, truncated, info = env.step(response)
+        self._active = False
+        error = info.get("error")
+        verdicts = info["verdicts"]
+        passed = sum(bool(v["pass"]) for v in verdicts)
+        text = f"{passed} of {len(verdicts)} constraints satisfied (pass rate {info['pass_rate']:.2f})."
+        return self._observation(text=text, pass_rate=float(info["pass_rate"]),
+                                 error=None if error is None else VicoError(**error), done=True, reward=float(reward),
+                                 metadata=_jsonable({"verdicts": verdicts}))
+
+
+# -- the client ----------------------------------------------------------------------------------------
+class VicoEnvClient(EnvClient[VicoAction, VicoObservation, VicoState]):
+    """OpenEnv's WebSocket client, typed for :class:`VicoAction` and
+    :class:`VicoObservation` (``.sync()`` for the synchronous wrapper)."""
+
+    def _step_payload(self, action: VicoAction | Mapping[str, Any]) -> dict[str, Any]:
+        if isinstance(action, VicoAction):
+            return action.model_dump(exclude_none=True)
+        return dict(action)
+
+    def _parse_result(self, payload: dict[str, Any]) -> StepResult[VicoObservation]:
+        observation = VicoObservation.model_validate({**payload.get("observation", {}),
+                                                      "done": payload.get("done", False),
+                                                      "reward": payload.get("reward")})
+        return StepResult(observation=observation, reward=payload.get("reward"), done=payload.get("done", False),
+                          metadata=payload.get("metadata"))
+
+    def _parse_state(self, payload: dict[str, Any]) -> VicoState:
+        return VicoState.model_validate(payload)
+
+
+# -- the app -------------------------------------------------------------------------------------------
+class RequestSizeLimit:
+    """ASGI middleware: an HTTP body over ``max_bytes`` gets 413; a WebSocket message over
+    it gets an error frame (code ``REQUEST_TOO_LARGE``) instead of reaching the app, and
+    the session goes on."""
+
+    def __init__(self, app: Any, max_bytes: int):
+        self.app = app
+        self.max_bytes = max_bytes
+
+    def _message(self, size: Any) -> str:
+        return (f"the request has {size} bytes, more than this server's limit of {self.max_bytes} "
+                f"(vicogym serve --max-request-bytes); send a smaller one")
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            await self._http(scope, receive, send)
+        elif scope["type"] == "websocket":
+            await self.app(scope, self._ws_receive(receive, send), send)
+        else:
+            await self.app(scope, receive, send)
+
+    async def _too_large(self, send: Any, size: Any) -> None:
+        body = json.dumps({"detail": self._message(size)}).encode()
+        await send({"type": "http.response.start", "status": 413,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                                (b"connection", b"close")]})
+        await send({"type": "http.response.body", "body": body})
+
+    async def _http(self, scope: dict, receive: Any, send: Any) -> None:
+        length = dict(scope.get("headers") or []).get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.max_bytes):
+            await self._too_large(send, length.decode("latin-1"))
+            return
+        chunks, total = [], 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away
+            chunks.append(message.get("body", b""))
+            total += len(chunks[-1])
+            if total > self.max_bytes:
+                await self._too_large(send, f"over {total}")
+                return
+            if not message.get("more_body", False):
+                break
+        replayed = False
+
+        async def replay() -> dict:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    def _ws_receive(self, receive: Any, send: Any) -> Any:
+        limit = self.max_bytes
+
+        async def wrapped() -> dict:
+            while True:
+                message = await receive()
+                if message["type"] != "websocket.receive":
+                    return message
+                text, data = message.get("text"), message.get("bytes")
+                size = len(data) if data is not None else 0
+                if text is not None:
+                    size = len(text) if len(text) * 4 <= limit else len(text.encode("utf-8"))
+                if size <= limit:
+                    return message
+                await send({"type": "websocket.send", "text": json.dumps(
+                    {"type": "error", "data": {"message": self._message(size), "code": "REQUEST_TOO_LARGE"}})})
+
+        return wrapped
+
+
+def make_app(env_id: str, env_kwargs: Mapping[str, Any] | None = None, max_sessions: int = MAX_SESSIONS,
+             max_request_bytes: int = MAX_REQUEST_BYTES, session_ttl_s: float | None = SESSION_TTL_S,
+             max_pixels: int = MAX_PIXELS) -> FastAPI:
+    """The OpenEnv app serving ``env_id`` made with ``env_kwargs`` (one environment per
+    WebSocket session). ``max_sessions``: sessions at once; ``max_request_bytes``: the
+    largest request body or WebSocket message; ``session_ttl_s``: idle seconds before a
+    session is closed (``None``: never); ``max_pixels``: the largest image sent, in pixels.
+    The settings are checked here (one environment is built, and kept for the first
+    session): an unknown id or setting raises, naming the fix."""
+    from vicogym.registry import check_id
+
+    check_id(env_id)
+    if not isinstance(env_kwargs, (Mapping, type(None))):
+        raise ValueError(f"expected env_kwargs as a JSON object of {env_id} settings, got {env_kwargs!r}")
+    env_kwargs = dict(env_kwargs or {})
+    if not is_int(max_sessions, 1, 100_000):
+        raise ValueError(f"expected max_sessions as a whole number in [1, 100000], got {max_sessions!r}")
+    if not is_int(max_request_bytes, 1024):
+        raise ValueError(f"expected max_request_bytes as a whole number of at least 1024, got {max_request_bytes!r}")
+    if session_ttl_s is not None and not (is_number(session_ttl_s) and session_ttl_s > 0):
+        raise ValueError(f"expected session_ttl_s as a positive number of seconds (or None: never), got "
+                         f"{session_ttl_s!r}")
+    if not is_int(max_pixels, 28 * 28):
+        raise ValueError(f"expected max_pixels as a whole number of at least 784, got {max_pixels!r}")
+    return_env(env_id, env_kwargs, borrow_env(env_id, env_kwargs))  # the settings fail here, not in a session
+    sessions = Sessions()
+    factory = functools.partial(VicoEnvironment, env_id, env_kwargs, max_pixels, sessions)
+    app = create_app(factory, VicoAction, VicoObservation, env_name=env_id.split("/", 1)[-1],
+                     concurrency_config=ConcurrencyConfig(max_concurrent_envs=max_sessions,
+                                                          session_timeout=session_ttl_s),
+                     state_cls=VicoState)
+    app.add_middleware(RequestSizeLimit, max_bytes=max_request_bytes)
+    app.state.vicogym = {"env_id": env_id, "env_kwargs": env_kwargs, "max_sessions": max_sessions,
+                         "max_request_bytes": max_request_bytes, "session_ttl_s": session_ttl_s,
+                         "sessions": sessions}
+    return app
+
+
+def open_sessions(app: FastAPI) -> int:
+    """How many environments ``app`` holds open now (its WebSocket sessions, and any HTTP
+    call in progress)."""
+    return len(app.state.vicogym["sessions"])
+
+
+def uvicorn_config(app: FastAPI, host: str = "127.0.0.1", port: int = 8000, log_level: str = "warning") -> Any:
+    """uvicorn's settings for ``app``: WebSocket messages up to four times the app's request
+    limit reach it (the app answers those over the limit), larger ones close the connection."""
+    import uvicorn
+
+    limit = app.state.vicogym["max_request_bytes"]
+    return uvicorn.Config(app, host=host, port=port, log_level=log_level, ws_max_size=4 * limit)
+
+
+def run(app: FastAPI, host: str = "127.0.0.1", port: int = 8000) -> None:
+    """Serve ``app`` (:func:`make_app`) with uvicorn until interrupted."""
+    import uvicorn
+
+    uvicorn.Server(uvicorn_config(app, host, port, log_level="info")).run()
+
+
+__all__ = ["VicoAction", "VicoObservation", "VicoError", "VicoState", "VicoEnvironment", "VicoEnvClient", "Sessions",
+           "RequestSizeLimit", "make_app", "open_sessions", "uvicorn_config", "run",
+           "SERVER_ERROR_CODES", "b64_png", "decode_b64_png"]
