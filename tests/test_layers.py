@@ -21,6 +21,9 @@ LAYER_IMPORTS = {
     "envs": set(LAYERS),
 }
 SUBPACKAGES = ("runs", "instruct", "evidence")
+#: the trainer adapters beside the kernel (``vicogym.verl_agent``, ``vicogym.trl``): they run
+#: generation's episodes inside a trainer's loop, so they may use the generation workflow
+TRAINER_ADAPTERS = ("verl_agent.py", "trl.py")
 #: the instruction-following method reads its arm's constraint types, edits and facts
 INSTRUCT_ARM = {"vicogym.programs.instruct", "vicogym.editors.instruct", "vicogym.sources.instruct"}
 HEAVY = {"matplotlib", "cv2", "bpy", "torch", "torchvision", "segment_anything", "diffusers", "ray", "pandas"}
@@ -40,6 +43,8 @@ def room(path: Path) -> str:
     """``kernel``, a sub-package's name, or an arm layer's name."""
     parts = path.relative_to(REPO).parts
     if parts[0] == "vicogym":
+        if len(parts) == 2 and parts[1] in TRAINER_ADAPTERS:
+            return "adapters"
         return parts[1] if len(parts) > 2 and parts[1] in SUBPACKAGES else "kernel"
     return parts[0]
 
@@ -62,6 +67,8 @@ def allowed(source: str, module: str) -> bool:
         return False  # the kernel reaches arms through the registry, workflows by name
     if source == "runs":
         return False
+    if source == "adapters":
+        return where == "runs"
     if source == "instruct":
         return where == "runs" or any(module == m or module.startswith(m + ".") for m in INSTRUCT_ARM)
     if source == "evidence":
@@ -91,6 +98,9 @@ def test_the_rules_refuse_what_the_architecture_forbids():
     )
     assert not allowed("renderers", "vicogym.programs.chart") and allowed("checks", "vicogym.programs.chart")
     assert not allowed("editors", "vicogym.instruct.synthesis") and allowed("envs", "vicogym.instruct.synthesis")
+    adapter = room(REPO / "vicogym" / "verl_agent.py")
+    assert allowed(adapter, "vicogym.runs.generate") and not allowed(adapter, "vicogym.envs.chart")
+    assert not allowed(adapter, "vicogym.evidence.runs") and room(REPO / "vicogym" / "serve.py") == "kernel"
 
 
 @pytest.mark.parametrize("folder", ["vicogym", "structures", "programs", "editors", "checks"])

@@ -111,142 +111,13 @@ def tiny_image_text_to_text(folder: Path) -> Path:
     return path
 
 
-QWEN_VL_CHAT_TEMPLATE = (
-    '{%- if tools %}\n'
-    "    {{- '<|im_start|>system\\n' }}\n"
-    "    {%- if messages[0].role == 'system' %}\n"
-    '        {%- if messages[0].content is string %}\n'
-    '            {{- messages[0].content }}\n'
-    '        {%- else %}\n'
-    '            {%- for content in messages[0].content %}\n'
-    "                {%- if 'text' in content %}\n"
-    '                    {{- content.text }}\n'
-    '                {%- endif %}\n'
-    '            {%- endfor %}\n'
-    '        {%- endif %}\n'
-    "        {{- '\\n\\n' }}\n"
-    '    {%- endif %}\n'
-    '    {{- "# Tools\\n\\nYou may call one or more functions to assist with the user'
-    ' query.\\n\\nYou are provided with function signatures within <tools></tools> XML'
-    ' tags:\\n<tools>" }}\n'
-    '    {%- for tool in tools %}\n'
-    '        {{- "\\n" }}\n'
-    '        {{- tool | tojson }}\n'
-    '    {%- endfor %}\n'
-    '    {{- "\\n</tools>\\n\\nFor each function call, return a json object with function name'
-    ' and arguments within <tool_call></tool_call> XML tags:\\n<tool_call>\\n{\\"name\\":'
-    ' <function-name>, \\"arguments\\": <args-json-object>}\\n</tool_call><|im_end|>\\n" }}\n'
-    '{%- else %}\n'
-    "    {%- if messages[0].role == 'system' %}\n"
-    "        {{- '<|im_start|>system\\n' }}\n"
-    '        {%- if messages[0].content is string %}\n'
-    '            {{- messages[0].content }}\n'
-    '        {%- else %}\n'
-    '            {%- for content in messages[0].content %}\n'
-    "                {%- if 'text' in content %}\n"
-    '                    {{- content.text }}\n'
-    '                {%- endif %}\n'
-    '            {%- endfor %}\n'
-    '        {%- endif %}\n'
-    "        {{- '<|im_end|>\\n' }}\n"
-    '    {%- endif %}\n'
-    '{%- endif %}\n'
-    '{%- set image_count = namespace(value=0) %}\n'
-    '{%- set video_count = namespace(value=0) %}\n'
-    '{%- for message in messages %}\n'
-    '    {%- if message.role == "user" %}\n'
-    "        {{- '<|im_start|>' + message.role + '\\n' }}\n"
-    '        {%- if message.content is string %}\n'
-    '            {{- message.content }}\n'
-    '        {%- else %}\n'
-    '            {%- for content in message.content %}\n'
-    "                {%- if content.type == 'image' or 'image' in content or 'image_url' in"
-    ' content %}\n'
-    '                    {%- set image_count.value = image_count.value + 1 %}\n'
-    '                    {%- if add_vision_id %}Picture {{ image_count.value }}: {% endif -%}\n'
-    '                    <|vision_start|><|image_pad|><|vision_end|>\n'
-    "                {%- elif content.type == 'video' or 'video' in content %}\n"
-    '                    {%- set video_count.value = video_count.value + 1 %}\n'
-    '                    {%- if add_vision_id %}Video {{ video_count.value }}: {% endif -%}\n'
-    '                    <|vision_start|><|video_pad|><|vision_end|>\n'
-    "                {%- elif 'text' in content %}\n"
-    '                    {{- content.text }}\n'
-    '                {%- endif %}\n'
-    '            {%- endfor %}\n'
-    '        {%- endif %}\n'
-    "        {{- '<|im_end|>\\n' }}\n"
-    '    {%- elif message.role == "assistant" %}\n'
-    "        {{- '<|im_start|>' + message.role + '\\n' }}\n"
-    '        {%- if message.content is string %}\n'
-    '            {{- message.content }}\n'
-    '        {%- else %}\n'
-    '            {%- for content_item in message.content %}\n'
-    "                {%- if 'text' in content_item %}\n"
-    '                    {{- content_item.text }}\n'
-    '                {%- endif %}\n'
-    '            {%- endfor %}\n'
-    '        {%- endif %}\n'
-    '        {%- if message.tool_calls %}\n'
-    '            {%- for tool_call in message.tool_calls %}\n'
-    '                {%- if (loop.first and message.content) or (not loop.first) %}\n'
-    "                    {{- '\\n' }}\n"
-    '                {%- endif %}\n'
-    '                {%- if tool_call.function %}\n'
-    '                    {%- set tool_call = tool_call.function %}\n'
-    '                {%- endif %}\n'
-    '                {{- \'<tool_call>\\n{"name": "\' }}\n'
-    '                {{- tool_call.name }}\n'
-    '                {{- \'", "arguments": \' }}\n'
-    '                {%- if tool_call.arguments is string %}\n'
-    '                    {{- tool_call.arguments }}\n'
-    '                {%- else %}\n'
-    '                    {{- tool_call.arguments | tojson }}\n'
-    '                {%- endif %}\n'
-    "                {{- '}\\n</tool_call>' }}\n"
-    '            {%- endfor %}\n'
-    '        {%- endif %}\n'
-    "        {{- '<|im_end|>\\n' }}\n"
-    '    {%- elif message.role == "tool" %}\n'
-    '        {%- if loop.first or (messages[loop.index0 - 1].role != "tool") %}\n'
-    "            {{- '<|im_start|>user' }}\n"
-    '        {%- endif %}\n'
-    "        {{- '\\n<tool_response>\\n' }}\n"
-    '        {%- if message.content is string %}\n'
-    '            {{- message.content }}\n'
-    '        {%- else %}\n'
-    '            {%- for content in message.content %}\n'
-    "                {%- if content.type == 'image' or 'image' in content or 'image_url' in"
-    ' content %}\n'
-    '                    {%- set image_count.value = image_count.value + 1 %}\n'
-    '                    {%- if add_vision_id %}Picture {{ image_count.value }}: {% endif -%}\n'
-    '                    <|vision_start|><|image_pad|><|vision_end|>\n'
-    "                {%- elif content.type == 'video' or 'video' in content %}\n"
-    '                    {%- set video_count.value = video_count.value + 1 %}\n'
-    '                    {%- if add_vision_id %}Video {{ video_count.value }}: {% endif -%}\n'
-    '                    <|vision_start|><|video_pad|><|vision_end|>\n'
-    "                {%- elif 'text' in content %}\n"
-    '                    {{- content.text }}\n'
-    '                {%- endif %}\n'
-    '            {%- endfor %}\n'
-    '        {%- endif %}\n'
-    "        {{- '\\n</tool_response>' }}\n"
-    '        {%- if loop.last or (messages[loop.index0 + 1].role != "tool") %}\n'
-    "            {{- '<|im_end|>\\n' }}\n"
-    '        {%- endif %}\n'
-    '    {%- endif %}\n'
-    '{%- endfor %}\n'
-    '{%- if add_generation_prompt %}\n'
-    "    {{- '<|im_start|>assistant\\n' }}\n"
-    '{%- endif %}\n'
-)
-
 #: Qwen2-VL's special tokens, in Qwen's order; the tool-call tags are plain added tokens
 QWEN_VL_SPECIAL = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
                    "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>",
                    "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>")
 QWEN_VL_ADDED = ("<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<think>", "</think>")
 #: what the tiny tokenizer's merges are learned from: chat turns, tool calls and JSON
-_CORPUS = (QWEN_VL_CHAT_TEMPLATE, 'system\nYou are a helpful assistant.\nuser\nassistant\n<tool_call>\n'
+_CORPUS = ('system\nYou are a helpful assistant.\nuser\nassistant\n<tool_call>\n'
            '{"name": "zoom", "arguments": {"image": 0, "regions": [{"x0": 0.1, "y0": 0.2, "x1": 0.4, "y1": 0.3}]}}'
            '\n</tool_call>',
            '{"type": "function", "function": {"name": "answer", "description": "Give the final answer; it ends the '
@@ -256,6 +127,15 @@ _CORPUS = (QWEN_VL_CHAT_TEMPLATE, 'system\nYou are a helpful assistant.\nuser\na
            "structure (JSON) of the chart: table rows series values title labels spec style colors gridlines legend. "
            "Reply with the next edit as JSON. The edit was accepted; the pass rate of the actor is 0.50. image unit "
            "pixels scale left steps zooms notes images sheet units of the task's pool question answer contract")
+
+
+def chat_template() -> str:
+    """Qwen's multimodal chat template with hermes tool calls, as TRL ships it (TRL parses
+    tool calls out of the templates it knows; verl's hermes parser reads the same tags)."""
+    pytest.importorskip("trl", reason="the tiny Qwen2-VL takes its chat template from the [trainers] extra (trl)")
+    from trl.chat_template_utils import qwen3_vl_chat_template
+
+    return qwen3_vl_chat_template
 
 
 def tiny_qwen2_vl(folder: Path) -> Path:
@@ -272,6 +152,8 @@ def tiny_qwen2_vl(folder: Path) -> Path:
     transformers = pytest.importorskip("transformers", reason="the tiny Qwen2-VL needs transformers")
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    template = chat_template()
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -309,7 +191,7 @@ def tiny_qwen2_vl(folder: Path) -> Path:
     image_processor = transformers.Qwen2VLImageProcessor(min_pixels=28 * 28 * 4, max_pixels=28 * 28 * 64)
     processor = transformers.Qwen2VLProcessor(image_processor=image_processor, tokenizer=fast,
                                               video_processor=transformers.Qwen2VLVideoProcessor(),
-                                              chat_template=QWEN_VL_CHAT_TEMPLATE)
+                                              chat_template=template)
     processor.save_pretrained(folder)
     fast.save_pretrained(folder)  # the tokenizer alone (AutoTokenizer) reads the same chat template
     return folder

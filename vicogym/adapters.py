@@ -101,9 +101,15 @@ def rewriter_prompt(env: Any) -> str:
                        env.pass_rate, env.config.sweet_zone, env.arm.edit_schema())
 
 
-def feedback(info: Mapping[str, Any], structure: str) -> str:
+#: what a rewriter that replies with text is asked for after each edit
+EDIT_ASK = 'Reply with the next edit as JSON, or {"op": "stop"} to keep this sample.'
+#: ... and a rewriter that calls an ``edit`` tool
+EDIT_TOOL_ASK = 'Call edit with the next edit as JSON, or with {"op": "stop"} to keep this sample.'
+
+
+def feedback(info: Mapping[str, Any], structure: str, ask: str = EDIT_ASK) -> str:
     """What the rewriter reads after an edit: accepted (the new answer and pass rate) or
-    rejected (why), then what to send next."""
+    rejected (why), then what to send next (``ask``)."""
     if info["valid"]:
         head = (f"The edit was accepted. Answer now: {info['answer']}. The actor's pass rate is "
                 f"{info['pass_rate']:.2f} (it was {info['pass_rate_before']:.2f}).")
@@ -111,8 +117,7 @@ def feedback(info: Mapping[str, Any], structure: str) -> str:
         error = info["error"] or {}
         head = (f"The edit was rejected ({error.get('code')}): {error.get('message')}. The structure is as it was; "
                 f"the pass rate stays {info['pass_rate']:.2f}.")
-    return (f"{head}\n\nStructure (JSON):\n{structure}\n\nReply with the next edit as JSON, or {{\"op\": \"stop\"}} to "
-            f"keep this sample.")
+    return f"{head}\n\nStructure (JSON):\n{structure}\n\n{ask}"
 
 
 

@@ -56,7 +56,6 @@ from vicogym.adapters import (
     settings_from,
     tool_schema_of,
 )
-from vicogym.core import canonical_json
 from vicogym.errors import GenerationError
 
 ASSETS = Path(str(importlib.resources.files("vicogym.assets")))
@@ -198,18 +197,11 @@ def sample_row(config: Any, episode: int) -> dict[str, Any]:
 
 
 def rewriter_row(config: Any, episode: int) -> dict[str, Any]:
-    """A rewriter episode to play: the environment, the episode's seed and the run's
-    settings (what :class:`RewriterAgentLoop` reads)."""
-    from vicogym.runs.generate import episode_seed
+    """A rewriter episode to play (:func:`vicogym.runs.generate.rewriter_episode_row`), for
+    :class:`RewriterAgentLoop`."""
+    from vicogym.runs.generate import rewriter_episode_row
 
-    seed = episode_seed(config.seed, episode)
-    settings = canonical_json(config.make_kwargs)
-    return {"id": f"{config.env_id}-s{config.seed}-e{episode:07d}", "data_source": config.env_id,
-            "agent_name": REWRITER_AGENT,
-            "prompt": [{"role": "user", "content": f"Rewrite episode {episode} of {config.env_id} (seed {seed})."}],
-            "ability": "rewriting", "reward_model": {"style": "rule", "ground_truth": ""},
-            "extra_info": {"index": episode, "env_id": config.env_id, "seed": seed, "settings": settings,
-                           "split": "train"}}
+    return dict(rewriter_episode_row(config, episode), agent_name=REWRITER_AGENT)
 
 
 # -- the rewriter agent loop ----------------------------------------------------------------

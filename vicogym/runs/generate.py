@@ -298,6 +298,18 @@ def episode_rows(config: GenerateConfig, episode: int) -> list[dict[str, Any]]:
     return _episode_result(config, _env_for(config), episode)[0]
 
 
+def rewriter_episode_row(config: GenerateConfig, episode: int) -> dict[str, Any]:
+    """Episode ``episode`` of the run ``config`` as a rewriter episode to play (for trainers
+    whose policy is the rewriter: :mod:`vicogym.verl_agent`, :mod:`vicogym.trl`): the
+    environment, the seed ``generate`` draws for the episode and the run's settings (JSON)."""
+    seed = episode_seed(config.seed, episode)
+    return {"id": f"{_slug(config.env_id)}-s{config.seed}-e{episode:07d}", "data_source": config.env_id,
+            "prompt": [{"role": "user", "content": f"Rewrite episode {episode} of {config.env_id} (seed {seed})."}],
+            "ability": "rewriting", "reward_model": {"style": "rule", "ground_truth": ""},
+            "extra_info": {"index": episode, "env_id": config.env_id, "seed": seed,
+                           "settings": canonical_json(config.make_kwargs), "split": "train"}}
+
+
 def shard_contents(results: list[EpisodeResult], needed: int) -> tuple[list[dict[str, Any]], dict[str, Any],
                                                                          dict[str, bytes]]:
     """A shard from a block's episode results: the episodes up to the one that brings the
