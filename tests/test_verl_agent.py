@@ -337,3 +337,117 @@ def test_a_trajectory_without_an_episode_gets_an_error_text_not_an_exception():
     response, reward, metrics = asyncio.run(main())
     assert response.text.startswith("error: this trajectory names no evidence episode") and reward == 0.0
     assert tool_schema_of("zoom")["function"]["name"] == "zoom"
+
+
+class Trajectory:
+    """What verl's tool agent loop hands a tool as ``agent_data``: the row's tools_kwargs and
+    the trajectory's extra fields."""
+
+    def __init__(self, tools_kwargs):
+        self.tools_kwargs, self.extra_fields = tools_kwargs, {}
+
+
+def _evidence_row_kwargs(seed, settings):
+    import gymnasium as gym
+
+    from vicogym.adapters import episode_tools_kwargs
+
+    env = gym.make("vicogym/Evidence-v0", **settings).unwrapped
+    env.reset(seed=seed)
+    return episode_tools_kwargs(seed, settings, env.task.id), env.task
+
+
+def test_a_tool_runs_its_own_action_and_the_last_step_ends_the_episode_even_when_rejected():
+    from vicogym.verl_agent import AnswerTool, ViewTool, ZoomTool
+    from vicogym.verl_reward import compute_score
+
+    settings = {"view_size": 256, "max_steps": 2}
+    kwargs, task = _evidence_row_kwargs(7, settings)
+    trajectory = Trajectory(kwargs)
+
+    async def main():
+        view, zoom, answer = ViewTool({}), ZoomTool({}), AnswerTool({})
+        smuggled = await view.execute("v", {"action": "answer", "answer": task.answer, "units": [0]},
+                                      agent_data=trajectory)
+        last = await zoom.execute("z", {"image": 99, "regions": [{"x0": 0, "y0": 0, "x1": 1, "y1": 1}]},
+                                  agent_data=trajectory)
+        after = await answer.execute("a", {"answer": task.answer}, agent_data=trajectory)
+        not_object = await ZoomTool({}).execute("x", ["not", "an", "object"], agent_data=Trajectory(kwargs))
+        return smuggled, last, after, not_object
+
+    smuggled, last, after, not_object = asyncio.run(main())
+    assert smuggled[2]["action"] == "view" and "Answer recorded" not in smuggled[0].text
+    assert "error (unknown_image)" in last[0].text and "Out of steps" in last[0].text
+    assert trajectory.extra_fields == {"evidence_score": 0.0, "evidence_outcome": "out_of_steps"}
+    assert "out of steps" in after[0].text and after[2]["error"] == "episode_over"
+    assert not_object[0].text.startswith("error (malformed)")
+    truth = json.dumps({"answer": task.answer, "golds": list(task.golds), "scorer": task.scorer,
+                        "options": list(task.options)})
+    # a trajectory that used the tools is scored by them; an answer in the text alone counts only without tools
+    assert compute_score("vicogym/Evidence-v0", f"Answer: {task.answer}", truth,
+                         extra_info=dict(trajectory.extra_fields)) == 0.0
+    assert compute_score("vicogym/Evidence-v0", f"Answer: {task.answer}", truth, extra_info={}) == 1.0
+
+
+@pytest.mark.parametrize("create, message", [
+    ({"seed": "abc", "settings": "{}"}, "create_kwargs.seed: expected the episode's seed"),
+    ({"seed": 3, "settings": "[1, 2]"}, "create_kwargs.settings: expected the environment settings"),
+    ({"seed": 3, "settings": "{}", "task_id": "forms-0000"}, "not the row's forms-0000"),
+    ({"settings": "{}"}, "names no evidence episode"),
+])
+def test_a_row_that_names_no_episode_gets_an_error_text(create, message):
+    from vicogym.verl_agent import ZoomTool
+
+    async def main():
+        return await ZoomTool({}).execute("i", {"image": 0, "regions": []},
+                                          agent_data=Trajectory({"zoom": {"create_kwargs": create}}))
+
+    response, reward, metrics = asyncio.run(main())
+    assert message in response.text and reward == 0.0 and metrics == {"error": "no_episode"}
+
+
+def test_tool_and_loop_settings_are_checked():
+    from vicogym.verl_agent import ZoomTool
+
+    for bad in (0, "big", 100):
+        with pytest.raises(ValueError, match="max_pixels as a whole number of at least 784"):
+            ZoomTool({"max_pixels": bad})
+
+
+def _documented_verl_commands():
+    from test_docs import PAGES, blocks
+
+    for page in PAGES:
+        for block in blocks(page):
+            if "verl.trainer.main_ppo" in block.code and "vicogym.verl_agent" in block.code:  # the adapter's
+                yield pytest.param(block.code, id=block.name)
+
+
+@pytest.mark.parametrize("code", list(_documented_verl_commands()))
+def test_the_documented_verl_commands_pass_verls_config_checks(code, tmp_path):
+    """Each ``python -m verl.trainer.main_ppo ...`` of the README and docs, its arguments
+    expanded by bash as printed, composes into verl's config and passes verl's own checks."""
+    import os
+    import subprocess
+    import sys
+
+    import verl
+    from hydra import compose, initialize_config_dir
+    from verl.trainer.ppo.utils import need_critic, need_reference_policy
+    from verl.utils.config import validate_config
+
+    script = code.replace("python -m verl.trainer.main_ppo", "printf '%s\\n'", 1)
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    done = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    arguments = [a for a in done.stdout.splitlines() if a]
+    assert any(a.startswith("actor_rollout_ref.model.path=") for a in arguments)
+    folder = os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
+    with initialize_config_dir(config_dir=folder, version_base=None):
+        config = compose(config_name="ppo_trainer", overrides=arguments)
+    validate_config(config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
+    if config.reward.custom_reward_function.path:
+        assert os.path.isfile(config.reward.custom_reward_function.path)
+    for path in (config.actor_rollout_ref.rollout.multi_turn.tool_config_path,
+                 config.actor_rollout_ref.rollout.agent.agent_loop_config_path):
+        assert path is None or os.path.isfile(path)

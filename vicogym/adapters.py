@@ -15,6 +15,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from vicogym.core import canonical_json
+from vicogym.validation import MAX_SEED, is_int
 
 #: the largest image a tool or turn returns, in pixels: 768 patches of 28 x 28, the
 #: default of Qwen2-VL-family processors
@@ -92,6 +93,46 @@ def fit_image(image: np.ndarray, max_pixels: int, min_side: int = 28) -> Any:
 
 
 
+def seed_from(value: Any, where: str) -> int:
+    """A row's episode seed as an int (a whole number, or its decimal text), or a clear error
+    naming the field."""
+    plain_value = plain(value)
+    if isinstance(plain_value, str) and plain_value.strip().isdigit():
+        plain_value = int(plain_value.strip())
+    if not is_int(plain_value, 0, MAX_SEED):
+        raise ValueError(f"{where}: expected the episode's seed as a whole number in [0, 2**63 - 1], got "
+                         f"{str(value)[:60]!r}")
+    return plain_value
+
+
+def pixels_from(value: Any, where: str) -> int:
+    """The largest image to return, in pixels: at least one 28 x 28 patch."""
+    if not is_int(value, 28 * 28):
+        raise ValueError(f"{where}: expected max_pixels as a whole number of at least 784 (one 28 x 28 patch), got "
+                         f"{value!r}")
+    return value
+
+
+def open_evidence(env: Any, create: Mapping[str, Any]) -> None:
+    """Reset evidence environment ``env`` to the task a row names (``create``: ``seed``, and a
+    ``task_id`` that must be the one the seed draws)."""
+    seed = seed_from(create.get("seed"), "create_kwargs.seed")
+    env.reset(seed=seed)
+    if create.get("task_id") and env.task.id != create["task_id"]:
+        raise ValueError(f"seed {seed} draws task {env.task.id}, not the row's {create['task_id']}; the row was "
+                         f"made with other settings or another version of the task families")
+
+
+def rewriter_reward(env: Any, accepted: int) -> float:
+    """A rewriter episode's reward: the band reward of the final pass rate once an edit was
+    accepted, the environment's ``invalid_penalty`` otherwise."""
+    from vicogym.rewards import difficulty_reward
+
+    if not accepted:
+        return float(env.config.invalid_penalty)
+    return float(difficulty_reward(env.pass_rate, env.config.reward_config()))
+
+
 def rewriter_prompt(env: Any) -> str:
     """What the rewriter reads at the start of an episode of edit environment ``env`` (after
     ``reset``): the structure, question, answer, pass rate and the edit schema."""
@@ -127,6 +168,13 @@ EVIDENCE_ACTIONS = ("zoom", "note", "view", "compose", "answer")
 TOOL_AGENT = "tool_agent"
 
 
+def episode_over_text(outcome: str | None) -> str:
+    """What a tool call after the end of an evidence episode returns."""
+    if outcome == "out_of_steps":
+        return "error: the episode is over (out of steps); nothing more to do"
+    return "error: the task has been answered; nothing more to do"
+
+
 def episode_tools_kwargs(seed: int, settings: Mapping[str, Any], task_id: str) -> dict[str, Any]:
     """The ``extra_info.tools_kwargs`` of an evidence row: every tool's ``create_kwargs``
     name the episode (its seed and settings; the task id, checked at the first call)."""
@@ -142,12 +190,14 @@ def evidence_reply(env: Any, info: Mapping[str, Any], terminated: bool, truncate
                    max_pixels: int = MAX_PIXELS) -> tuple[str, list[Any]]:
     """What an evidence tool call returns after ``env.step``: the text (an error, the end of
     the episode, or the new views described) and the new views as images."""
+    out = f"Out of steps: the episode ended without an answer (max_steps={env.config.max_steps})."
     if "error" in info:
-        return f"error ({info['error']['code']}): {info['error']['message']}", []
+        text = f"error ({info['error']['code']}): {info['error']['message']}"
+        return (f"{text}\n{out}" if truncated else text), []
     if terminated:
         return "Answer recorded.", []
     if truncated:
-        return f"Out of steps: the episode ended without an answer (max_steps={env.config.max_steps}).", []
+        return out, []
     new = env.history[-1].get("views", [])
     return describe_views(env, new), [fit_image(env.view_pixels(v), max_pixels) for v in new]
 

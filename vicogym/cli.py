@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 import tomllib
 from pathlib import Path
 from typing import Any, Optional
@@ -492,7 +493,7 @@ def serve(
     from vicogym.errors import VicogymError
 
     try:
-        if session_ttl < 0:
+        if not math.isfinite(session_ttl) or session_ttl < 0:
             raise ValueError(f"--session-ttl: expected seconds >= 0 (0: sessions never expire), got {session_ttl}")
         module = _workflow("serve")
         settings = _workflow("adapters").settings_from(env_kwargs, "--env-kwargs")

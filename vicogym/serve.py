@@ -57,12 +57,14 @@ except ImportError as exc:  # pragma: no cover - the trainers extra is what brin
                        "pip install 'vicogym[trainers]'") from None
 
 from vicogym.adapters import (
+    EDIT_ASK,
     MAX_PIXELS,
     borrow_env,
     describe_views,
     evidence_reply,
     feedback,
     fit_image,
+    pixels_from,
     return_env,
     rewriter_prompt,
 )
@@ -341,9 +343,9 @@ class VicoEnvironment(Environment[VicoAction, VicoObservation, VicoState]):
             text = (f"Stopped: the sample is kept (answer {info['answer']}, the actor's pass rate "
                     f"{info['pass_rate']:.2f}).")
         else:
-            text = feedback(info, fields["structure"])
-            if done:
-                text += f"\n\nThe episode has ended (max_turns={env.config.max_turns}); reset for a new one."
+            ask = (f"The episode has ended (max_turns={env.config.max_turns}); reset for a new one." if done
+                   else EDIT_ASK)
+            text = feedback(info, fields["structure"], ask=ask)
         error = info["error"]
         self._active = not done
         metadata = {"valid": info["valid"], "stopped": info["stopped"], "turn": info["turn"],
@@ -518,8 +520,7 @@ def make_app(env_id: str, env_kwargs: Mapping[str, Any] | None = None, max_sessi
     if session_ttl_s is not None and not (is_number(session_ttl_s) and session_ttl_s > 0):
         raise ValueError(f"expected session_ttl_s as a positive number of seconds (or None: never), got "
                          f"{session_ttl_s!r}")
-    if not is_int(max_pixels, 28 * 28):
-        raise ValueError(f"expected max_pixels as a whole number of at least 784, got {max_pixels!r}")
+    pixels_from(max_pixels, "make_app")
     return_env(env_id, env_kwargs, borrow_env(env_id, env_kwargs))  # the settings fail here, not in a session
     sessions = Sessions()
     factory = functools.partial(VicoEnvironment, env_id, env_kwargs, max_pixels, sessions)

@@ -36,11 +36,16 @@ from vicogym.adapters import (
     MAX_PIXELS,
     borrow_env,
     describe_views,
+    episode_over_text,
     evidence_reply,
     feedback,
     fit_image,
+    open_evidence,
+    pixels_from,
     return_env,
     rewriter_prompt,
+    rewriter_reward,
+    seed_from,
     settings_from,
     tool_schema_of,
 )
@@ -339,7 +344,8 @@ class EvidenceToolEnv(_Lent):
     ``functools.partial(EvidenceToolEnv, max_pixels=...)`` as the factory)."""
 
     def __init__(self, max_pixels: int = MAX_PIXELS, env_id: str = EVIDENCE_ENV):
-        self.max_pixels = int(max_pixels)
+        self.max_pixels = pixels_from(max_pixels, "EvidenceToolEnv")
+        self.outcome: str | None = None
         self.env_id = env_id
         self.score = 0.0
         self.done = True
@@ -350,12 +356,12 @@ class EvidenceToolEnv(_Lent):
         env_id = row.get("data_source") if str(row.get("data_source", "")).startswith("vicogym/Evidence") \
             else self.env_id
         env = self._borrow(env_id, settings_from(create.get("settings"), "create_kwargs.settings"))
-        env.reset(seed=int(create["seed"]))
-        if create.get("task_id") and env.task.id != create["task_id"]:
+        try:
+            open_evidence(env, create)
+        except ValueError:
             self._give_back()
-            raise ValueError(f"seed {create['seed']} draws task {env.task.id}, not the row's {create['task_id']}; "
-                             f"the row was made with other settings or another version of the task families")
-        self.score, self.done, self.calls = 0.0, False, []
+            raise
+        self.score, self.done, self.calls, self.outcome = 0.0, False, [], None
         start = [v.id for v in env.visible()]
         text = (f"Act by calling the tools {', '.join(EVIDENCE_ACTIONS)} (their arguments are the fields of the "
                 f"actions); each call returns the new views as images. The task ends with answer.\n"
@@ -370,13 +376,13 @@ class EvidenceToolEnv(_Lent):
         if self._env is None:
             return "error: no task; the trainer calls reset(**row) before the tools"
         if self.done:
-            return "error: the task has been answered; nothing more to do"
+            return episode_over_text(self.outcome)
         env = self._env
         _, _, terminated, truncated, info = env.step(action)
         text, images = evidence_reply(env, info, terminated, truncated, self.max_pixels)
         if terminated or truncated:
             self.done = True
-            self.score = float(info["score"])
+            self.score, self.outcome = float(info["score"]), info["outcome"]
         return _blocks(text, images) if images else text
 
     def get_reward(self) -> float:
@@ -433,7 +439,7 @@ class RewriterToolEnv(_Lent):
     environment's ``invalid_penalty`` otherwise."""
 
     def __init__(self, max_pixels: int = MAX_PIXELS):
-        self.max_pixels = int(max_pixels)
+        self.max_pixels = pixels_from(max_pixels, "RewriterToolEnv")
         self.accepted = 0
         self.done = True
         self.errors: list[str] = []
@@ -447,7 +453,7 @@ class RewriterToolEnv(_Lent):
                              "vicogym.trl.rewriter_dataset makes such rows")
         env = self._borrow(str(env_id), settings_from(extra.get("settings", row.get("settings")),
                                                       "extra_info.settings"))
-        env.reset(seed=int(seed))
+        env.reset(seed=seed_from(seed, "extra_info.seed"))
         self.accepted, self.done, self.errors = 0, False, []
         text = (f"\n\n{rewriter_prompt(env)}\n\nSend each edit by calling the edit tool with the edit's JSON as its "
                 f"argument; {{\"op\": \"stop\"}} keeps the sample.")
@@ -478,9 +484,8 @@ class RewriterToolEnv(_Lent):
         else:
             self.errors.append(info["error"]["code"])
         self.done = bool(step.terminated or step.truncated)
-        text = feedback(info, env.arm.encode(env.sample.structure)[0], ask=EDIT_TOOL_ASK)
-        if self.done:
-            text += f"\n\nThe episode is over (max_turns={env.config.max_turns})."
+        ask = f"The episode is over (max_turns={env.config.max_turns})." if self.done else EDIT_TOOL_ASK
+        text = feedback(info, env.arm.encode(env.sample.structure)[0], ask=ask)
         if info["valid"]:
             return [{"type": "image", "image": fit_image(env.sample.image, self.max_pixels)},
                     {"type": "text", "text": text}]
@@ -489,11 +494,4 @@ class RewriterToolEnv(_Lent):
     def get_reward(self) -> float:
         """The band reward of the final pass rate, or ``invalid_penalty`` without an
         accepted edit."""
-        from vicogym.rewards import difficulty_reward
-
-        env = self._env
-        if env is None:
-            return 0.0
-        if not self.accepted:
-            return float(env.config.invalid_penalty)
-        return float(difficulty_reward(env.pass_rate, env.config.reward_config()))
+        return 0.0 if self._env is None else rewriter_reward(self._env, self.accepted)

@@ -47,12 +47,17 @@ from verl.utils.dataset.rl_dataset import RLHFDataset
 from vicogym.adapters import (
     MAX_PIXELS,
     borrow_env,
+    episode_over_text,
     evidence_reply,
     feedback,
     fit_image,
+    open_evidence,
+    pixels_from,
     plain,
     return_env,
     rewriter_prompt,
+    rewriter_reward,
+    seed_from,
     settings_from,
     tool_schema_of,
 )
@@ -77,14 +82,31 @@ class _Spec:
 
     def __init__(self, path: str):
         from vicogym.cli import load_config_file
+        from vicogym.registry import env_kind
         from vicogym.runs.generate import GenerateConfig
 
-        data = load_config_file(Path(path))
+        where = f"the data.train_files / data.val_files entry {path}"
+        try:
+            data = load_config_file(Path(path))
+        except ValueError as exc:
+            raise ValueError(f"{where}: {str(exc).replace(f'--config {path}', 'it')}") from None
         self.rows = data.pop("rows", "samples")
         if self.rows not in ROW_KINDS:
-            raise ValueError(f"{path}: expected rows in {ROW_KINDS}, got {self.rows!r}")
+            raise ValueError(f"{where}: expected rows in {ROW_KINDS}, got {self.rows!r}")
         data.setdefault("out", str(Path(path).with_suffix("")))  # never written: the rows are made in memory
-        self.config = GenerateConfig.from_mapping(data)
+        try:
+            kind = env_kind(str(data.get("env_id")))
+        except (ValueError, KeyError):
+            kind = "edit"  # an unknown id is named by the settings' own check below
+        if kind != "edit":
+            raise ValueError(f"{where}: {data.get('env_id')} is not an edit environment; EpisodeDataset draws "
+                             f"episodes of edit environments. Task rows of an agent environment come from "
+                             f"`vicogym generate {data.get('env_id')} --out DIR` as Parquet, which verl's own "
+                             f"dataset reads (leave data.custom_cls unset)")
+        try:
+            self.config = GenerateConfig.from_mapping(data)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{where}: {exc}") from None
         self.path = path
 
 
@@ -211,16 +233,14 @@ class RewriterAgentLoop(AgentLoopBase):
     ``extra_info`` names ``env_id``, ``seed`` and ``settings`` (JSON: ``k``, ``actor``,
     ``max_turns`` ...); :func:`rewriter_row` makes such rows."""
 
-    def __init__(self, *args: Any, **kwargs: Any):
+    def __init__(self, *args: Any, max_pixels: int = MAX_PIXELS, **kwargs: Any):
         kwargs.pop("tools", None)
         super().__init__(*args, **kwargs)
         self.response_length = self.rollout_config.response_length
-        multi_turn = self.rollout_config.get("multi_turn", {}) if hasattr(self.rollout_config, "get") else {}
-        self.max_pixels = int(_get(multi_turn, "max_image_pixels", None) or MAX_PIXELS)
+        self.max_pixels = pixels_from(max_pixels, f"{AGENT_LOOP_CONFIG} ({REWRITER_AGENT})")
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         from vicogym.clients import parse_edit
-        from vicogym.rewards import difficulty_reward
 
         extra = plain(kwargs.get("extra_info") or {})
         env_id = extra.get("env_id") or plain(kwargs.get("data_source"))
@@ -228,10 +248,11 @@ class RewriterAgentLoop(AgentLoopBase):
             raise ValueError("a vicogym_rewriter row needs extra_info.env_id and extra_info.seed "
                              "(vicogym.verl_agent.rewriter_row makes such rows)")
         settings = settings_from(extra.get("settings"), "extra_info.settings")
+        seed = seed_from(extra["seed"], "extra_info.seed")
         run = self.loop.run_in_executor
         env = await run(None, borrow_env, env_id, settings)
         try:
-            await run(None, lambda: env.reset(seed=int(extra["seed"])))
+            await run(None, lambda: env.reset(seed=seed))
             seed_pass_rate = float(env.pass_rate)
             text = rewriter_prompt(env)
             images = [fit_image(env.sample.image, self.max_pixels)]
@@ -281,10 +302,9 @@ class RewriterAgentLoop(AgentLoopBase):
                 prompt_ids, mask, logprobs = merged.token_ids, new_mask, new_logprobs
                 images.append(new_image)
                 turns += 1
-            reward = (difficulty_reward(env.pass_rate, env.config.reward_config()) if accepted
-                      else float(env.config.invalid_penalty))
+            reward = rewriter_reward(env, accepted)
             extra_fields = {"turn_scores": turn_scores, "tool_rewards": [],
-                            "vicogym": {"env_id": env_id, "seed": int(extra["seed"]), "steps": steps,
+                            "vicogym": {"env_id": env_id, "seed": seed, "steps": steps,
                                         "accepted": accepted, "errors": errors, "seed_pass_rate": seed_pass_rate,
                                         "pass_rate": float(env.pass_rate), "answer": env.sample.answer}}
         finally:
@@ -307,6 +327,7 @@ class _Episode:
         self.lock = asyncio.Lock()
         self.score = 0.0
         self.done = False
+        self.outcome: str | None = None
 
     def close(self) -> None:
         return_env(self.env_id, self.settings, self.env)
@@ -333,6 +354,14 @@ def _close_opened(future: asyncio.Future) -> None:
         episode.close()
 
 
+def _close_when_opened(future: asyncio.Future) -> None:
+    """Its trajectory is gone: close the episode now, or as soon as its opening finishes."""
+    if future.done():
+        _close_opened(future)
+    else:
+        future.add_done_callback(_close_opened)
+
+
 class EvidenceTool(BaseTool):
     """One action of ``vicogym/Evidence-v0`` as a verl tool (the subclasses name it). Tool
     ``config`` (the YAML's ``config``): ``max_pixels`` (the largest image returned, in
@@ -342,7 +371,7 @@ class EvidenceTool(BaseTool):
 
     def __init__(self, config: dict, tool_schema: OpenAIFunctionToolSchema | None = None):
         super().__init__(config, tool_schema or OpenAIFunctionToolSchema.model_validate(tool_schema_of(self.action)))
-        self.max_pixels = int(config.get("max_pixels", MAX_PIXELS))
+        self.max_pixels = pixels_from(config.get("max_pixels", MAX_PIXELS), f"the {self.action} tool's config")
         self.env_id = config.get("env_id", "vicogym/Evidence-v0")
 
     async def create(self, instance_id: str | None = None, create_kwargs: Mapping[str, Any] | None = None,
@@ -361,12 +390,12 @@ class EvidenceTool(BaseTool):
             if agent_data is not None and not create:
                 create = dict((getattr(agent_data, "tools_kwargs", {}) or {}).get(self.name, {})
                               .get("create_kwargs", {}))
-            table[key] = asyncio.ensure_future(self._open(create))
+            table[key] = future = asyncio.ensure_future(self._open(create, agent_data))
             if agent_data is not None:
-                weakref.finalize(agent_data, _close_opened, table[key])
+                weakref.finalize(agent_data, _close_when_opened, future)
         return await asyncio.shield(table[key])
 
-    async def _open(self, create: Mapping[str, Any]) -> _Episode:
+    async def _open(self, create: Mapping[str, Any], agent_data: Any = None) -> _Episode:
         if "seed" not in create:
             raise ValueError("this trajectory names no evidence episode: its row's extra_info.tools_kwargs need "
                              "create_kwargs with seed and settings (rows of `vicogym generate vicogym/Evidence-v0` "
@@ -376,14 +405,13 @@ class EvidenceTool(BaseTool):
         env = await run(None, borrow_env, self.env_id, settings)
         episode = _Episode(self.env_id, settings, env)
         try:
-            await run(None, lambda: env.reset(seed=int(create["seed"])))
+            await run(None, open_evidence, env, create)
         except BaseException:
             episode.close()
             raise
-        if create.get("task_id") and env.task.id != create["task_id"]:
-            episode.close()
-            raise ValueError(f"seed {create['seed']} draws task {env.task.id}, not the row's {create['task_id']}; "
-                             f"the row was made with other settings or another version of the task families")
+        if agent_data is not None:  # a trajectory that touched a tool is scored by the answer tool alone
+            agent_data.extra_fields.setdefault("evidence_score", 0.0)
+            agent_data.extra_fields.setdefault("evidence_outcome", "unanswered")
         return episode
 
     async def execute(self, instance_id: str, parameters: dict[str, Any], **kwargs: Any
@@ -395,24 +423,29 @@ class EvidenceTool(BaseTool):
             return ToolResponse(text=f"error: {exc}"), 0.0, {"error": "no_episode"}
         async with episode.lock:
             if episode.done:
-                return ToolResponse(text="error: the task has been answered; nothing more to do"), 0.0, \
-                    {"error": "episode_over"}
-            action = {"action": self.action, **(parameters if isinstance(parameters, Mapping) else {})}
+                return ToolResponse(text=episode_over_text(episode.outcome)), 0.0, {"error": "episode_over"}
+            if not isinstance(parameters, Mapping):
+                return (ToolResponse(text=f"error (malformed): expected the {self.action} tool's arguments as a "
+                                          f"JSON object, got {type(parameters).__name__}"), 0.0,
+                        {"action": self.action, "error": "malformed"})
+            action = {**parameters, "action": self.action}  # the tool is the action, whatever the arguments say
             env = episode.env
             _, reward, terminated, truncated, info = await asyncio.get_running_loop().run_in_executor(
                 None, env.step, action)
             episode.done = terminated or truncated
             metrics = {"action": self.action, "step": info["step"]}
             text, images = evidence_reply(env, info, terminated, truncated, self.max_pixels)
+            if terminated or truncated:
+                episode.score, episode.outcome = float(info["score"]), info["outcome"]
+                metrics["score"] = episode.score
+                if agent_data is not None:
+                    agent_data.extra_fields["evidence_score"] = episode.score
+                    agent_data.extra_fields["evidence_outcome"] = info["outcome"]
             if "error" in info:
                 metrics["error"] = info["error"]["code"]
                 return ToolResponse(text=text), 0.0, metrics
             if terminated or truncated:
-                episode.score = float(info["score"])
-                if agent_data is not None:
-                    agent_data.extra_fields["evidence_score"] = episode.score
-                    agent_data.extra_fields["evidence_outcome"] = info["outcome"]
-                return ToolResponse(text=text), float(reward), dict(metrics, score=episode.score)
+                return ToolResponse(text=text), float(reward), metrics
             return (ToolResponse(text=text, image=images) if images else ToolResponse(text=text)), 0.0, metrics
 
     async def calc_reward(self, instance_id: str, **kwargs: Any) -> float:
