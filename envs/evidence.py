@@ -520,8 +520,14 @@ class EvidenceEnv(gym.Env):
                            "max_scale": u.max_scale} for i, u in enumerate(self.task.units)],
                 "view_size": c.view_size,
                 "history": list(self.history),
-                "budget": {"steps": c.max_steps - self.steps, "crops": c.max_crops - self.crops,
-                           "notes": c.max_notes - len(self.notes), "images": c.max_images}}
+                "budget": self.budget()}
+
+    def budget(self) -> dict[str, int]:
+        """What is left: steps, crops (zooms) and notes, and how many of the newest images
+        can be named."""
+        c = self.config
+        return {"steps": c.max_steps - self.steps, "crops": c.max_crops - self.crops,
+                "notes": c.max_notes - len(self.notes), "images": c.max_images}
 
     # -- replay and verification -----------------------------------------------------------
     def unit_pixels(self, index: int) -> np.ndarray:

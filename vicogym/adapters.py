@@ -91,8 +91,6 @@ def fit_image(image: np.ndarray, max_pixels: int, min_side: int = 28) -> Any:
     return pil
 
 
-
-
 def seed_from(value: Any, where: str) -> int:
     """A row's episode seed as an int (a whole number, or its decimal text), or a clear error
     naming the field."""
@@ -133,12 +131,25 @@ def rewriter_reward(env: Any, accepted: int) -> float:
     return float(difficulty_reward(env.pass_rate, env.config.reward_config()))
 
 
+def structure_text(env: Any) -> str:
+    """The current structure of edit environment ``env`` as the rewriter reads it (JSON)."""
+    return env.arm.encode(env.sample.structure)[0]
+
+
+def step_edit(env: Any, edit: Any) -> Any:
+    """``env.step_result`` of a rewriter's edit: text (a model's whole reply) is parsed
+    leniently (:func:`vicogym.clients.parse_edit`), an object goes as it is."""
+    from vicogym.clients import parse_edit
+
+    return env.step_result(parse_edit(edit) if isinstance(edit, str) else edit)
+
+
 def rewriter_prompt(env: Any) -> str:
     """What the rewriter reads at the start of an episode of edit environment ``env`` (after
     ``reset``): the structure, question, answer, pass rate and the edit schema."""
     from vicogym.clients import edit_prompt
 
-    return edit_prompt(env.arm.encode(env.sample.structure)[0], env.sample.question, env.sample.answer,
+    return edit_prompt(structure_text(env), env.sample.question, env.sample.answer,
                        env.pass_rate, env.config.sweet_zone, env.arm.edit_schema())
 
 
@@ -161,8 +172,6 @@ def feedback(info: Mapping[str, Any], structure: str, ask: str = EDIT_ASK) -> st
     return f"{head}\n\nStructure (JSON):\n{structure}\n\n{ask}"
 
 
-
-
 EVIDENCE_ACTIONS = ("zoom", "note", "view", "compose", "answer")
 #: verl's agent loop that plays a row with tools (the rows of evidence tasks name it)
 TOOL_AGENT = "tool_agent"
@@ -180,10 +189,6 @@ def episode_tools_kwargs(seed: int, settings: Mapping[str, Any], task_id: str) -
     name the episode (its seed and settings; the task id, checked at the first call)."""
     create = {"seed": int(seed), "settings": canonical_json(dict(settings)), "task_id": task_id}
     return {name: {"create_kwargs": dict(create)} for name in EVIDENCE_ACTIONS}
-
-
-
-
 
 
 def evidence_reply(env: Any, info: Mapping[str, Any], terminated: bool, truncated: bool,
@@ -218,14 +223,12 @@ def describe_views(env: Any, view_ids: list[int]) -> str:
                          f"({x0}, {y0})-({x1}, {y1}) at scale {t.scale:.2f}")
         else:
             lines.append(f"image {i}: a sheet of units {[t.unit for t in view.tiles]}")
-    budget = env.request()["budget"]
+    budget = env.budget()
     if not view_ids:
         lines.append(f"{len(env.notes)} note(s) placed; they are drawn on every later view that shows their point")
     lines.append(f"left: {budget['steps']} steps, {budget['crops']} zooms, {budget['notes']} notes; the newest "
                  f"{budget['images']} images can be named")
     return "\n".join(lines)
-
-
 
 
 _REGION = {"type": "object", "description": "a box in fractions [0, 1] of the image",

@@ -67,6 +67,8 @@ from vicogym.adapters import (
     pixels_from,
     return_env,
     rewriter_prompt,
+    step_edit,
+    structure_text,
 )
 from vicogym.validation import MAX_SEED, did_you_mean, is_int, is_number
 
@@ -324,7 +326,7 @@ class VicoEnvironment(Environment[VicoAction, VicoObservation, VicoState]):
     def _edit_fields(self) -> dict[str, Any]:
         env = self._env
         return {"question": env.sample.question, "answer": env.sample.answer, "pass_rate": env.pass_rate,
-                "structure": env.arm.encode(env.sample.structure)[0],
+                "structure": structure_text(env),
                 "image_png_b64": self._image_b64(env.sample.image)}
 
     def _reset_edit(self, obs: Mapping[str, Any], info: Mapping[str, Any]) -> VicoObservation:
@@ -332,10 +334,8 @@ class VicoEnvironment(Environment[VicoAction, VicoObservation, VicoState]):
                                  metadata={"seed": self._state.seed, "turn": 0})
 
     def _step_edit(self, edit: Any) -> VicoObservation:
-        from vicogym.clients import parse_edit
-
         env = self._env
-        result = env.step_result(parse_edit(edit) if isinstance(edit, str) else edit)
+        result = step_edit(env, edit)
         info = result.info
         fields = self._edit_fields()
         done = bool(result.terminated or result.truncated)
@@ -373,7 +373,7 @@ class VicoEnvironment(Environment[VicoAction, VicoObservation, VicoState]):
         ids = list(env.history[-1].get("views", [])) if images else []
         metadata = {"task_id": info["task_id"], "family": info["family"], "step": info["step"],
                     "support": info["support"], "outcome": info.get("outcome"), "response": info.get("response"),
-                    "budget": env.request()["budget"]}
+                    "budget": env.budget()}
         return self._observation(text=text, question=env.question_text(), view_ids=ids,
                                  views_png_b64=[b64_png(image) for image in images],
                                  answer=info.get("answer") if done else None,

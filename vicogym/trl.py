@@ -47,6 +47,8 @@ from vicogym.adapters import (
     rewriter_reward,
     seed_from,
     settings_from,
+    step_edit,
+    structure_text,
     tool_schema_of,
 )
 from vicogym.runs.trainer_columns import IMAGE_TOKEN
@@ -467,14 +469,12 @@ class RewriterToolEnv(_Lent):
         Args:
             edit: the edit as JSON text, matching the edit schema of the prompt ({"op": "stop"} keeps the sample)
         """
-        from vicogym.clients import parse_edit
-
         if self._env is None:
             return "error: no episode; the trainer calls reset(**row) before the tools"
         if self.done:
             return "error: the episode is over; nothing more to edit"
         env = self._env
-        step = env.step_result(parse_edit(edit) if isinstance(edit, str) else edit)
+        step = step_edit(env, edit)
         info = step.info
         if info["stopped"]:
             self.done = True
@@ -485,7 +485,7 @@ class RewriterToolEnv(_Lent):
             self.errors.append(info["error"]["code"])
         self.done = bool(step.terminated or step.truncated)
         ask = f"The episode is over (max_turns={env.config.max_turns})." if self.done else EDIT_TOOL_ASK
-        text = feedback(info, env.arm.encode(env.sample.structure)[0], ask=ask)
+        text = feedback(info, structure_text(env), ask=ask)
         if info["valid"]:
             return [{"type": "image", "image": fit_image(env.sample.image, self.max_pixels)},
                     {"type": "text", "text": text}]

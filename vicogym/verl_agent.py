@@ -59,6 +59,8 @@ from vicogym.adapters import (
     rewriter_reward,
     seed_from,
     settings_from,
+    step_edit,
+    structure_text,
     tool_schema_of,
 )
 from vicogym.errors import GenerationError
@@ -129,8 +131,7 @@ class EpisodeDataset(RLHFDataset):
         self.specs = [_Spec(str(f)) for f in files]
         self.offsets = np.cumsum([0] + [s.config.n for s in self.specs]).tolist()
         self.size = self.offsets[-1] if max_samples is None or max_samples <= 0 else min(self.offsets[-1], max_samples)
-        self.epoch = 0
-        self._batches = 0
+        self._batches = 0  # training batches done: the epoch follows from them
         self.batch_size = int(_get(config, "gen_batch_size", None) or _get(config, "train_batch_size", 1) or 1)
         super().__init__([], tokenizer, config, processor, max_samples=-1)
 
@@ -154,15 +155,24 @@ class EpisodeDataset(RLHFDataset):
     def __len__(self) -> int:
         return self.size
 
+    @property
+    def batches_per_epoch(self) -> int:
+        """``len(self) // batch_size`` (verl drops the last, partial batch), at least 1."""
+        return max(1, self.size // self.batch_size)
+
+    @property
+    def epoch(self) -> int:
+        """The epoch whose rows are read now."""
+        return self._batches // self.batches_per_epoch
+
     def set_epoch(self, epoch: int) -> None:
         """Rows of epoch ``epoch`` from now on."""
-        self.epoch = int(epoch)
+        self._batches = int(epoch) * self.batches_per_epoch
 
     def on_batch_end(self, batch: Any = None) -> None:
         """Called by verl's trainer after each training batch: the epoch advances after
-        ``len(self) // batch_size`` batches (verl drops the last, partial batch)."""
+        :attr:`batches_per_epoch` batches."""
         self._batches += 1
-        self.epoch = self._batches // max(1, self.size // self.batch_size)
 
     def episode(self, item: int) -> tuple[_Spec, int]:
         """The run and episode index of row ``item`` in the current epoch."""
@@ -240,8 +250,6 @@ class RewriterAgentLoop(AgentLoopBase):
         self.max_pixels = pixels_from(max_pixels, f"{AGENT_LOOP_CONFIG} ({REWRITER_AGENT})")
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
-        from vicogym.clients import parse_edit
-
         extra = plain(kwargs.get("extra_info") or {})
         env_id = extra.get("env_id") or plain(kwargs.get("data_source"))
         if "seed" not in extra or not env_id:
@@ -278,7 +286,7 @@ class RewriterAgentLoop(AgentLoopBase):
                 messages.append({"role": "assistant", "content": reply})
                 if len(mask) >= self.response_length:
                     break
-                step = await run(None, env.step_result, parse_edit(reply))
+                step = await run(None, step_edit, env, reply)
                 steps += 1
                 info = step.info
                 turn_scores.append(float(step.reward))
@@ -294,7 +302,7 @@ class RewriterAgentLoop(AgentLoopBase):
                 previous = list(messages)
                 messages.append({"role": "user", "content": [
                     {"type": "image", "image": new_image},
-                    {"type": "text", "text": feedback(info, env.arm.encode(env.sample.structure)[0])}]})
+                    {"type": "text", "text": feedback(info, structure_text(env))}]})
                 merged, new_mask, new_logprobs = await self.ct_merge_context_msg(
                     previous, messages, prompt_ids, mask, logprobs or None)
                 if len(new_mask) >= self.response_length:
