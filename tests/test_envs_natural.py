@@ -364,26 +364,30 @@ def test_verify_rechecks_protected_pixels_against_the_stored_source(tmp_path):
 
 def test_a_resumed_run_keeps_its_shared_files_and_verifies(tmp_path):
     from vicogym.runs.generate import GenerateConfig, generate
+    from vicogym.runs.shards import run_entries
     from vicogym.runs.verify import verify
 
     out = tmp_path / "run"
     config = GenerateConfig("vicogym/Natural-v0", n=4, out=str(out), episodes_per_shard=2,
                             env_kwargs={"source": str(_small_source(tmp_path)), "k": 2})
     first = generate(config, progress=False)
+    entries = list(run_entries(out))
     (out / "part-00001.parquet").unlink()  # a crash after the first shard
     again = generate(config, progress=False)
-    assert again["files"] == first["files"] and again["shards"] == first["shards"]
+    assert again["files"] == first["files"] and list(run_entries(out)) == entries
     assert verify(out).ok
 
 
 def test_same_seed_same_bytes_whatever_the_workers(tmp_path):
     from vicogym.runs.generate import GenerateConfig, generate
+    from vicogym.runs.shards import run_entries
 
     source = str(_small_source(tmp_path))
     manifests = [generate(GenerateConfig("vicogym/Natural-v0", n=4, out=str(tmp_path / f"run{workers}"),
                                          episodes_per_shard=2, workers=workers, env_kwargs={"source": source, "k": 2}),
                           progress=False) for workers in (1, 2)]
-    assert [s["sha256"] for s in manifests[0]["shards"]] == [s["sha256"] for s in manifests[1]["shards"]]
+    assert [[s["sha256"] for s in run_entries(tmp_path / f"run{workers}")] for workers in (1, 2)] == \
+        [[s["sha256"] for s in run_entries(tmp_path / "run1")]] * 2
     assert manifests[0]["files"] == manifests[1]["files"]
 
 

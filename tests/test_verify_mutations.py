@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from vicogym.runs.generate import GenerateConfig, generate
-from vicogym.runs.shards import file_sha256, row_hash
+from vicogym.runs.shards import file_sha256, row_hash, run_entries
 from vicogym.runs.trainer_columns import verl_prompt
 from vicogym.runs.verify import verify
 
@@ -44,8 +44,7 @@ def _load(folder):
 def _rewrite(folder, changes):
     """Apply {row id: new row} and make every integrity record agree with the result."""
     _, where = _load(folder)
-    manifest = json.loads((folder / "manifest.json").read_text())
-    entries = {e["name"]: e for e in manifest["shards"]}
+    entries = _read_entries(folder)
     for path in {where[row_id][0] for row_id in changes}:
         table = pq.read_table(path)
         rows = table.to_pylist()
@@ -55,7 +54,20 @@ def _rewrite(folder, changes):
         pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), path)
         entries[path.name]["sha256"] = file_sha256(path)
         entries[path.name]["row_hashes"] = {r["id"]: row_hash(r) for r in rows}
-    (folder / "manifest.json").write_text(json.dumps(manifest))
+    _write_entries(folder, entries.values())
+
+
+def _read_entries(folder):
+    """The run's shard entries (``entries/part-NNNNN.json``), by shard name."""
+    return {e["name"]: e for e in run_entries(folder)}
+
+
+def _write_entries(folder, entries):
+    """Make ``entries`` the run's shard entries (the others removed)."""
+    shutil.rmtree(folder / "entries")
+    (folder / "entries").mkdir()
+    for entry in entries:
+        (folder / "entries" / entry["name"].replace(".parquet", ".json")).write_text(json.dumps(entry))
 
 
 def _sync_trainer_columns(row):
@@ -169,7 +181,7 @@ def _write_consistently(folder, shards):
     integrity record the manifest keeps: shard entries, hashes, counts."""
     schema = pq.read_table(next(folder.glob("part-*.parquet"))).schema
     manifest = json.loads((folder / "manifest.json").read_text())
-    old = {e["name"]: e for e in manifest["shards"]}
+    old = _read_entries(folder)
     for path in folder.glob("part-*.parquet"):
         path.unlink()
     entries = []
@@ -178,7 +190,8 @@ def _write_consistently(folder, shards):
         entry = dict(old.get(name) or next(iter(old.values())), name=name, rows=len(rows),
                      sha256=file_sha256(folder / name), row_hashes={r["id"]: row_hash(r) for r in rows})
         entries.append(entry)
-    manifest["shards"] = entries
+    _write_entries(folder, entries)
+    manifest["counts"]["shards"] = len(entries)
     manifest["counts"]["samples"] = sum(len(rows) for rows in shards.values())
     manifest["counts"]["episodes"] = sum(e["episodes"][1] - e["episodes"][0] for e in entries)
     (folder / "manifest.json").write_text(json.dumps(manifest))

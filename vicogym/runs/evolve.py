@@ -152,6 +152,7 @@ def evolve(config: EvolveConfig, progress: bool = True, on_round: Any = print,
     from vicogym.registry import make_config
     from vicogym.runs.generate import generate
     from vicogym.runs.llamafactory import export_llamafactory
+    from vicogym.runs.shards import run_entries
 
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -172,7 +173,7 @@ def evolve(config: EvolveConfig, progress: bool = True, on_round: Any = print,
         if not manifest["complete"]:
             raise RunError(f"round {r} made {manifest['counts']['samples']} of {config.n} samples within its "
                            "episode budget; raise n's budget or check the rejections in its manifest")
-        shards = {s["name"]: s["sha256"] for s in manifest["shards"]}
+        shards = {s["name"]: s["sha256"] for s in run_entries(folder, manifest)}
         if entry.get("shards") != shards:  # new shards: export them again; the training stages done stand
             ledger.redo(entry, ["generated"] + [s for s in entry["stages"] if s.startswith("trained")], shards=shards)
         paths = {"round": str(r), "round_dir": str(folder), "verl_files": str(folder / "verl_files.txt"),

@@ -18,9 +18,9 @@ import functools
 import math
 import multiprocessing
 import os
+import pickle
 import queue
-import shutil
-import tempfile
+import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
@@ -32,9 +32,8 @@ from vicogym.core import canonical_json
 from vicogym.errors import RunError
 from vicogym.processes import BACKEND_SETTINGS, check_backend, die_with_parent, limit_threads
 from vicogym.registry import check_id, env_class, env_kind, make_config
-from vicogym.rewards import sweet_share
 from vicogym.runs.rollout import KEEP_POLICIES, EpisodeStats, row_schema, run_episode, sample_row
-from vicogym.runs.shards import Mirror, RunFolder, is_url, read_shard_stats, shard_path, write_shard
+from vicogym.runs.shards import ENTRIES_DIR, RunFolder, shard_path
 from vicogym.runs.trainer_columns import verl_fields
 from vicogym.validation import did_you_mean, is_int
 
@@ -310,101 +309,198 @@ def rewriter_episode_row(config: GenerateConfig, episode: int) -> dict[str, Any]
                            "settings": canonical_json(config.make_kwargs), "split": "train"}}
 
 
-def shard_contents(results: list[EpisodeResult], needed: int) -> tuple[list[dict[str, Any]], dict[str, Any],
-                                                                         dict[str, bytes]]:
+def shard_contents(results: list[EpisodeResult], needed: int | None) -> tuple[list[dict[str, Any]], dict[str, Any],
+                                                                                dict[str, Any]]:
     """A shard from a block's episode results: the episodes up to the one that brings the
-    rows to ``needed`` (all of them if none does), their rows cut at ``needed``, their
-    summed statistics and shared files. The same whether the block stopped there or ran
-    on (another worker count, Ray), so the bytes do not depend on how it ran."""
+    rows to ``needed`` (all of them if none does, or ``needed`` is ``None``), their rows cut
+    at ``needed``, their summed statistics and shared files. The same whether the block
+    stopped there or ran on (another worker count, Ray), so the bytes do not depend on how
+    it ran."""
     rows: list[dict[str, Any]] = []
     total = EpisodeStats()
-    files: dict[str, bytes] = {}
+    files: dict[str, Any] = {}
     episodes = 0
     for episode_rows, stats, episode_files in results:
-        if len(rows) >= needed:
+        if needed is not None and len(rows) >= needed:
             break
         rows.extend(episode_rows)
         total.add(stats)
         files.update(episode_files)
         episodes += 1
-    rows = rows[:needed]  # the last shard stops at exactly n samples
+    if needed is not None:
+        rows = rows[:needed]  # the last shard stops at exactly n samples
     return rows, dict(total.to_dict(), episodes=episodes, rows=len(rows),
                       pass_rates=[r["pass_rate"] for r in rows]), files
 
 
+def make_block(config: GenerateConfig, block: int, needed: int | None = None) -> dict[str, Any]:
+    """A worker's part of a run: block ``block`` run (see :func:`run_block`), its shard and
+    shared files written to the run's store, pending (:meth:`RunFolder.write_pending`).
+    What comes back is small whatever the images weigh: the shard's manifest entry and,
+    for each episode, its row count, statistics and shared files' names (what the run
+    needs to cut the last shard at ``n`` rows)."""
+    results = run_block(config, block, needed)
+    rows, stats, files = shard_contents(results, None)
+    entry = RunFolder(config.out).write_pending(block, rows, stats, files, row_schema())
+    entry["episodes"] = _episodes(config, block, stats["episodes"])
+    return {"entry": entry, "episodes": [(len(r), s.to_dict(), sorted(f)) for r, s, f in results]}
+
+
 # -- the run -----------------------------------------------------------------------------
-def generate(config: GenerateConfig, progress: bool = True) -> dict[str, Any]:
+def generate(config: GenerateConfig, progress: bool = True,
+             on_shard: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Generate ``config.n`` samples into ``config.out`` (a folder, or a filesystem URL such
-    as ``s3://bucket/prefix``); resume what a crash left."""
-
-    if is_url(config.out):  # object storage: the run is worked on in a local staging folder, pushed shard by shard
-        staging = Path(tempfile.mkdtemp(prefix="vicogym-out-"))
-        try:
-            mirror = Mirror(config.out, staging)
-            mirror.pull()
-            return _generate(config, RunFolder(staging), progress, mirror.push)
-        except RunError as exc:
-            raise RunError(str(exc).replace(str(staging), config.out)) from None
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-    return _generate(config, RunFolder(config.out), progress, lambda: None)
+    as ``s3://bucket/prefix``, which workers write to directly); resume what a crash left,
+    or extend a finished run to a larger ``n`` (its rows stay as they are, new ones follow).
+    ``on_shard``, if given, hears of every shard the run commits: its block, the bytes the
+    worker's answer took (pickled), the manifest bytes written for it, and the seconds this
+    process spent recording it."""
+    folder = RunFolder(config.out)
+    if folder.store.in_process and (config.workers > 1 or config.backend == "ray"):
+        raise RunError(f"--out {config.out} lives in this process alone, where worker processes cannot write: use "
+                       f"--workers 1 with the local backend, or a folder or URL the workers reach")
+    return _generate(config, folder, progress, on_shard)
 
 
-def _generate(config: GenerateConfig, folder: RunFolder, progress: bool, push: Callable[[], None]) -> dict[str, Any]:
+#: settings a finished run may grow: more samples from the same seed (the rows made stay)
+GROWABLE = ("n", "max_episodes")
+
+
+def _check_growth(stored: Mapping[str, Any] | None, config: GenerateConfig, where: str) -> None:
+    if stored is None:
+        return
+    if config.n < int(stored["n"]):
+        raise RunError(f"{where} holds a run of n={stored['n']}; --n {config.n} would drop rows it holds: use --n "
+                       f"{stored['n']} or more (a larger n extends it), or a new --out")
+    before = stored.get("max_episodes")
+    if before != config.max_episodes and (before is None or config.max_episodes is None
+                                          or config.max_episodes < before):
+        raise RunError(f"{where} holds a run with max_episodes={before}; keep it, or raise it to extend the run "
+                       f"(got {config.max_episodes}), or use a new --out")
+
+
+def _generate(config: GenerateConfig, folder: RunFolder, progress: bool,
+              on_shard: Callable[[dict[str, Any]], None] | None) -> dict[str, Any]:
     from tqdm import tqdm
 
     identity = config.identity()
-    folder.check(identity)
+    stored = folder.check(identity, GROWABLE)
+    _check_growth(stored, config, folder.where)
     env = _env_for(config)  # builds the source: bad source data fails here, before any file is written
-    previous = folder.open(identity)
-    out = folder.out
+    previous = folder.open(identity, GROWABLE)
     schema = row_schema()
     blocks_total = math.ceil(config.episode_budget / config.episodes_per_shard)
-    run = _Progress(config, env.arm.source_summary(), folder.side_files())
-    bar = tqdm(total=config.n, desc=f"generate {config.env_id}", unit="sample", disable=not progress)
     zone = env.config.sweet_zone
+    run = _Progress(config, env.arm.source_summary(), zone)
+    bar = tqdm(total=config.n, desc=f"generate {config.env_id}", unit="sample", disable=not progress)
     block = 0
     try:
-        # resume: complete shards are kept, each checked against the manifest that recorded it
-        while block < blocks_total and run.count < config.n and shard_path(out, block).exists():
-            path = shard_path(out, block)
-            stats = read_shard_stats(path)
-            run.absorb(dict(folder.resumed_entry(path, previous.get(path.name)),
-                            episodes=_episodes(config, block, stats["episodes"])), stats)
-            bar.update(stats["rows"])
-            bar.set_postfix(run.rates(zone), refresh=False)
-            block += 1
+        block = _resume(config, folder, run, previous, stored, blocks_total, functools.partial(_row_files, env.arm))
+        bar.update(run.count)
+        folder.write_manifest(run.manifest(finished=False))
 
-        def finish(results: list[EpisodeResult], b: int) -> None:
-            rows, stats, files = shard_contents(results, config.n - run.count)
-            run.files.update(folder.write_side_files(files))  # before the shard whose rows need them
-            entry = write_shard(out, b, rows, stats, schema)
-            run.absorb(dict(entry, episodes=_episodes(config, b, stats["episodes"])), stats)
-            folder.write_manifest(run.manifest(finished=False))
-            push()
-            bar.update(len(rows))
-            bar.set_postfix(run.rates(zone), refresh=True)
+        def commit(result: dict[str, Any], b: int) -> None:
+            started = time.perf_counter()
+            entry = _final_entry(config, folder, result, b, config.n - run.count, schema)
+            written = folder.commit(entry, run.committed_files)
+            run.absorb(entry)
+            bar.update(entry["rows"])
+            bar.set_postfix(run.rates(), refresh=True)
+            if on_shard is not None:
+                on_shard({"block": b, "received_bytes": len(pickle.dumps(result)), "manifest_bytes": written,
+                          "seconds": time.perf_counter() - started})
 
         results = _block_results(config, block, blocks_total if run.count < config.n else block,
                                  lambda: config.n - run.count)
         try:
             for b, result in results:
-                finish(result, b)
+                commit(result, b)
                 if run.count >= config.n:
                     break
         finally:
             results.close()  # stops what is still running
+        folder.clear_pending()  # blocks made ahead that the run did not need
         manifest = run.manifest(finished=True)
         folder.write_manifest(manifest)
-        push()
         return manifest
     except BaseException:
         folder.release_if_empty()
-        push()
         raise
     finally:
         bar.close()
         folder.unlock()
+
+
+def _resume(config: GenerateConfig, folder: RunFolder, run: "_Progress", previous: dict[str, dict[str, Any]],
+            stored: Mapping[str, Any] | None, blocks_total: int,
+            files_of: Callable[[list[dict[str, Any]]], dict[str, str]]) -> int:
+    """Keep the shards a previous run of these settings committed, each checked against its
+    entry (a shard moved into place just before a kill is read whole and recorded); the
+    first block to make. The last shard of a smaller run is made again, whole, when the run
+    grows past it (its rows stop at the old n; the ones it holds come out the same)."""
+    shards, recorded = set(folder.shards()), set(folder.entry_names())
+    earlier_n = int(stored["n"]) if stored is not None else config.n
+    block = 0
+    while block < blocks_total and run.count < config.n:
+        name = shard_path(Path(), block).name
+        if name not in shards:
+            break
+        known = folder.read_entry(name) if name in recorded else previous.get(name)
+        entry = folder.resumed_entry(name, known, files_of)
+        if "stats" not in entry:  # an entry of a run from before entries held statistics
+            entry = folder.resumed_entry(name, None, files_of)
+        stats = entry["stats"]
+        first = block * config.episodes_per_shard
+        whole = first + stats["episodes"] >= min(first + config.episodes_per_shard, config.episode_budget)
+        ended_smaller_run = earlier_n < config.n and run.count + entry["rows"] >= earlier_n
+        if (not whole or ended_smaller_run) and run.count + entry["rows"] < config.n:
+            break
+        entry = dict(entry, episodes=_episodes(config, block, stats["episodes"]))
+        if name not in recorded or entry != known:
+            folder.record(entry)
+        run.absorb(entry)
+        block += 1
+    folder.cut(shard_path(Path(), block).name)
+    return block
+
+
+def _row_files(arm: Any, rows: list[dict[str, Any]]) -> dict[str, str]:
+    """The shared files ``rows`` need (name -> SHA-256), from their structures."""
+    import hashlib
+
+    from vicogym.arm import payload_dict
+
+    files: dict[str, str] = {}
+    for row in rows:
+        for name, data in arm.side_files(arm.decode(row["structure"], payload_dict(row.get("payloads")))).items():
+            files[name] = hashlib.sha256(data).hexdigest()
+    return dict(sorted(files.items()))
+
+
+def _final_entry(config: GenerateConfig, folder: RunFolder, result: dict[str, Any], b: int, needed: int,
+                 schema: Any) -> dict[str, Any]:
+    """The entry of block ``b``'s shard as the run keeps it: the worker's, or, for the shard
+    that reaches ``n`` before its block ends, the shard cut there (read back from the
+    store and written again: once a run)."""
+    entry, episodes = result["entry"], result["episodes"]
+    rows = 0
+    for kept, (count, _, _) in enumerate(episodes):
+        if rows >= needed:
+            break
+        rows += count
+    else:
+        kept = len(episodes)
+    if kept == len(episodes) and rows <= needed:
+        return entry
+    stored = folder.read_pending(entry["name"])
+    parts, at = [], 0
+    for count, stats, names in episodes:
+        parts.append((stored[at:at + count], EpisodeStats.from_dict(stats), {n: entry["files"][n] for n in names}))
+        at += count
+    rows_kept, stats, files = shard_contents(parts, needed)
+    final = folder.write_final(entry["name"], rows_kept, stats, files, schema)
+    final["episodes"] = _episodes(config, b, stats["episodes"])
+    return final
 
 
 def _block_results(config: GenerateConfig, first: int, last: int,
@@ -420,13 +516,13 @@ def _block_results(config: GenerateConfig, first: int, last: int,
     if config.workers == 1:
         with limit_threads(config.threads):
             for b in range(first, last):
-                yield b, run_block(config, b, needed())
+                yield b, make_block(config, b, needed())
         return
     context = multiprocessing.get_context("spawn")
     pool = cf.ProcessPoolExecutor(max_workers=config.workers, mp_context=context, initializer=start_worker,
                                   initargs=(os.getpid(), config.threads))
     try:
-        yield from _in_order(range(first, last), lambda b: pool.submit(run_block, config, b), cf.Future.result,
+        yield from _in_order(range(first, last), lambda b: pool.submit(make_block, config, b), cf.Future.result,
                              config.workers, collections.deque())
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
@@ -454,7 +550,7 @@ class _RayBlockWorker:
         limit_threads(threads)
 
     def run(self, config: GenerateConfig, block: int) -> Any:
-        return run_block(config, block)
+        return make_block(config, block)
 
 
 def _ray_block_results(config: GenerateConfig, first: int, last: int,
@@ -471,7 +567,7 @@ def _ray_block_results(config: GenerateConfig, first: int, last: int,
     try:
         with limit_threads(config.threads):
             while block < last and not pool.ready.is_set():
-                yield block, run_block(config, block, needed())
+                yield block, make_block(config, block, needed())
                 block += 1
         workers = pool.wait()
         yield from _in_order(range(block, last), lambda b: workers[(b - block) % len(workers)].run.remote(config, b),
@@ -481,31 +577,39 @@ def _ray_block_results(config: GenerateConfig, first: int, last: int,
 
 
 class _Progress:
-    """What a run has written so far, and its manifest."""
+    """What a run has committed so far, summed as it goes (recording a shard costs the same
+    however many came before), and its manifest."""
 
-    def __init__(self, config: GenerateConfig, source_report: dict[str, Any], files: dict[str, str]):
-        self.config, self.source_report, self.files = config, source_report, dict(files)
+    def __init__(self, config: GenerateConfig, source_report: dict[str, Any], zone: tuple[float, float]):
+        self.config, self.source_report, self.zone = config, source_report, zone
         self.totals = EpisodeStats()
-        self.episodes = self.count = 0
-        self.pass_rates: list[float] = []
-        self.shards: list[dict[str, Any]] = []
+        self.episodes = self.count = self.shards = self.sweet = 0
+        self.histogram = np.zeros(10, dtype=np.int64)
+        self.files: dict[str, str] = {}
+        self.committed_files: set[str] = set()
 
-    def absorb(self, entry: dict[str, Any], stats: dict[str, Any]) -> None:
+    def absorb(self, entry: dict[str, Any]) -> None:
+        stats = entry["stats"]
         self.count += entry["rows"]
         self.episodes += stats["episodes"]
+        self.shards += 1
         self.totals.add(EpisodeStats.from_dict(stats))
-        self.pass_rates.extend(stats["pass_rates"])
-        self.shards.append(entry)
+        rates = stats["pass_rates"]
+        self.histogram += np.histogram(rates, bins=10, range=(0.0, 1.0))[0]
+        self.sweet += sum(self.zone[0] <= p <= self.zone[1] for p in rates)
+        self.files.update(entry.get("files") or {})
+        self.committed_files.update(entry.get("files") or {})
 
-    def rates(self, zone: tuple[float, float]) -> dict[str, str]:
+    def rates(self) -> dict[str, str]:
         """What the progress bar shows beside rate and ETA: the share of edits accepted and
         of kept samples in the sweet zone."""
-        sweet = sweet_share(self.pass_rates, zone)
+        sweet = self.sweet / self.count if self.count else 0.0
         accepted = self.totals.valid / self.totals.steps if self.totals.steps else 0.0
         return {"accepted": f"{accepted:.0%}", "sweet": f"{sweet:.0%}"}
 
     def manifest(self, finished: bool) -> dict[str, Any]:
-        manifest = _manifest(self.config, self.totals, self.episodes, self.count, self.pass_rates, self.shards)
+        manifest = _manifest(self.config, self.totals, self.episodes, self.count, self.histogram,
+                             self.sweet, self.shards)
         manifest["finished"] = finished
         manifest["source"] = self.source_report
         manifest["files"] = dict(sorted(self.files.items()))
@@ -518,11 +622,10 @@ def _episodes(config: GenerateConfig, block: int, count: int) -> list[int]:
     return [first, first + count]
 
 
-def _manifest(config: GenerateConfig, totals: EpisodeStats, episodes: int, count: int,
-              pass_rates: list[float], shards: list[dict[str, Any]]) -> dict[str, Any]:
+def _manifest(config: GenerateConfig, totals: EpisodeStats, episodes: int, count: int, histogram: np.ndarray,
+              sweet: int, shards: int) -> dict[str, Any]:
     import gymnasium as gym
 
-    hist, edges = np.histogram(pass_rates, bins=10, range=(0.0, 1.0))
     spec = gym.spec(config.env_id)
     env_config = make_config(config.env_id, config.make_kwargs)
     return {
@@ -535,11 +638,12 @@ def _manifest(config: GenerateConfig, totals: EpisodeStats, episodes: int, count
                 "env_config": env_config.to_dict()},
         "counts": {"samples": count, "requested": config.n, "episodes": episodes, "steps": totals.steps,
                    "valid_steps": totals.valid, "rejected_steps": totals.steps - totals.valid,
-                   "no_edit_episodes": totals.no_edit},
+                   "no_edit_episodes": totals.no_edit, "shards": shards},
         "complete": count >= config.n,
         "rejections": dict(sorted(totals.rejections.items())),
         "seed_rejections": dict(sorted(totals.seed_rejections.items())),
-        "pass_rate_histogram": {"edges": [round(e, 2) for e in edges.tolist()], "counts": hist.tolist()},
-        "sweet_zone_hit_rate": round(sweet_share(pass_rates, env_config.sweet_zone), 4),
-        "shards": shards,
+        "pass_rate_histogram": {"edges": [round(e, 2) for e in np.linspace(0.0, 1.0, 11).tolist()],
+                                "counts": histogram.tolist()},
+        "sweet_zone_hit_rate": round(sweet / count if count else 0.0, 4),
+        "entries": ENTRIES_DIR,
     }

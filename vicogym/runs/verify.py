@@ -34,7 +34,16 @@ from typing import Any, Iterator
 from vicogym.arm import payload_dict
 from vicogym.errors import InvalidEdit, MissingExtra, RunError, UnknownEnvironment
 from vicogym.images import decode_png, row_png, same_image
-from vicogym.runs.shards import FILES_DIR, MANIFEST_FILE, SHARD_GLOB, RunFolder, file_sha256, local_run, row_hash
+from vicogym.runs.shards import (
+    ENTRIES_DIR,
+    FILES_DIR,
+    MANIFEST_FILE,
+    SHARD_GLOB,
+    RunFolder,
+    file_sha256,
+    local_run,
+    row_hash,
+)
 from vicogym.runs.trainer_columns import verl_mismatch
 
 
@@ -89,8 +98,7 @@ def manifest_problem(manifest: Any) -> str | None:
 
     if not isinstance(manifest, dict):
         return f"expected a JSON object, got {short_repr(manifest)}"
-    for key, kind, name in (("config", dict, "an object"), ("counts", dict, "an object"), ("env", dict, "an object"),
-                            ("shards", list, "a list")):
+    for key, kind, name in (("config", dict, "an object"), ("counts", dict, "an object"), ("env", dict, "an object")):
         if not isinstance(manifest.get(key), kind):
             return f"{key!r} is {short_repr(manifest.get(key))}, expected {name}"
     config, counts = manifest["config"], manifest["counts"]
@@ -104,15 +112,59 @@ def manifest_problem(manifest: Any) -> str | None:
             return f"counts.{key} is {short_repr(counts.get(key))}, expected a whole number"
     if not isinstance(manifest["env"].get("id"), str):
         return f"env.id is {short_repr(manifest['env'].get('id'))}, expected an environment id"
-    for i, entry in enumerate(manifest["shards"]):
-        if not (isinstance(entry, dict) and isinstance(entry.get("name"), str) and is_int(entry.get("rows"), 0)
-                and isinstance(entry.get("sha256"), str)):
-            return f"shards[{i}] is {short_repr(entry)}, expected {{name, rows, sha256, ...}}"
-        episodes = entry.get("episodes")
-        if episodes is not None and not (isinstance(episodes, list) and len(episodes) == 2
-                                         and all(is_int(x, 0) for x in episodes)):
-            return f"shards[{i}].episodes is {short_repr(episodes)}, expected [first, end]"
+    if "shards" in manifest:  # a run from before the manifest's entries were files of their own
+        if not isinstance(manifest["shards"], list):
+            return f"'shards' is {short_repr(manifest['shards'])}, expected a list"
+        for i, entry in enumerate(manifest["shards"]):
+            problem = entry_problem(entry)
+            if problem:
+                return f"shards[{i}] {problem}"
+    elif not is_int(counts.get("shards"), 0):
+        return f"counts.shards is {short_repr(counts.get('shards'))}, expected a whole number"
     return None
+
+
+def entry_problem(entry: Any) -> str | None:
+    """What makes ``entry`` no shard entry of a manifest, or ``None``."""
+    from vicogym.core import short_repr
+    from vicogym.validation import is_int
+
+    if not (isinstance(entry, dict) and isinstance(entry.get("name"), str) and is_int(entry.get("rows"), 0)
+            and isinstance(entry.get("sha256"), str)):
+        return f"is {short_repr(entry)}, expected {{name, rows, sha256, ...}}"
+    episodes = entry.get("episodes")
+    if episodes is not None and not (isinstance(episodes, list) and len(episodes) == 2
+                                     and all(is_int(x, 0) for x in episodes)):
+        return f"records episodes {short_repr(episodes)}, expected [first, end]"
+    if entry.get("row_hashes") is not None and not isinstance(entry["row_hashes"], dict):
+        return f"records row_hashes {short_repr(entry['row_hashes'])}, expected an object of row ids to hashes"
+    return None
+
+
+def _entries(out: Path, manifest: dict[str, Any], findings: Findings) -> Iterator[tuple[str, dict[str, Any] | None]]:
+    """``(shard name, entry)`` of the manifest's entries in block order, read one at a time
+    (an entry that cannot be read or is malformed comes with ``None``, reported)."""
+    if isinstance(manifest.get("shards"), list):
+        for entry in manifest["shards"]:
+            yield entry["name"], entry
+        return
+    folder = RunFolder(out)
+    for name in folder.entry_names():
+        where = f"{ENTRIES_DIR}/{name[:-len('.parquet')]}.json"
+        try:
+            entry = folder.read_entry(name)
+        except RunError as exc:
+            findings.add(where, f"cannot be read ({str(exc)[:200]})")
+            yield name, None
+            continue
+        problem = entry_problem(entry)
+        if problem is None and entry["name"] != name:
+            problem = f"is the entry of {entry['name']}, not of {name}"
+        if problem:
+            findings.add(where, problem)
+            yield name, None
+            continue
+        yield name, entry
 
 
 def _read_shard(path: Path, findings: Findings) -> list[dict[str, Any]] | None:
@@ -197,18 +249,18 @@ def verify(out: str | Path, *, images: bool = True, source: str | Path | None = 
 def _verify(out: Path, images: bool, source: str | Path | None, allow_unreplayed: bool) -> Findings:
     manifest = read_manifest(out)
     findings = Findings()
-    listed = {s["name"]: s for s in manifest["shards"]}
-    for path in sorted(out.glob(SHARD_GLOB)):
-        if path.name not in listed:
-            findings.add(path.name, "is not in the manifest (a shard from elsewhere, or a copy)")
-    files_ok = _check_side_files(out, manifest, findings)
     shape = _RunShape(manifest, findings)
+    files_ok = _check_side_files(out, manifest, findings)
     arms = _Arms(manifest, findings, None if source is None else str(source), out / FILES_DIR if files_ok else None)
     replay = _Replay(manifest, arms, findings)
     seen: dict[str, str] = {}
+    listed: set[str] = set()
     try:
-        for block, (name, entry) in enumerate(listed.items()):
-            shape.check_entry(block, name, entry)
+        for block, (name, entry) in enumerate(_entries(out, manifest, findings)):
+            listed.add(name)
+            shape.check_entry(block, name, entry or {"name": name})
+            if entry is None:
+                continue
             path = out / name
             if not path.is_file():
                 findings.add(name,
@@ -230,10 +282,13 @@ def _verify(out: Path, images: bool, source: str | Path | None, allow_unreplayed
                 elif recorded != row_hash(row):
                     findings.add(str(row.get("id")), "content differs from the hash recorded at generation")
                 _guarded(row, findings, _check_row, row, name, seen, arms, findings, images)
-            replay.block(shape.rows_by_episode(block, name, rows), shape.episodes_of(block, entry))
+            replay.block(shape.rows_by_episode(block, name, entry, rows), shape.episodes_of(block, entry))
     finally:
         arms.close()
-    shape.check_totals(findings.rows)
+    for path in sorted(out.glob(SHARD_GLOB)):
+        if path.name not in listed:
+            findings.add(path.name, "is not in the manifest (a shard from elsewhere, or a copy)")
+    shape.check_totals(findings.rows, len(listed))
     _note_code(manifest, findings)
     if findings.rows == 0:
         findings.add(str(out), "holds no rows")
@@ -333,12 +388,12 @@ class _RunShape:
         self.ends_short = span.stop < end
         self.episodes += max(0, span.stop - span.start)
 
-    def rows_by_episode(self, block: int, name: str,
+    def rows_by_episode(self, block: int, name: str, entry: dict[str, Any],
                         rows: list[dict[str, Any]]) -> dict[int, list[tuple[int, dict[str, Any]]]]:
         """The shard's rows by episode, each with the turn its id names, after their ids,
         provenance, order and membership are checked (rows that fail are reported and left
         out)."""
-        span = self.episodes_of(block, self.manifest["shards"][block])
+        span = self.episodes_of(block, entry)
         out: dict[int, list[dict[str, Any]]] = {}
         for row in rows:
             row_id = str(row.get("id"))
@@ -378,12 +433,14 @@ class _RunShape:
                     f"{want[wrong[0]]!r}")
         return None
 
-    def check_totals(self, rows: int) -> None:
+    def check_totals(self, rows: int, shards: int) -> None:
         counts, add = self.manifest["counts"], self.findings.add
         if self.manifest.get("finished") is False:
             add(MANIFEST_FILE, "the run did not finish (interrupted); run the same generate command again to complete "
                 "it")
             return
+        if "shards" in counts and counts["shards"] != shards:
+            add(MANIFEST_FILE, f"records {counts['shards']} shards, {ENTRIES_DIR}/ holds the entries of {shards}")
         if counts["samples"] != rows:
             add(MANIFEST_FILE, f"records {counts['samples']} samples, the shards hold {rows}")
         if counts["requested"] != self.n:
