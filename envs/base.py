@@ -28,14 +28,14 @@ from vicogym.core import Edit, Provenance, Render, Sample, Seed, StepResult
 from vicogym.errors import GenerationError, InvalidEdit
 from vicogym.policies import Actor, make_actor
 from vicogym.registry import check_settings
-from vicogym.rewards import RewardConfig, difficulty_reward, in_sweet_zone
+from vicogym.rewards import PROBE_POLICIES, RewardConfig, difficulty_reward, in_sweet_zone, probe_decided
 from vicogym.spaces import TextSpace, to_charset
 from vicogym.validation import MAX_SEED, is_int, is_number
 
 #: bounds of the integer settings: a run of 10^8 actor calls per sample or an observation
 #: too short for any question is a mistake to report, not to start
 LIMITS = {"k": (1, 4096), "max_turns": (1, 10_000), "max_tries": (1, 10_000), "max_question_chars": (64, 65_536),
-          "max_structure_chars": (1024, 1_048_576)}
+          "max_structure_chars": (1024, 1_048_576), "probe_batch": (1, 4096)}
 
 
 @dataclass(frozen=True)
@@ -53,12 +53,22 @@ class EnvConfig:
     max_tries: int = 16
     max_question_chars: int = 1024
     max_structure_chars: int = 16384
+    #: how many of the K answers a probe draws (:data:`vicogym.rewards.PROBE_POLICIES`): all K
+    #: (``fixed``), or batches of ``probe_batch`` until the Beta posterior puts the pass rate
+    #: in or out of the sweet zone with probability ``probe_confidence`` (``sequential``)
+    probe: str = "fixed"
+    probe_batch: int = 3
+    probe_confidence: float = 0.8
 
     def __post_init__(self) -> None:
         for name, (low, high) in LIMITS.items():
             v = getattr(self, name)
             if not is_int(v, low, high):
                 raise ValueError(f"expected {name} to be an integer in [{low}, {high}], got {v!r}")
+        if self.probe not in PROBE_POLICIES:
+            raise ValueError(f"expected probe in {PROBE_POLICIES}, got {self.probe!r}")
+        if not is_number(self.probe_confidence) or not 0.5 < self.probe_confidence < 1.0:
+            raise ValueError(f"expected probe_confidence in (0.5, 1), got {self.probe_confidence!r}")
         if not is_number(self.invalid_penalty, finite=False):
             raise TypeError(f"expected invalid_penalty to be a number, got {self.invalid_penalty!r}")
         if not -1e6 <= self.invalid_penalty <= 0:  # NaN fails too; a reward for invalid edits would teach them
@@ -223,13 +233,21 @@ class VicoEnv(gym.Env):
         try:
             edit = Edit.parse(action)
             if edit.is_stop:
-                probes = [self._probe(self.sample, self._render_out, rng)[0] for _ in range(repeats)]
+                probes = self._probes(self.sample, self._render_out, rng, repeats)
                 return float(np.mean([self.pass_rate, *probes])), None
             structure, answer, _, render = self._edit(self.sample, edit, {})
         except InvalidEdit as error:
             return None, error
         sample = replace(self.sample, structure=structure, answer=answer, image=render.image)
-        return float(np.mean([self._probe(sample, render, rng)[0] for _ in range(repeats)])), None
+        return float(np.mean(self._probes(sample, render, rng, repeats))), None
+
+    def _probes(self, sample: Sample, render: Render, rng: np.random.Generator, repeats: int) -> list[float]:
+        """A preview's pass rates: ``repeats`` probes of ``k`` answers, or with sequential
+        probing one probe of at most ``repeats`` x ``k`` answers, which stops as soon as the
+        zone is decided (a candidate far from the zone costs one batch)."""
+        if self.config.probe == "sequential":
+            return [self._probe(sample, render, rng, most=repeats * self.config.k)[0]]
+        return [self._probe(sample, render, rng)[0] for _ in range(repeats)]
 
     # -- helpers -----------------------------------------------------------------------
     def _draw_answerable_seed(self, options: Mapping[str, Any]) -> tuple[Seed, str, Render, dict[str, int]]:
@@ -309,14 +327,27 @@ class VicoEnv(gym.Env):
         return StepResult(self._observation(), float(self.config.invalid_penalty), False, truncated,
                           self._info(False, error, timings))
 
-    def _probe(self, sample: Sample, render: Render, rng: np.random.Generator | None = None) -> tuple[float, list[str]]:
+    def _probe(self, sample: Sample, render: Render, rng: np.random.Generator | None = None,
+               most: int | None = None) -> tuple[float, list[str]]:
+        """The actor's pass rate on ``sample`` and the answers it was scored from: ``k``
+        answers (``most`` for a preview's repeats), or with ``probe="sequential"`` batches of
+        ``probe_batch`` until the zone is decided (see :func:`vicogym.rewards.probe_decided`)."""
         context = self.arm.actor_context(sample, render)
-        answers = self.actor.answer(sample.image, sample.question, self.config.k,
-                                    rng=rng if rng is not None else self.np_random, context=context)
-        if len(answers) != self.config.k:
-            raise RuntimeError(f"expected {self.config.k} answers from the actor, got {len(answers)}")
-        scores = [self.arm.score(str(a), sample.answer) for a in answers]
-        return float(np.mean(scores)), [str(a) for a in answers]
+        rng = rng if rng is not None else self.np_random
+        most = self.config.k if most is None else most
+        batch = most if self.config.probe == "fixed" else self.config.probe_batch
+        answers: list[str] = []
+        scores: list[float] = []
+        while len(answers) < most:
+            size = min(batch, most - len(answers))
+            drawn = self.actor.answer(sample.image, sample.question, size, rng=rng, context=context)
+            if len(drawn) != size:
+                raise RuntimeError(f"expected {size} answers from the actor, got {len(drawn)}")
+            answers.extend(str(a) for a in drawn)
+            scores.extend(self.arm.score(str(a), sample.answer) for a in drawn)
+            if len(answers) < most and probe_decided(scores, self.config.sweet_zone, self.config.probe_confidence):
+                break
+        return float(np.mean(scores)), answers
 
     def _observation(self) -> dict[str, Any]:
         if self.sample is None:

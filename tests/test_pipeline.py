@@ -339,7 +339,8 @@ def test_a_run_at_a_filesystem_url_is_the_local_run_and_resumes(small_run, tmp_p
         fs.rm("/vicogym-test/run/manifest.json")
         fs.pipe("/vicogym-test/run/part-00099.parquet.tmp", b"partial")
         generate(_config(url), progress=False)
-        assert [fs.cat(p) for p in sorted(fs.glob("/vicogym-test/run/part-*.parquet"))] == _bytes(small_run[0])[:len(local)]
+        remote = sorted(fs.glob("/vicogym-test/run/part-*.parquet"))
+        assert [fs.cat(p) for p in remote] == _bytes(small_run[0])[:len(local)]
         assert verify(url).ok
         with pytest.raises(RunError, match="holds a run with other settings \\(differing: seed\\)"):
             generate(_config(url, seed=8), progress=False)

@@ -138,6 +138,10 @@ def generate(
                                                      help="episodes per Parquet shard [16]"),
     max_episodes: Optional[int] = typer.Option(None, "--max-episodes", help="episode budget [max(4n, 32)]"),
     k: Optional[int] = typer.Option(None, "--k", help="actor rollouts per sample (same as --set k=K) [8]"),
+    probe: Optional[str] = typer.Option(None, "--probe", help="fixed: every probe draws K answers; sequential: "
+                                        "batches of probe_batch (3) until the Beta posterior puts the pass rate in or "
+                                        "out of the sweet zone with probe_confidence (0.8), at most K (--set "
+                                        "probe=...) [fixed]"),
     actor: Optional[str] = typer.Option(None, "--actor", help=ACTOR + " [simulated]"),
     rewriter: Optional[str] = typer.Option(None, "--rewriter", help=REWRITER + " [random]"),
     max_turns: Optional[int] = typer.Option(None, "--max-turns", help="edit turns per episode (--set max_turns=T) [3]"),
@@ -176,7 +180,7 @@ def generate(
         env_kwargs = dict(env_kwargs)
         if actor is not None and actor.strip().startswith("{"):
             actor = json_flag("--actor", actor)  # a JSON actor object, as --set actor=... takes it
-        sugar = {"k": k, "max_turns": max_turns, "source": source, "tier2": tier2, "actor": actor}
+        sugar = {"k": k, "max_turns": max_turns, "source": source, "tier2": tier2, "actor": actor, "probe": probe}
         env_kwargs.update({key: value for key, value in sugar.items() if value is not None})
         env_kwargs.update(parse_setting(text) for text in settings or [])
         data["env_kwargs"] = env_kwargs

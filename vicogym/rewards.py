@@ -81,3 +81,44 @@ def sweet_share(pass_rates: Iterable[float], zone: tuple[float, float]) -> float
     """The share of ``pass_rates`` inside the sweet ``zone`` ``(low, high)`` (0 for none)."""
     rates = list(pass_rates)
     return float(sum(zone[0] <= p <= zone[1] for p in rates) / len(rates)) if rates else 0.0
+
+
+# -- how many answers a probe draws -------------------------------------------------------
+#: ``fixed``: every probe draws K answers (the paper's); ``sequential``: answers come in
+#: batches, and a probe stops once the posterior says its pass rate is in or out of the zone
+PROBE_POLICIES = ("fixed", "sequential")
+
+
+#: the prior of a probe's pass rate: Jeffreys' Beta(1/2, 1/2), the uninformative prior of a
+#: success rate
+PROBE_PRIOR = 0.5
+
+
+def zone_belief(scores: Iterable[float], zone: tuple[float, float]) -> float:
+    """The posterior probability that the pass rate lies in ``zone`` after ``scores``
+    (each in [0, 1]; a partial score counts as that share of a success), from Jeffreys'
+    prior: ``P(low <= p <= high)`` under Beta(1/2 + s, 1/2 + n - s)."""
+    from scipy.special import betainc
+
+    scores = list(scores)
+    a, b = PROBE_PRIOR + sum(scores), PROBE_PRIOR + len(scores) - sum(scores)
+    return float(betainc(a, b, zone[1]) - betainc(a, b, zone[0]))
+
+
+def probe_decided(scores: Iterable[float], zone: tuple[float, float], confidence: float) -> bool:
+    """Whether a sequential probe may stop: the pass rate is in the zone, or out of it,
+    with posterior probability at least ``confidence``."""
+    belief = zone_belief(scores, zone)
+    return belief >= confidence or belief <= 1.0 - confidence
+
+
+def sequential_draws(scores: list[float], k: int, batch: int, zone: tuple[float, float], confidence: float) -> int:
+    """How many of the answers ``scores`` (in the order drawn) a sequential probe of at
+    most ``k`` answers in batches of ``batch`` draws: the first batch boundary at which
+    :func:`probe_decided`, else ``k``."""
+    drawn = 0
+    while drawn < k:
+        drawn = min(drawn + batch, k)
+        if drawn < k and (drawn > len(scores) or probe_decided(scores[:drawn], zone, confidence)):
+            return drawn
+    return k

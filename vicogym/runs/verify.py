@@ -638,10 +638,14 @@ def _reward_problem(row: dict[str, Any], arm: Any) -> str | None:
 
 
 def _pass_rate_problem(row: dict[str, Any], arm: Any) -> str | None:
-    """The pass rates scored again from the K actor answers the row keeps (the sample's
-    against its answer, the seed's against the seed's answer). Rows written before rows
-    kept their answers have none to score."""
+    """The pass rates scored again from the actor answers the row keeps (the sample's
+    against its answer, the seed's against the seed's answer): K of them, or with
+    sequential probing as many as the stopping rule, applied again to the answers in the
+    order drawn, lets the probe draw. Rows written before rows kept their answers have
+    none to score."""
     import numpy as np
+
+    from vicogym.rewards import sequential_draws
 
     if "actor_answers" not in row:
         return None
@@ -651,11 +655,21 @@ def _pass_rate_problem(row: dict[str, Any], arm: Any) -> str | None:
     for column, rate_column, answer in (("actor_answers", "pass_rate", row["answer"]),
                                         ("seed_actor_answers", "pass_rate_before", seed_answer)):
         answers = row.get(column)
-        if not isinstance(answers, list) or len(answers) != k:
+        if not isinstance(answers, list) or not answers:
             return f"{column} holds {len(answers) if isinstance(answers, list) else 'no'} answers, the run asked k={k}"
-        rate = float(np.mean([arm.score(str(a), answer) for a in answers]))
+        scores = [arm.score(str(a), answer) for a in answers]
+        if getattr(arm.config, "probe", "fixed") == "sequential":
+            drawn = sequential_draws(scores, k, arm.config.probe_batch, arm.config.sweet_zone,
+                                     arm.config.probe_confidence)
+            if len(answers) != drawn:
+                return (f"{column} holds {len(answers)} answers; a sequential probe (at most k={k}, batches of "
+                        f"{arm.config.probe_batch}) stops after {drawn} of them")
+        elif len(answers) != k:
+            return f"{column} holds {len(answers)} answers, the run asked k={k}"
+        rate = float(np.mean(scores))
         if rate != row.get(rate_column):
-            return f"{rate_column} {row.get(rate_column)!r} is not the score {rate!r} of the {k} answers in {column}"
+            return (f"{rate_column} {row.get(rate_column)!r} is not the score {rate!r} of the {len(answers)} answers "
+                    f"in {column}")
     return None
 
 
