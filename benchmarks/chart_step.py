@@ -13,6 +13,9 @@ render, check answerability, encode PNG (``env.step`` plus ``encode_png``, with 
 answerability checks timed on their own); the baseline applies the same edits with the
 same pure editors and label programs and rebuilds the chart with pyplot.
 
+Last, full renders per kept sample and the renders discarded (a check failed after the
+render), for a ``generate`` run with the arm's pre-render screen of seeds and without it.
+
 Native thread pools are limited to one thread, as generation runs.
 
     python benchmarks/chart_step.py [--episodes 48] [--rounds 5] [--steps 100] [--seeds 4]
@@ -149,6 +152,58 @@ def generation_pattern(env, episodes: int, rounds: int, apply, relabel, encode_p
           f"over rounds, {totals[0] / totals[1]:.2f}x overall (target >= 4x)")
 
 
+def seed_renders(runs: int) -> None:
+    """Full renders per kept sample, and those thrown away with a rejected seed, for a
+    ``generate`` run of ``runs`` samples (3-turn episodes of the random rewriter, the
+    simulated actor), with the arm's pre-render screen and without it (the same run: the
+    kept rows come out the same)."""
+    import shutil
+    import tempfile
+
+    import pyarrow.parquet as pq
+
+    from vicogym.runs import generate as workflow
+    from vicogym.runs.shards import row_hash
+
+    counts = {}
+    for label, screening in (("without the screen", False), ("with the screen", True)):
+        folder = tempfile.mkdtemp(prefix="vicogym-screen-")
+        config = workflow.GenerateConfig(n=runs, out=folder, episodes_per_shard=8)
+        env = workflow._env_for(config)
+        arm = type(env.arm)
+        renders, kept = [0], [0]
+        render, validate, screen = arm.render, arm.validate, arm.screen
+
+        def counted(self, *args, **kwargs):
+            renders[0] += 1
+            return render(self, *args, **kwargs)
+
+        def checked(self, *args, **kwargs):
+            validate(self, *args, **kwargs)
+            kept[0] += 1  # a render that is used: the check passed
+
+        arm.render, arm.validate = counted, checked
+        if not screening:
+            arm.screen = lambda self, structure, rule: None
+        start = time.perf_counter()
+        try:
+            manifest = workflow.generate(config, progress=False)
+            seconds = time.perf_counter() - start
+            rows = [row_hash(r) for p in sorted(__import__("pathlib").Path(folder).glob("part-*.parquet"))
+                    for r in pq.read_table(p).to_pylist()]
+        finally:
+            arm.render, arm.validate, arm.screen = render, validate, screen
+            shutil.rmtree(folder, ignore_errors=True)
+        samples = manifest["counts"]["samples"]
+        rejected = sum(manifest["seed_rejections"].values())
+        counts[label] = rows
+        print(f"seeds {label}: {renders[0] / samples:.2f} full renders per kept sample, "
+              f"{(renders[0] - kept[0]) / samples:.2f} of them discarded (a check failed), {rejected / samples:.2f} "
+              f"seed variants rejected per kept sample, {runs / seconds:.1f} samples/s")
+    print(f"seeds: the kept rows are the same with and without the screen: "
+          f"{counts['without the screen'] == counts['with the screen']}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=100, help="edit steps per seed sample")
@@ -211,6 +266,7 @@ def main() -> None:
         return time.perf_counter() - start
 
     generation_pattern(env, args.episodes, args.rounds, apply, relabel, encode_png)
+    seed_renders(args.episodes * 2)
     steps = args.steps * args.seeds
     for name, label in (("values", "value edits (set_cell, scale_series)"), ("mix", "random rewriter's edit mix")):
         episodes = chains(name)

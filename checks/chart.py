@@ -33,7 +33,7 @@ The thresholds, and why:
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -269,6 +269,37 @@ def _cells(rule: Mapping[str, Any], table: Table) -> tuple[str, list[tuple[str, 
 
 
 def check_values(structure: ChartStructure, rule: Mapping[str, Any], facts: Any, tolerance: float) -> None:
+    chart_type = structure.spec.chart_type
+    _check_values(structure, rule, tolerance, lambda: _px_per_unit(facts, chart_type),
+                  lambda: axis_resolution(facts, chart_type))
+
+
+def screen(structure: ChartStructure, rule: Mapping[str, Any], limits: tuple[float, float], length_px: float,
+           tick_space: int, tolerance: float = 0.05) -> None:
+    """:func:`check_values` before a render, on the most favourable value axis any render
+    of ``structure`` could draw: it raises only where the render's check raises too (a
+    question that needs printed values on a chart without data labels, a pie read without
+    them, printed values that tie, and values or gaps too fine for even that axis). The
+    most favourable axis: the plot takes ``length_px`` (the figure's whole extent along the
+    value axis) for the value ``limits`` the renderer draws, and the tick step is no finer
+    than a ninth of the limits (matplotlib's tick locator divides the axis into at most 9
+    steps, and with ``tick_space`` >= 4 -- the steps a plot of the least room
+    :func:`check_room` accepts has space for -- its first step already gives two ticks, so
+    it takes no finer one). A plot laid out shorter, or with coarser ticks, reads no
+    better, and one with less room is rejected as cramped."""
+    chart_type = structure.spec.chart_type
+    span = max(limits[1] - limits[0], 1e-12)
+    finest = READ_PX * span / length_px
+    if tick_space >= 4:
+        finest = max(finest, span / 9.0 / TICK_DIVISIONS)
+    _check_values(structure, rule, tolerance, lambda: length_px / span / (2.0 if chart_type == "stacked_bar" else 1.0),
+                  lambda: finest)
+
+
+def _check_values(structure: ChartStructure, rule: Mapping[str, Any], tolerance: float,
+                  px_per_unit: Callable[[], float], resolution: Callable[[], float]) -> None:
+    """The value checks, given the value axis' pixels per data unit and the resolution of
+    one reading (see :func:`axis_resolution`), each asked for only where needed."""
     t, spec = structure.table, structure.spec
     labelled = spec.data_labels
     if rule["kind"] == "invariant":
@@ -287,16 +318,16 @@ def check_values(structure: ChartStructure, rule: Mapping[str, Any], facts: Any,
                               "label: set data_labels true", field="data_labels")
         return
     if op in ORDER_OPS:
-        _check_order(op, cells, values, t, spec, facts, labelled, pie)
+        _check_order(op, cells, values, t, px_per_unit, labelled, pie)
     elif op == "count_above":
-        _check_threshold(float(rule["program"]["threshold"]), cells, values, t, spec, facts, labelled, pie)
+        _check_threshold(float(rule["program"]["threshold"]), cells, values, px_per_unit, labelled, pie)
     elif op in READING_OPS or op in ("sum", "row_sum", "ratio"):
         if labelled:
             return
         if pie:
             raise InvalidEdit("unreadable", "a pie shows no scale, so a value can be read only from data labels; "
                               "set data_labels true", field="data_labels")
-        delta = axis_resolution(facts, spec.chart_type) * (2.0 if spec.chart_type == "stacked_bar" else 1.0)
+        delta = resolution() * (2.0 if spec.chart_type == "stacked_bar" else 1.0)
         _check_reading(op, values, delta, tolerance, rule)
 
 
@@ -346,8 +377,8 @@ def _px_per_unit(facts: Any, chart_type: str) -> float:
     return length / max(hi - lo, 1e-12) / (2.0 if chart_type == "stacked_bar" else 1.0)
 
 
-def _check_order(op: str, cells: list[tuple[str, str]], values: list[float], t: Table, spec: Any, facts: Any,
-                 labelled: bool, pie: bool) -> None:
+def _check_order(op: str, cells: list[tuple[str, str]], values: list[float], t: Table,
+                 px_per_unit: Callable[[], float], labelled: bool, pie: bool) -> None:
     need_choices([f"{row}/{series}" for row, series in cells])
     ordered = sorted(range(len(values)), key=lambda k: values[k], reverse=op != "argmin")
     a, b = ordered[0], ordered[1]
@@ -370,15 +401,15 @@ def _check_order(op: str, cells: list[tuple[str, str]], values: list[float], t: 
                               f"{MIN_PIE_SHARE_GAP:.0%} a reader can tell apart; set data_labels true",
                               field="data_labels")
         return
-    gap_px = abs(va - vb) * _px_per_unit(facts, spec.chart_type)
+    gap_px = abs(va - vb) * px_per_unit()
     if gap_px < MIN_GAP_PX:
         raise InvalidEdit("near_tie", f"{names} are drawn {gap_px:.1f} px apart, less than the {MIN_GAP_PX:g} px a "
                           f"reader can tell apart; set data_labels true or make the values differ more",
                           field="data_labels")
 
 
-def _check_threshold(threshold: float, cells: list[tuple[str, str]], values: list[float], t: Table, spec: Any,
-                     facts: Any, labelled: bool, pie: bool) -> None:
+def _check_threshold(threshold: float, cells: list[tuple[str, str]], values: list[float],
+                     px_per_unit: Callable[[], float], labelled: bool, pie: bool) -> None:
     shown_threshold = format_number(threshold)
     for (row, _series), v in zip(cells, values):
         if labelled:
@@ -391,7 +422,7 @@ def _check_threshold(threshold: float, cells: list[tuple[str, str]], values: lis
         if pie:
             raise InvalidEdit("unreadable", "a pie shows no scale: counting values above a threshold needs data "
                               "labels; set data_labels true", field="data_labels")
-        gap_px = abs(v - threshold) * _px_per_unit(facts, spec.chart_type)
+        gap_px = abs(v - threshold) * px_per_unit()
         if gap_px < MIN_GAP_PX:
             raise InvalidEdit("near_tie", f"{row!r} ({format_number(v)}) is drawn {gap_px:.1f} px from the threshold "
                               f"{shown_threshold}, less than {MIN_GAP_PX:g} px; set data_labels true or move the value",

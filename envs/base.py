@@ -259,6 +259,12 @@ class VicoEnv(gym.Env):
         for _ in range(self.config.max_tries):
             drawn = self.arm.draw_seed(self.np_random, options)
             for variant in self.arm.seed_variants(drawn):
+                try:
+                    self.arm.screen(variant.structure, variant.label_rule)  # no render for a surely rejected seed
+                except InvalidEdit as exc:
+                    rejections[exc.code] += 1
+                    last = exc
+                    continue
                 text, render = self._render(variant.structure)
                 try:
                     self._check_sizes(text, variant.question)

@@ -21,7 +21,7 @@ from vicogym.envs.base import EnvConfig, VicoEnv
 from vicogym.errors import InvalidEdit
 from vicogym.images import ImagePolicy
 from vicogym.programs import chart as chart_programs
-from vicogym.renderers.chart import ChartRenderer
+from vicogym.renderers.chart import ChartRenderer, value_limits
 from vicogym.sources.chart import TIER2_POLICIES, make_source, spec_variants
 from vicogym.structures.chart import ChartStructure, Table
 from vicogym.validation import is_int
@@ -133,6 +133,15 @@ class ChartArm(Arm):
     def render(self, structure: ChartStructure, rng: np.random.Generator) -> Render:
         out = self.renderer.render(structure)  # matplotlib draws deterministically: no randomness needed
         return Render(out.image, out)
+
+    def screen(self, structure: ChartStructure, rule: Mapping[str, Any]) -> None:
+        spec = structure.spec
+        inches = float(spec.figure_size[0 if spec.chart_type == "hbar" else 1])
+        # matplotlib's tick space along the value axis of the shortest plot check_room lets
+        # through: its length in points over the tick labels' size (2x on y, 3x on x)
+        label_pt = spec.font_size * 0.9 * (3.0 if spec.chart_type == "hbar" else 2.0)
+        chart_checks.screen(structure, rule, value_limits(structure.table, spec.chart_type), inches * self.renderer.dpi,
+                            int(chart_checks.MIN_PLOT_SHARE * inches * 72.0 // label_pt), self.tolerance)
 
     def validate(self, structure: ChartStructure, render: Render, rule: Mapping[str, Any]) -> None:
         chart_checks.check(structure, rule, render.facts, self.tolerance)

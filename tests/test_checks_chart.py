@@ -183,3 +183,41 @@ def test_a_which_series_question_left_one_series_is_refused_as_too_small_never_u
         env._edit(replace(env.sample, structure=structure, label_rule=rule),
                   Edit.parse({"op": "remove_series", "series": "Costs"}), {})
     assert info.value.code == "size" and "only ['Sales']" in str(info.value)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**31))
+def test_the_pre_render_screen_rejects_only_what_the_render_check_rejects(seed):
+    """A seed the screen turns away before its render fails the value checks on its
+    render too: screening saves renders and changes no decision."""
+    from vicogym.checks import chart as chart_checks
+
+    env = _screen_env()
+    drawn = env.arm.draw_seed(np.random.default_rng(seed), {})
+    for variant in env.arm.seed_variants(drawn):
+        try:
+            env.arm.screen(variant.structure, variant.label_rule)
+        except InvalidEdit as screened:
+            _, render = env.arm.encode_and_render(variant.structure)
+            with pytest.raises(InvalidEdit) as checked:
+                chart_checks.check_values(variant.structure, variant.label_rule, render.facts, env.arm.tolerance)
+            assert checked.value.code == screened.code
+
+
+def test_seeds_drawn_with_the_screen_are_those_drawn_without(monkeypatch):
+    env = _screen_env()
+    screened = [env.reset(seed=s)[1]["sample"] for s in range(24)]
+    monkeypatch.setattr(type(env.arm), "screen", lambda self, structure, rule: None)
+    plain = [env.reset(seed=s)[1]["sample"] for s in range(24)]
+    for a, b in zip(screened, plain):
+        assert (a.structure, a.question, a.answer) == (b.structure, b.question, b.answer)
+        assert np.array_equal(a.image, b.image)
+
+
+_SCREEN_ENVS: list = []
+
+
+def _screen_env():
+    if not _SCREEN_ENVS:
+        _SCREEN_ENVS.append(gym.make("vicogym/Chart-v0", k=1).unwrapped)
+    return _SCREEN_ENVS[0]

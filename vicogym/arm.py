@@ -113,6 +113,12 @@ class Arm(abc.ABC):
         then on at most ``images.DIFFERING_PIXELS`` of the pixels; see ``images.same_image``)."""
         return 0
 
+    def screen(self, structure: Any, rule: Mapping[str, Any]) -> None:
+        """Raise ``InvalidEdit`` for a seed that :meth:`validate` would surely reject,
+        decided from the structure alone, before it is rendered (a seed drawn and thrown
+        away then costs no render); the default screens nothing. It may reject only what
+        ``validate`` rejects: a seed it lets through is rendered and checked whole."""
+
     def validate(self, structure: Any, render: Render, rule: Mapping[str, Any]) -> None:
         """Checks on a rendered edit (visibility, protection): raise ``InvalidEdit``."""
 
