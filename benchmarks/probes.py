@@ -10,6 +10,12 @@ sample and per sweet-zone sample, and the agreement of every probe's zone decisi
 pass rate in the sweet zone or not) with a K=32 reference drawn independently for the same
 sample. Goal: sequential at most 60% of fixed K=8's generations at an agreement no worse.
 
+The measured agreement of a few hundred probes is noisy (about +-0.05), so beside it each
+line gives the expected cost and agreement of a probe, computed exactly (binomial sums
+over every way the answers can fall) for the pass rates the probed samples truly have
+(the simulated skill curve at each sample's difficulty): what each policy spends and
+decides on this arm's samples, free of sampling noise.
+
     python benchmarks/probes.py [--episodes 24] [--arms chart,clevr,natural] [--actors simulated,server]
 """
 
@@ -17,10 +23,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
-import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
@@ -44,42 +47,24 @@ class ScriptedServer:
     ``seed`` seeds its answers, so a run is repeatable."""
 
     def __init__(self) -> None:
+        from chat_server import serve
+
         from vicogym.policies import SimulatedActor
 
         self.contexts: dict[str, dict] = {}
-        self.requests = 0
-        model, contexts, server = SimulatedActor(), self.contexts, self
+        model = SimulatedActor()
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args) -> None:
-                pass
+        def answers(body: dict) -> list[str]:
+            import base64
 
-            def do_POST(self) -> None:
-                from vicogym.images import decode_png
+            from vicogym.images import decode_png
 
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.requests += 1
-                parts = body["messages"][-1]["content"]
-                url = next(p["image_url"]["url"] for p in parts if p["type"] == "image_url")
-                import base64
+            url = next(p["image_url"]["url"] for p in body["messages"][-1]["content"] if p["type"] == "image_url")
+            image = decode_png(base64.b64decode(url.split(",", 1)[1]))
+            return model.answer(image, "", int(body.get("n", 1)), rng=np.random.default_rng(body.get("seed", 0)),
+                                context=self.contexts[pixels_key(image)])
 
-                image = decode_png(base64.b64decode(url.split(",", 1)[1]))
-                context = contexts[pixels_key(image)]
-                answers = model.answer(image, "", int(body.get("n", 1)), rng=np.random.default_rng(body.get("seed", 0)),
-                                       context=context)
-                choices = [{"index": i, "finish_reason": "stop", "message": {"role": "assistant", "content": a}}
-                           for i, a in enumerate(answers)]
-                payload = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                                      "choices": choices}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.url = serve(answers)
 
 
 @dataclass
@@ -88,6 +73,8 @@ class Tally:
     kept: int = 0
     sweet: int = 0
     decisions: list[tuple[bool, bool]] = field(default_factory=list)
+    #: the true pass rate of every probed sample (the simulated skill curve at its difficulty)
+    truths: list[float] = field(default_factory=list)
 
     @property
     def agreement(self) -> float:
@@ -108,7 +95,7 @@ class Counting:
 def play(env_id: str, settings: dict, rewriter: str, episodes: int, server: ScriptedServer | None) -> Tally:
     import gymnasium as gym
 
-    from vicogym.policies import make_rewriter
+    from vicogym.policies import SimulatedActor, make_rewriter
     from vicogym.rewards import in_sweet_zone
     from vicogym.runs.generate import episode_seed
     from vicogym.runs.rollout import run_episode
@@ -134,6 +121,9 @@ def play(env_id: str, settings: dict, rewriter: str, episodes: int, server: Scri
                                  context=actor_context(sample, render))
         truth = float(np.mean([env.arm.score(str(a), sample.answer) for a in reference]))
         tally.decisions.append((in_sweet_zone(rate, reward), in_sweet_zone(truth, reward)))
+        context = context_of(sample, render)
+        if "difficulty" in context:
+            tally.truths.append(SimulatedActor().p_correct(float(context["difficulty"])))
         return rate, answers
 
     env.arm.actor_context, env._probe = actor_context, probed
@@ -144,6 +134,40 @@ def play(env_id: str, settings: dict, rewriter: str, episodes: int, server: Scri
         tally.sweet += sum(k.sweet for k in kept)
     env.close()
     return tally
+
+
+def expected(truths: list[float], k: int, batch: int, confidence: float, zone: tuple[float, float],
+             sequential: bool) -> tuple[float, float]:
+    """The expected answers a probe draws and its expected agreement with a K=32 reference,
+    averaged over samples of true pass rates ``truths``: exact, over every count of right
+    answers at every batch boundary (the stopping rule is the package's own)."""
+    from math import comb
+
+    from vicogym.rewards import probe_decided
+
+    def inside(s: int, n: int) -> bool:
+        return zone[0] <= s / n <= zone[1]
+
+    cost = agree = 0.0
+    for p in truths:
+        reference = sum(comb(REFERENCE_K, s) * p**s * (1 - p) ** (REFERENCE_K - s)
+                        for s in range(REFERENCE_K + 1) if inside(s, REFERENCE_K))
+        boundaries = list(range(batch, k, batch)) + [k] if sequential else [k]
+        alive, drawn, says_in = {0: 1.0}, 0, 0.0
+        for i, end in enumerate(boundaries):
+            step, grown = end - drawn, {}
+            for s, weight in alive.items():
+                for j in range(step + 1):
+                    grown[s + j] = grown.get(s + j, 0.0) + weight * comb(step, j) * p**j * (1 - p) ** (step - j)
+            drawn, alive = end, {}
+            for s, weight in grown.items():
+                if i == len(boundaries) - 1 or probe_decided([1.0] * s + [0.0] * (end - s), zone, confidence):
+                    cost += weight * end
+                    says_in += weight * inside(s, end)
+                else:
+                    alive[s] = weight
+        agree += says_in * reference + (1 - says_in) * (1 - reference)
+    return cost / max(len(truths), 1), agree / max(len(truths), 1)
 
 
 def main() -> None:
@@ -163,7 +187,7 @@ def main() -> None:
     server = ScriptedServer() if "server" in args.actors else None
     print(f"{'arm':8s} {'actor':9s} {'rewriter':9s} {'policy':11s} {'gen/kept':>9s} {'gen/sweet':>9s} "
           f"{'agreement':>9s} {'probes':>6s}")
-    ratios, gaps = [], []
+    ratios, gaps, exact = [], [], []
     for arm in args.arms.split(","):
         env_id, settings = ARMS[arm]
         for actor in args.actors.split(","):
@@ -186,10 +210,25 @@ def main() -> None:
                 gaps.append(seq.agreement - fixed.agreement)
                 print(f"{arm:8s} {actor:9s} {rewriter:9s} sequential / fixed: x{ratio:.2f} generations per kept "
                       f"sample, agreement {seq.agreement - fixed.agreement:+.3f}")
+                if fixed.truths:
+                    import gymnasium as gym
+
+                    config = gym.make(env_id, **settings, **POLICIES["sequential"]).unwrapped.config
+                    rule = (8, config.probe_batch, config.probe_confidence, config.sweet_zone)
+                    (c8, a8), (cs, a_s) = (expected(fixed.truths, *rule, sequential=False),
+                                           expected(fixed.truths, *rule, sequential=True))
+                    exact.append((cs / c8, a_s - a8))
+                    print(f"{arm:8s} {actor:9s} {rewriter:9s} expected per probe over {len(fixed.truths)} samples: "
+                          f"fixed {c8:.2f} answers, agreement {a8:.3f}; sequential {cs:.2f} (x{cs / c8:.2f}), "
+                          f"agreement {a_s:.3f} ({a_s - a8:+.3f})")
     if ratios:
         print(f"all: sequential uses x{np.mean(ratios):.2f} of fixed K=8's generations per kept sample "
               f"(worst x{max(ratios):.2f}; goal <= 0.60), agreement {np.mean(gaps):+.3f} "
               f"(worst {min(gaps):+.3f}; goal >= 0)")
+    if exact:
+        print(f"all, expected per probe: sequential x{np.mean([r for r, _ in exact]):.2f} of fixed K=8's answers "
+              f"(worst x{max(r for r, _ in exact):.2f}), agreement {np.mean([g for _, g in exact]):+.3f} "
+              f"(worst {min(g for _, g in exact):+.3f})")
 
 
 if __name__ == "__main__":

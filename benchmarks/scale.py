@@ -53,29 +53,13 @@ def timed_run(config) -> tuple[float, float, int]:
 def slow_server(latency: float) -> str:
     """An in-process OpenAI-compatible chat server that answers every request after
     ``latency`` seconds (a stand-in for a busy model server); its base URL."""
-    import json
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from chat_server import serve
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args) -> None:
-            pass
+    def answers(body: dict) -> list[str]:
+        time.sleep(latency)
+        return [f"Answer: {i}" for i in range(body.get("n", 1))]
 
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            time.sleep(latency)
-            choices = [{"index": i, "finish_reason": "stop",
-                        "message": {"role": "assistant", "content": f"Answer: {i}"}} for i in range(body.get("n", 1))]
-            payload = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                                  "choices": choices}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    return f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    return serve(answers)
 
 
 def actor_batching(n: int, latency: float) -> None:
