@@ -143,7 +143,10 @@ class RayActors:
                 if self.started:
                     if address is None:
                         reap_with_this_process()
-                    ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False,
+                    # no address: a new local instance ("local"), never a cluster that happens to run on this
+                    # machine, which ray.init() would otherwise join (RAY_ADDRESS, the latest cluster started)
+                    ray.init(address=address or "local", include_dashboard=False, log_to_driver=False,
+                             configure_logging=False,
                              runtime_env={"env_vars": {"PYTHONHASHSEED": "0"}})
                 remote = ray.remote(num_cpus=cpus, num_gpus=gpus, max_restarts=3, max_task_retries=3)(cls)
                 self.actors.extend(remote.remote(*args) for _ in range(count))

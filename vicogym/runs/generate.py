@@ -446,9 +446,10 @@ def _resume(config: GenerateConfig, folder: RunFolder, run: "_Progress", previou
         if name not in shards:
             break
         known = folder.read_entry(name) if name in recorded else previous.get(name)
-        entry = folder.resumed_entry(name, known, files_of)
-        if "stats" not in entry:  # an entry of a run from before entries held statistics
-            entry = folder.resumed_entry(name, None, files_of)
+        entry = folder.resumed_entry(name, known)
+        if "stats" not in entry:  # moved into place but not recorded, or recorded before entries held statistics
+            rows, stats = folder.read_shard(name)
+            entry = dict(entry, stats=stats, files=files_of(rows))
         stats = entry["stats"]
         first = block * config.episodes_per_shard
         whole = first + stats["episodes"] >= min(first + config.episodes_per_shard, config.episode_budget)

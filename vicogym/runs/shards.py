@@ -352,23 +352,26 @@ class RunFolder:
     def read_entry(self, shard: str) -> dict[str, Any]:
         return self._read_json(entry_name(shard))
 
-    def resumed_entry(self, name: str, recorded: dict[str, Any] | None,
-                      files_of: Callable[[list[dict[str, Any]]], dict[str, str]] = lambda rows: {}) -> dict[str, Any]:
-        """The entry of a shard a previous run left: checked against the entry that
-        recorded it, or read whole when the run stopped before recording it (``files_of``
-        names the shared files its rows need)."""
+    def resumed_entry(self, shard: str | Path, recorded: dict[str, Any] | None) -> dict[str, Any]:
+        """The entry of a shard (a name in the folder) a previous run left: checked against
+        the entry that recorded it, or read whole when the run stopped before recording it."""
+        name = Path(shard).name
         if recorded is not None:
             if self.store.sha256(name) != recorded.get("sha256"):
                 raise RunError(f"shard {self.store.path(name)} changed since it was written (its SHA-256 differs from "
-                               f"its manifest entry); delete it and run the same generate command again to rewrite it")
+                               f"its manifest entry); delete it and run the same command again to rewrite it")
             return recorded
+        rows, _ = self.read_shard(name)
+        return shard_entry_of(name, rows, self.store.sha256(name))
+
+    def read_shard(self, name: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """A shard's rows and the statistics it carries (a clear error when it is damaged)."""
         import pyarrow.parquet as pq
 
         with self.store.fs.open(self.store.path(name), "rb") as handle:
-            stats = _stats_of(lambda: pq.read_schema(handle), self.store.path(name))  # a clear error when damaged
+            stats = _stats_of(lambda: pq.read_schema(handle), self.store.path(name))
             handle.seek(0)
-            rows = pq.read_table(handle).to_pylist()
-        return dict(shard_entry_of(name, rows, self.store.sha256(name)), stats=stats, files=files_of(rows))
+            return pq.read_table(handle).to_pylist(), stats
 
     def release_if_empty(self) -> None:
         """After a failed start: remove the settings file (and shared files) when no shard
