@@ -159,6 +159,7 @@ def seed_renders(runs: int) -> None:
     kept rows come out the same)."""
     import shutil
     import tempfile
+    from pathlib import Path
 
     import pyarrow.parquet as pq
 
@@ -189,8 +190,8 @@ def seed_renders(runs: int) -> None:
         try:
             manifest = workflow.generate(config, progress=False)
             seconds = time.perf_counter() - start
-            rows = [row_hash(r) for p in sorted(__import__("pathlib").Path(folder).glob("part-*.parquet"))
-                    for r in pq.read_table(p).to_pylist()]
+            shards = sorted(Path(folder).glob("part-*.parquet"))
+            rows = [row_hash(r) for p in shards for r in pq.read_table(p).to_pylist()]
         finally:
             arm.render, arm.validate, arm.screen = render, validate, screen
             shutil.rmtree(folder, ignore_errors=True)

@@ -33,7 +33,7 @@ from vicogym.errors import RunError
 from vicogym.processes import BACKEND_SETTINGS, check_backend, die_with_parent, limit_threads
 from vicogym.registry import check_id, env_class, env_kind, make_config
 from vicogym.runs.rollout import KEEP_POLICIES, EpisodeStats, row_schema, run_episode, sample_row
-from vicogym.runs.shards import ENTRIES_DIR, RunFolder, shard_path
+from vicogym.runs.shards import ENTRIES_DIR, PENDING_DIR, RunFolder, shard_path
 from vicogym.runs.trainer_columns import verl_fields
 from vicogym.validation import did_you_mean, is_int
 
@@ -402,7 +402,7 @@ def _generate(config: GenerateConfig, folder: RunFolder, progress: bool,
         def commit(result: dict[str, Any], b: int) -> None:
             started = time.perf_counter()
             entry = _final_entry(config, folder, result, b, config.n - run.count, schema)
-            written = folder.commit(entry, run.committed_files)
+            written = folder.commit(entry, run.files)
             run.absorb(entry)
             bar.update(entry["rows"])
             bar.set_postfix(run.rates(), refresh=True)
@@ -493,7 +493,7 @@ def _final_entry(config: GenerateConfig, folder: RunFolder, result: dict[str, An
         kept = len(episodes)
     if kept == len(episodes) and rows <= needed:
         return entry
-    stored = folder.read_pending(entry["name"])
+    stored, _ = folder.read_shard(f"{PENDING_DIR}/{entry['name']}")
     parts, at = [], 0
     for count, stats, names in episodes:
         parts.append((stored[at:at + count], EpisodeStats.from_dict(stats), {n: entry["files"][n] for n in names}))
@@ -587,7 +587,6 @@ class _Progress:
         self.episodes = self.count = self.shards = self.sweet = 0
         self.histogram = np.zeros(10, dtype=np.int64)
         self.files: dict[str, str] = {}
-        self.committed_files: set[str] = set()
 
     def absorb(self, entry: dict[str, Any]) -> None:
         stats = entry["stats"]
@@ -599,7 +598,6 @@ class _Progress:
         self.histogram += np.histogram(rates, bins=10, range=(0.0, 1.0))[0]
         self.sweet += sum(self.zone[0] <= p <= self.zone[1] for p in rates)
         self.files.update(entry.get("files") or {})
-        self.committed_files.update(entry.get("files") or {})
 
     def rates(self) -> dict[str, str]:
         """What the progress bar shows beside rate and ETA: the share of edits accepted and

@@ -26,7 +26,7 @@ import os
 import tempfile
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Container, Iterator
 
 from vicogym.errors import RunError
 from vicogym.runs.rounds import check_identity, writing
@@ -103,34 +103,6 @@ def write_shard(out: Path, block: int, rows: list[dict[str, Any]], stats: dict[s
         pq.write_table(shard_table(rows, stats, schema), tmp, compression="zstd")
         os.replace(tmp, path)
     return shard_entry_of(path.name, rows, file_sha256(path))
-
-
-def shard_entry(path: Path) -> dict[str, Any]:
-    """The manifest entry of a complete shard already on disk (a resumed run)."""
-    import pyarrow.parquet as pq
-
-    return shard_entry_of(path.name, pq.read_table(path).to_pylist(), file_sha256(path))
-
-
-def read_shard_stats(path: Path) -> dict[str, Any]:
-    """The statistics a shard carries; :class:`RunError` naming the shard when it has none or
-    cannot be read."""
-    import pyarrow.parquet as pq
-
-    return _stats_of(lambda: pq.read_schema(path), path)
-
-
-def _stats_of(schema: Callable[[], Any], where: Any) -> dict[str, Any]:
-    import pyarrow as pa
-
-    try:
-        meta = schema().metadata or {}
-        return json.loads(meta[STATS_KEY])
-    except (pa.ArrowException, OSError, KeyError, ValueError) as exc:
-        reason = "it carries no vicogym statistics (rewritten by another tool?)" if isinstance(exc, KeyError) else \
-            f"it cannot be read ({str(exc).splitlines()[0]})"
-        raise RunError(f"shard {where} is damaged: {reason}; delete it and run the same generate command again to "
-                       f"rewrite it") from None
 
 
 def _is_run_file(name: str) -> bool:
@@ -339,7 +311,7 @@ class RunFolder:
         if not self.shards():
             self.store.remove(MANIFEST_FILE)
             self.store.remove(ENTRIES_DIR, recursive=True)
-        write_bytes(self.store, RUN_FILE, identity)
+        write_json(self.store, RUN_FILE, identity)
         return previous
 
     def clear_pending(self) -> None:
@@ -365,13 +337,20 @@ class RunFolder:
         return shard_entry_of(name, rows, self.store.sha256(name))
 
     def read_shard(self, name: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        """A shard's rows and the statistics it carries (a clear error when it is damaged)."""
+        """A shard's rows and the statistics it carries; :class:`RunError` naming the shard
+        when it cannot be read or carries none."""
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
-        with self.store.fs.open(self.store.path(name), "rb") as handle:
-            stats = _stats_of(lambda: pq.read_schema(handle), self.store.path(name))
-            handle.seek(0)
-            return pq.read_table(handle).to_pylist(), stats
+        try:
+            with self.store.fs.open(self.store.path(name), "rb") as handle:
+                table = pq.read_table(handle)
+            return table.to_pylist(), json.loads((table.schema.metadata or {})[STATS_KEY])
+        except (pa.ArrowException, OSError, KeyError, ValueError) as exc:
+            reason = "it carries no vicogym statistics (rewritten by another tool?)" if isinstance(exc, KeyError) \
+                else f"it cannot be read ({str(exc).splitlines()[0]})"
+            raise RunError(f"shard {self.store.path(name)} is damaged: {reason}; delete it and run the same generate "
+                           f"command again to rewrite it") from None
 
     def release_if_empty(self) -> None:
         """After a failed start: remove the settings file (and shared files) when no shard
@@ -404,7 +383,7 @@ class RunFolder:
         return written
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
-        write_bytes(self.store, MANIFEST_FILE, manifest)
+        write_json(self.store, MANIFEST_FILE, manifest)
 
     # -- shards made by workers, committed by the run ------------------------------------
     def write_pending(self, block: int, rows: list[dict[str, Any]], stats: dict[str, Any], files: dict[str, bytes],
@@ -414,40 +393,30 @@ class RunFolder:
         if not self.store.exists(RUN_FILE):
             raise RunError(f"this worker cannot see the run's folder {self.where} (no {RUN_FILE} there): workers on "
                            f"other machines need --out on a shared file system or a URL they all reach (s3://...)")
-        import pyarrow.parquet as pq
-
         shared = self.write_side_files(files, f"{PENDING_DIR}/{FILES_DIR}")
-        name = shard_path(Path(), block).name
-        table = shard_table(rows, stats, schema)
-        self.store.write(f"{PENDING_DIR}/{name}", lambda handle: pq.write_table(table, handle, compression="zstd"))
-        return dict(shard_entry_of(name, rows, self.store.sha256(f"{PENDING_DIR}/{name}")), stats=stats, files=shared)
-
-    def read_pending(self, name: str) -> list[dict[str, Any]]:
-        import pyarrow.parquet as pq
-
-        with self.store.fs.open(self.store.path(f"{PENDING_DIR}/{name}"), "rb") as handle:
-            return pq.read_table(handle).to_pylist()
+        return self.write_final(shard_path(Path(), block).name, rows, stats, shared, schema)
 
     def write_final(self, name: str, rows: list[dict[str, Any]], stats: dict[str, Any], files: dict[str, str],
                     schema: Any) -> dict[str, Any]:
-        """A shard the run itself writes in place (the last one, cut at exactly ``n`` rows)."""
+        """Shard ``name`` written pending, for :meth:`commit` to move into place (a worker's
+        block, or the last shard the run cuts at exactly ``n`` rows); its entry."""
         import pyarrow.parquet as pq
 
         table = shard_table(rows, stats, schema)
         self.store.write(f"{PENDING_DIR}/{name}", lambda handle: pq.write_table(table, handle, compression="zstd"))
         return dict(shard_entry_of(name, rows, self.store.sha256(f"{PENDING_DIR}/{name}")), stats=stats, files=files)
 
-    def commit(self, entry: dict[str, Any], committed_files: set[str]) -> int:
-        """Move a pending shard into place after the shared files it needs, then record its
-        entry (``entries/part-NNNNN.json``); the bytes of the entry."""
+    def commit(self, entry: dict[str, Any], committed: Container[str]) -> int:
+        """Move a pending shard into place after the shared files it needs (those not among
+        the ``committed`` ones), then record its entry (``entries/part-NNNNN.json``); the
+        bytes of the entry."""
         for name in sorted(entry.get("files") or {}):
-            if name not in committed_files:
+            if name not in committed:
                 if self.store.exists(f"{PENDING_DIR}/{FILES_DIR}/{name}"):
                     self.store.move(f"{PENDING_DIR}/{FILES_DIR}/{name}", f"{FILES_DIR}/{name}")
                 elif not self.store.exists(f"{FILES_DIR}/{name}"):
                     raise RunError(f"the shared file {name} of {entry['name']} was not written; run the same "
                                    "generate command again")
-                committed_files.add(name)
         self.store.move(f"{PENDING_DIR}/{entry['name']}", entry["name"])
         return self.record(entry)
 
@@ -474,7 +443,7 @@ def entry_bytes(entry: dict[str, Any]) -> bytes:
     return json.dumps(entry, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
 
-def write_bytes(store: Store, name: str, data: Any) -> None:
+def write_json(store: Store, name: str, data: Any) -> None:
     store.write_bytes(name, json.dumps(data, indent=1, sort_keys=True).encode("utf-8"))
 
 
