@@ -13,6 +13,7 @@ import vicogym
 REPO = Path(__file__).resolve().parents[1]
 REQUIRE_DATA = os.environ.get("VICOGYM_REQUIRE_DATA") == "1"
 REQUIRE_SANDBOX = os.environ.get("VICOGYM_REQUIRE_SANDBOX") == "1"
+REQUIRE_OCR = os.environ.get("VICOGYM_REQUIRE_OCR") == "1"
 
 # the toy arm joins the registry the way any arm does: one registration, no core change
 vicogym.register("vicogym/Toy-v0", "toy_arm:ToyEnv", description="test-only arm: count the squares")
@@ -48,6 +49,22 @@ def walls() -> None:
         if REQUIRE_SANDBOX:
             pytest.fail(message)
         pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def tesseract():
+    """The real reader (``vicogym.ocr``): where Tesseract or its English data is missing, a
+    test that reads text is skipped, saying what to install (failed on CI, which installs
+    them)."""
+    from vicogym import ocr
+
+    reason = ocr.unavailable()
+    if reason is not None:
+        message = f"this test reads text with Tesseract, which cannot run here: {reason}"
+        if REQUIRE_OCR:
+            pytest.fail(message)
+        pytest.skip(message)
+    return ocr.reader()
 
 
 @pytest.fixture
