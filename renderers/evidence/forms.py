@@ -19,6 +19,7 @@ resizes the crop: the baseline a benchmark compares against. Same inputs, same b
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from typing import Any, Mapping
 
@@ -30,6 +31,18 @@ from vicogym.structures.evidence import Box, Unit
 PAPER = (255, 255, 255)
 #: the smallest font size (view pixels) set as glyphs; smaller text is a light bar
 MIN_TEXT_PX = 2.5
+
+
+#: the largest factor a small view is drawn larger by before it is area-averaged down
+MAX_SUPERSAMPLE = 32
+
+
+def supersample(crop: Box, size: tuple[int, int]) -> int:
+    """How many times larger a view of ``crop`` at ``size`` is drawn before it is
+    averaged down: enough to reach one view pixel per unit pixel (where every text of a
+    page is drawn as real glyphs), 1 when the view is that large already."""
+    scale = min(size[0] / (crop[2] - crop[0]), size[1] / (crop[3] - crop[1]))
+    return 1 if scale >= 1.0 else min(MAX_SUPERSAMPLE, math.ceil(1.0 / scale - 1e-9))
 
 
 @lru_cache(maxsize=512)
@@ -56,8 +69,17 @@ class RegionRenderer:
         self.paper = tuple(paper)
 
     def draw(self, unit: Unit, crop: Box, size: tuple[int, int]) -> np.ndarray:
-        """The page's ``crop`` (unit pixels) drawn at ``size`` (width, height)."""
-        return np.asarray(self._render(unit.spec, crop, size))
+        """The page's ``crop`` (unit pixels) drawn at ``size`` (width, height).
+
+        Under one view pixel per unit pixel the crop is drawn :func:`supersample` times
+        larger and area-averaged down, as a scanner or a camera integrates light over each
+        pixel: a glyph, a rule or a check mark smaller than a pixel becomes the share of
+        the pixel it covers, not a hinted glyph or a whole pixel of ink."""
+        w, h = int(size[0]), int(size[1])
+        k = supersample(crop, (w, h))
+        if k == 1:
+            return np.asarray(self._render(unit.spec, crop, (w, h)))
+        return cut(np.asarray(self._render(unit.spec, crop, (w * k, h * k))), (0, 0, w * k, h * k), (w, h))
 
     def naive(self, unit: Unit, crop: Box, size: tuple[int, int]) -> np.ndarray:
         """The whole page drawn at the detail the view needs (its scale, at least full
