@@ -122,6 +122,13 @@ class Arm(abc.ABC):
     def validate(self, structure: Any, render: Render, rule: Mapping[str, Any]) -> None:
         """Checks on a rendered edit (visibility, protection): raise ``InvalidEdit``."""
 
+    def checks_run(self) -> dict[str, str]:
+        """Checks beyond :meth:`validate`'s own that may not run everywhere (a reader that
+        needs an installed engine), by name: ``"ran"``, ``"off"`` or ``"not run: why"``.
+        Every sample's provenance records them; ``vicogym verify`` runs again those a row
+        records as run. None by default."""
+        return {}
+
     def actor_context(self, sample: Sample, render: Render) -> dict[str, Any]:
         """What stand-in actors may read (a real model ignores it)."""
         return {"answer": sample.answer}

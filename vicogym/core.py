@@ -281,9 +281,17 @@ class Provenance:
     env_id: str
     env_version: int
     package_version: str
+    #: checks beyond the render's facts that the arm ran on the sample, or did not and why
+    #: (``(("reader", "ran"),)``; see :meth:`vicogym.arm.Arm.checks_run`); none for most arms
+    checks: tuple[tuple[str, str], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        d = dict(self.__dict__)
+        if self.checks:
+            d["checks"] = dict(self.checks)
+        else:
+            del d["checks"]
+        return d
 
 
 @dataclass(frozen=True, eq=False)
