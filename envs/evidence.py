@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, Mapping
@@ -16,9 +17,10 @@ from vicogym.evidence.protocol import brief, contract_text, parse_action
 from vicogym.programs.evidence import CONTRACT_TEXT, score_answer, score_task
 from vicogym.registry import check_settings
 from vicogym.renderers.evidence import LABEL_PX, EvidenceRenderer
-from vicogym.sources.evidence import FAMILIES, TaskSource
+from vicogym.sources.evidence import FAMILIES, TaskSource, family_module
 from vicogym.spaces import TextSpace, to_charset
 from vicogym.structures.evidence import (
+    HIDDEN_LEVELS,
     Note,
     Task,
     Tile,
@@ -276,34 +278,93 @@ class EvidenceEnv(gym.Env):
 
         problems = []
         for _ in range(MAX_DRAWS):
-            drawn = self.source.draw(np.random.default_rng(int(self.np_random.integers(MAX_SEED))))
+            seed = int(self.np_random.integers(MAX_SEED))
+            drawn = self.source.draw(np.random.default_rng(seed))
             task, payloads = self.renderer.prepare(drawn)
             problem = check_task(task, self._facts(task))
+            if problem is None and task.family in FAMILIES and getattr(family_module(task.family), "HIDES", False):
+                report = self.hidden_report(task, seed)
+                task = replace(task, meta={**task.meta, "hidden": report})
+                if not report["hidden"]:
+                    problem = (f"its start view shows the answer: the start drawn for another answer "
+                               f"({report['counterfactual']}) differs by {report['levels']} levels, over "
+                               f"{report['bound']}")
             if problem is None:
                 return task, payloads
             problems.append(problem)
         raise GenerationError(f"{MAX_DRAWS} drawn tasks in a row failed their checks (the last: {problems[-1]}); "
                               f"check the family settings {dict(self.config.family_settings)}")
 
+    def hidden_report(self, task: Task, seed: int) -> dict[str, Any] | None:
+        """Whether ``task``'s own start (plain, at this environment's ``view_size``) hides
+        its answer, measured: the start is drawn again for each of the family's
+        counterfactuals (the same task with another answer: another value of the same kind
+        and length, another option checked, ...; drawn from ``seed``) and compared pixel
+        for pixel (the tiles of the units it changes: the others draw the same pixels). It
+        hides the answer when one draws within :data:`HIDDEN_LEVELS` of it everywhere:
+        ``{"hidden", "levels" (the least largest difference found), "bound",
+        "counterfactual" (what was changed), "tried", "seed", "view_size"}``; ``None`` for a
+        task whose family draws no counterfactuals (a loaded data set's images). A family
+        that promises a hidden start (``HIDES``) has every drawn task measured so, and one
+        that is not hidden drawn again; the others are measured on request."""
+        if task.family not in FAMILIES or not hasattr(family_module(task.family), "counterfactuals"):
+            return None
+        tiles = [t for v in self._start_views(task, plain=True) for t in v.tiles]
+        base: dict[int, np.ndarray] = {}
+        best: tuple[int, str] | None = None
+        others = family_module(task.family).counterfactuals(task, np.random.default_rng([seed, 1]))
+        for tried, other in enumerate(others, 1):
+            other, _ = self.renderer.prepare(other)
+            # a tile of a unit the counterfactual leaves as it was draws the same pixels
+            levels = 0
+            for k, tile in enumerate(tiles):
+                if other.units[tile.unit] == task.units[tile.unit]:
+                    continue
+                if k not in base:
+                    base[k] = self.renderer.draw_tile(task.units[tile.unit], tile).astype(np.int16)
+                drawn = self.renderer.draw_tile(other.units[tile.unit], tile).astype(np.int16)
+                levels = max(levels, int(np.abs(drawn - base[k]).max()))
+            if best is None or levels < best[0]:
+                best = (levels, str(other.meta.get("counterfactual", "")))
+            if levels <= HIDDEN_LEVELS:
+                break
+        if best is None:
+            return {"hidden": False, "levels": None, "bound": HIDDEN_LEVELS, "counterfactual": None, "tried": 0,
+                    "seed": seed, "view_size": self.config.view_size}
+        return {"hidden": best[0] <= HIDDEN_LEVELS, "levels": best[0], "bound": HIDDEN_LEVELS,
+                "counterfactual": best[1], "tried": tried, "seed": seed, "view_size": self.config.view_size}
+
     def _facts(self, task: Task) -> Any:
         return getattr(self.renderer.region_renderer(task.units[0].kind), "facts", None)
 
-    def _start_views(self, task: Task) -> list[View]:
+    def _start_views(self, task: Task, plain: bool = False) -> list[View]:
+        """What reset sends for ``task``: Direct's every unit, a skill's choice, or the
+        task's own start (its units no larger than ``task.start_scale``); ``plain``: the
+        task's own start with no skill's presentation (what the hidden check compares)."""
         c, made = self.config, {"step": 0, "action": "start"}
-        plan = None if self.start == "all" else interface.start_plan(c.interface, task)
-        how = "all" if self.start == "all" else task.start
+        direct = self.start == "all" and not plain
+        present = interface.style({}) if plain else self.present
+        style = {} if plain else self.style
+        plan = None if direct or plain else interface.start_plan(c.interface, task)
+        how = "all" if direct else task.start
         n = len(task.units)
-        if plan is not None and plan["units"] is not None:
+        own = plan is None or plan["units"] is None
+        cap = task.start_scale if own and not direct else None
+        if not own:
             chosen = plan["units"]
         else:
             chosen = [0] if how == "first" or n == 1 else list(range(n)) if how == "all" else None
+
+        def sheet(view_id: int, units: list[int]) -> View:
+            return self._sheet(view_id, units, made, task=task, present=present, style=style, max_scale=cap)
+
         if chosen is None:
-            views = [self._sheet(0, list(range(min(n, SHEET_UNITS))), made)]
+            views = [sheet(0, list(range(min(n, SHEET_UNITS))))]
         elif len(chosen) <= c.max_images:
-            views = [whole_view(k, i, task.units[i], c.view_size, (), made, self.style) for k, i in enumerate(chosen)]
+            views = [whole_view(k, i, task.units[i], c.view_size, (), made, style, cap) for k, i in enumerate(chosen)]
         else:
             per = -(-len(chosen) // c.max_images)
-            views = [self._sheet(k, chosen[j:j + per], made) for k, j in enumerate(range(0, len(chosen), per))]
+            views = [sheet(k, chosen[j:j + per]) for k, j in enumerate(range(0, len(chosen), per))]
         rule = plan["crops"] if plan is not None else None
         if rule is not None:
             whole = [v.tiles[0].unit for v in views if len(v.tiles) == 1]
@@ -314,17 +375,21 @@ class EvidenceEnv(gym.Env):
                     if len(views) >= c.max_images:
                         break
                     views.append(crop_view(len(views), i, unit, box, c.view_size, (),
-                                           {**made, "crops": [rule["rows"], rule["cols"]]}, self.present["upscale"],
-                                           self.style))
+                                           {**made, "crops": [rule["rows"], rule["cols"]]}, present["upscale"],
+                                           style))
         return views
 
     def _sheet(self, view_id: int, chosen: list[int], made: Mapping[str, Any], cols: int | None = None,
-               notes: tuple[Note, ...] = ()) -> View:
-        """A labelled sheet of units ``chosen``, labelled as the presentation says."""
-        labels = self.present["labels"]
-        cols = cols or self.present["sheet_cols"] or _cols(len(chosen))
-        return sheet_view(view_id, [(u, self.task.units[u]) for u in chosen], cols, self.config.view_size,
-                          0 if labels == "none" else LABEL_PX, notes, made, labels, self.style)
+               notes: tuple[Note, ...] = (), task: Task | None = None, present: Mapping[str, Any] | None = None,
+               style: Mapping[str, Any] | None = None, max_scale: float | None = None) -> View:
+        """A labelled sheet of units ``chosen`` of ``task`` (the episode's), labelled as the
+        presentation says."""
+        task, present = task or self.task, present or self.present
+        labels = present["labels"]
+        cols = cols or present["sheet_cols"] or _cols(len(chosen))
+        return sheet_view(view_id, [(u, task.units[u]) for u in chosen], cols, self.config.view_size,
+                          0 if labels == "none" else LABEL_PX, notes, made, labels,
+                          self.style if style is None else style, max_scale)
 
     def _send(self, view: View) -> None:
         self.views.append(view)
@@ -505,7 +570,7 @@ class EvidenceEnv(gym.Env):
 
     def _info(self) -> dict[str, Any]:
         task = self.task
-        return {"task_id": task.id, "family": task.family, "step": self.steps,
+        return {"task_id": task.id, "family": task.family, "step": self.steps, "hidden": copy.deepcopy(task.meta.get("hidden")),
                 "support": support(task.evidence, self.views),
                 "views": [v.to_dict() for v in self.visible()], "contract": task.contract}
 

@@ -39,6 +39,12 @@ LEGIBLE_TEXT_PX = 7.0
 LEGIBLE_OBJECT_PX = 16.0
 #: how much a view's geometry may be off from a box and still show all of it (float rounding)
 SLACK_PX = 0.5
+#: two views are indistinguishable when no pixel differs by more than this many levels (of
+#: 255) in any channel: 1.6% contrast in a detail a pixel or two wide, below what a person
+#: sees there (the Weber fraction is about 2% on a large patch and several times that on a
+#: pixel-sized detail); the bound of "hidden" (a start view that draws the same within it
+#: whichever answer is true cannot tell the answers apart)
+HIDDEN_LEVELS = 4
 
 
 def box_of(value: Any, name: str = "box") -> Box:
@@ -160,9 +166,15 @@ class Task:
     options: tuple[str, ...] = ()
     start: str = "first"
     meta: Mapping[str, Any] = field(default_factory=dict)
+    #: the largest scale (view pixels per unit pixel) the task's own start draws a unit at:
+    #: a thumbnail's, small enough that the start hides the answer; ``None``: as large as
+    #: the view allows
+    start_scale: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "units", tuple(self.units))
+        if self.start_scale is not None and (not is_number(self.start_scale) or self.start_scale <= 0):
+            raise ValueError(f"expected start_scale as a positive number or None, got {self.start_scale!r}")
         object.__setattr__(self, "evidence", tuple(self.evidence))
         object.__setattr__(self, "golds", tuple(self.golds))
         object.__setattr__(self, "options", tuple(self.options))
@@ -191,14 +203,14 @@ class Task:
                 "golds": list(self.golds), "contract": self.contract, "scorer": self.scorer,
                 "options": list(self.options), "start": self.start,
                 "units": [u.to_dict() for u in self.units], "evidence": [e.to_dict() for e in self.evidence],
-                "meta": dict(self.meta)}
+                "meta": dict(self.meta), **({} if self.start_scale is None else {"start_scale": self.start_scale})}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Task":
         return cls(d["id"], d["family"], d["question"], d["answer"], tuple(Unit.from_dict(u) for u in d["units"]),
                    tuple(Evidence.from_dict(e) for e in d.get("evidence", ())), d.get("contract", "text"),
                    d.get("scorer", "anls"), tuple(d.get("golds", ())), tuple(d.get("options", ())),
-                   d.get("start", "first"), d.get("meta", {}))
+                   d.get("start", "first"), d.get("meta", {}), d.get("start_scale"))
 
 
 def letters(n: int) -> tuple[str, ...]:
@@ -323,9 +335,11 @@ def snap(crop: Box, unit: Unit) -> Box:
 
 
 def whole_view(view_id: int, unit_index: int, unit: Unit, max_side: int, notes: Sequence[Note] = (),
-               made_by: Mapping[str, Any] | None = None, style: Mapping[str, Any] | None = None) -> View:
-    """A view of the whole of ``unit``, as large as fits ``max_side``."""
-    return crop_view(view_id, unit_index, unit, unit.frame, max_side, notes, made_by, style=style)
+               made_by: Mapping[str, Any] | None = None, style: Mapping[str, Any] | None = None,
+               max_scale: float | None = None) -> View:
+    """A view of the whole of ``unit``, as large as fits ``max_side`` (and ``max_scale``)."""
+    return crop_view(view_id, unit_index, unit, unit.frame, max_side, notes, made_by, style=style,
+                     max_scale=max_scale)
 
 
 def scale_cap(unit: Unit, upscale: float = 1.0) -> float:
@@ -337,12 +351,14 @@ def scale_cap(unit: Unit, upscale: float = 1.0) -> float:
 
 def crop_view(view_id: int, unit_index: int, unit: Unit, crop: Box, max_side: int, notes: Sequence[Note] = (),
               made_by: Mapping[str, Any] | None = None, upscale: float = 1.0,
-              style: Mapping[str, Any] | None = None) -> View:
+              style: Mapping[str, Any] | None = None, max_scale: float | None = None) -> View:
     """A view of ``crop`` (unit pixels) of ``unit``, as large as fits ``max_side`` and
-    the unit's ``max_scale`` (times ``upscale``, :func:`scale_cap`) allow."""
+    the unit's ``max_scale`` (times ``upscale``, :func:`scale_cap`) allow, and no larger
+    than ``max_scale`` (a thumbnail's scale) when given."""
     crop = snap(crop, unit)
     w, h = crop[2] - crop[0], crop[3] - crop[1]
-    scale = fit_scale(w, h, max_side, max_side, scale_cap(unit, upscale))
+    cap = scale_cap(unit, upscale)
+    scale = fit_scale(w, h, max_side, max_side, cap if max_scale is None else min(cap, max_scale))
     tile = Tile(unit_index, crop, scale)
     tw, th = tile.size
     shown = tuple(n for n in notes if n.unit == unit_index and _inside(crop, n.at))
@@ -361,9 +377,10 @@ def unit_label(index: int, unit: Unit, labels: str = "index_title") -> str:
 
 def sheet_view(view_id: int, units: Sequence[tuple[int, Unit]], cols: int, max_side: int, label_px: int,
                notes: Sequence[Note] = (), made_by: Mapping[str, Any] | None = None, labels: str = "index_title",
-               style: Mapping[str, Any] | None = None) -> View:
+               style: Mapping[str, Any] | None = None, max_scale: float | None = None) -> View:
     """Whole units tiled ``cols`` to a row on one ``max_side`` square sheet, each under a
-    ``label_px`` band for its label (``labels``: "Unit i: title", "Unit i" or none)."""
+    ``label_px`` band for its label (``labels``: "Unit i: title", "Unit i" or none), each
+    no larger than ``max_scale`` (thumbnails) when given."""
     if not units:
         raise ValueError("a sheet needs at least one unit")
     cols = max(1, min(cols, len(units)))
@@ -373,7 +390,8 @@ def sheet_view(view_id: int, units: Sequence[tuple[int, Unit]], cols: int, max_s
     if cell_w < 8 or cell_h <= label_px + 8:
         raise ValueError(f"{len(units)} units in {cols} columns leave cells of {cell_w}x{cell_h} px on a "
                          f"{max_side} px sheet; use fewer units or other columns")
-    scales = [fit_scale(u.width, u.height, cell_w, cell_h - label_px, u.max_scale) for _, u in units]
+    scales = [fit_scale(u.width, u.height, cell_w, cell_h - label_px,
+                        u.max_scale if max_scale is None else min(u.max_scale, max_scale)) for _, u in units]
     tiles, top = [], 0
     for r in range(rows):  # each row as tall as its tallest tile: no empty bands on wide units
         row = list(range(r * cols, min(len(units), (r + 1) * cols)))

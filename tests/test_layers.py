@@ -26,7 +26,8 @@ SUBPACKAGES = ("runs", "instruct", "evidence")
 TRAINER_ADAPTERS = ("verl_agent.py", "trl.py")
 #: the instruction-following method reads its arm's constraint types, edits and facts
 INSTRUCT_ARM = {"vicogym.programs.instruct", "vicogym.editors.instruct", "vicogym.sources.instruct"}
-HEAVY = {"matplotlib", "cv2", "bpy", "torch", "torchvision", "segment_anything", "diffusers", "ray", "pandas", "tesserocr"}
+HEAVY = {"matplotlib", "cv2", "bpy", "torch", "torchvision", "segment_anything", "diffusers", "ray", "pandas",
+         "tesserocr"}
 
 
 def _imports(path: Path, top_level_only: bool = False):

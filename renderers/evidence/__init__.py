@@ -11,6 +11,7 @@ on the kind and composes the view. Same view, same bytes.
 from __future__ import annotations
 
 import importlib
+import math
 import os
 from collections import OrderedDict
 from functools import lru_cache
@@ -65,6 +66,18 @@ def resize(image: np.ndarray, size: tuple[int, int]) -> np.ndarray:
         return image
     shrink = size[0] < w or size[1] < h
     return cv2.resize(image, tuple(int(v) for v in size), interpolation=cv2.INTER_AREA if shrink else cv2.INTER_LINEAR)
+
+
+#: the largest factor a small view is drawn larger by before it is area-averaged down
+MAX_SUPERSAMPLE = 32
+
+
+def supersample(crop: Box, size: tuple[int, int]) -> int:
+    """How many times larger a view of ``crop`` (unit pixels) at ``size`` is drawn before
+    it is area-averaged down: enough to reach one view pixel per unit pixel (where a drawn
+    unit's every text is set as real glyphs), 1 when the view is that large already."""
+    scale = min(size[0] / (crop[2] - crop[0]), size[1] / (crop[3] - crop[1]))
+    return 1 if scale >= 1.0 else min(MAX_SUPERSAMPLE, math.ceil(1.0 / scale - 1e-9))
 
 
 def cut(image: np.ndarray, crop: Box, size: tuple[int, int]) -> np.ndarray:
@@ -156,7 +169,8 @@ def _fit(image: np.ndarray, width: int, height: int) -> np.ndarray:
 
 def _labels(canvas: np.ndarray, tiles: Sequence[Tile]) -> np.ndarray:
     """Each tile's label above it, in up to three lines (the last shortened with an
-    ellipsis when the title is longer still)."""
+    ellipsis when the title is longer still), as wide as the room up to the next tile of
+    its row (a thumbnail smaller than its cell leaves its label the cell's width)."""
     from PIL import Image, ImageDraw
 
     picture = Image.fromarray(canvas)
@@ -165,7 +179,8 @@ def _labels(canvas: np.ndarray, tiles: Sequence[Tile]) -> np.ndarray:
     for tile in tiles:
         if tile.label:
             x0, y0 = tile.rect[0], tile.rect[1]
-            width = max(8, int(tile.rect[2] - x0) - 2)
+            right = min((t.rect[0] for t in tiles if t.at[1] == tile.at[1] and t.rect[0] > x0), default=canvas.shape[1])
+            width = max(8, int(right - x0) - 4)
             for k, line in enumerate(_wrap(tile.label, width, lambda t: draw.textlength(t, font=face))):
                 draw.text((x0 + 1, y0 - LABEL_PX + 1 + k * (LABEL_FONT_PX + 2)), line, fill=(20, 20, 20), font=face)
     return np.asarray(picture)

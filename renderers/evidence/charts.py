@@ -36,7 +36,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from vicogym.renderers.chart import ChartFacts, ChartRenderer
-from vicogym.renderers.evidence import RasterCache, font, resize
+from vicogym.renderers.evidence import RasterCache, font, resize, supersample
 from vicogym.structures.chart import ChartStructure
 from vicogym.structures.evidence import LEGIBLE_TEXT_PX, Box, Evidence, Task, Unit
 
@@ -155,8 +155,17 @@ class RegionRenderer:
 
     # -- drawing ------------------------------------------------------------------------------
     def draw(self, unit: Unit, crop: Box, size: tuple[int, int]) -> np.ndarray:
-        """The ``crop`` (unit pixels) of ``unit`` drawn at exactly ``size`` (width, height)."""
+        """The ``crop`` (unit pixels) of ``unit`` drawn at exactly ``size`` (width, height).
+
+        A slide under one view pixel per unit pixel is composed :func:`supersample` times
+        larger and area-averaged down, so its text is the share of each pixel the glyphs
+        cover, as its chart (cut from an area-averaged raster) already is."""
         scale = max(size[0] / (crop[2] - crop[0]), size[1] / (crop[3] - crop[1]))
+        k = supersample(crop, size) if unit.kind == "slide" else 1
+        if k > 1:
+            big = (int(size[0]) * k, int(size[1]) * k)
+            b = self.bucket(unit, scale * k)
+            return resize(self._compose(unit, crop, big, self.chart_raster(unit, b), b), size)
         b = self.bucket(unit, scale)
         return self._compose(unit, crop, size, self.chart_raster(unit, b), b)
 

@@ -19,30 +19,17 @@ resizes the crop: the baseline a benchmark compares against. Same inputs, same b
 
 from __future__ import annotations
 
-import math
 from functools import lru_cache
 from typing import Any, Mapping
 
 import numpy as np
 
-from vicogym.renderers.evidence import cut, font_path
+from vicogym.renderers.evidence import cut, font_path, supersample
 from vicogym.structures.evidence import Box, Unit
 
 PAPER = (255, 255, 255)
 #: the smallest font size (view pixels) set as glyphs; smaller text is a light bar
 MIN_TEXT_PX = 2.5
-
-
-#: the largest factor a small view is drawn larger by before it is area-averaged down
-MAX_SUPERSAMPLE = 32
-
-
-def supersample(crop: Box, size: tuple[int, int]) -> int:
-    """How many times larger a view of ``crop`` at ``size`` is drawn before it is
-    averaged down: enough to reach one view pixel per unit pixel (where every text of a
-    page is drawn as real glyphs), 1 when the view is that large already."""
-    scale = min(size[0] / (crop[2] - crop[0]), size[1] / (crop[3] - crop[1]))
-    return 1 if scale >= 1.0 else min(MAX_SUPERSAMPLE, math.ceil(1.0 / scale - 1e-9))
 
 
 @lru_cache(maxsize=512)

@@ -70,8 +70,16 @@ DEFAULTS: dict[str, Any] = {
     "fonts": list(FONTS),
     #: how far a view may enlarge the page
     "max_scale": 4.0,
+    #: the scale of the page's thumbnail, the task's start (a 51 x 66 px page): small
+    #: enough that the start hides the value (values' cap heights 0.25-0.35 view px); a
+    #: drawn task whose start does not hide its answer is drawn again
+    #: (``EvidenceEnv.hidden_report``)
+    "start_scale": 0.04,
 }
 EXTRAS: tuple[str, ...] = ()
+#: the family promises a start that hides the answer: a task whose start is not measured
+#: to hide it is drawn again
+HIDES = True
 
 #: the ASCII glyphs whose extent sets a line's box: the tallest and the deepest
 REFERENCE = "Hbdfhklt|()[]{}$/gjpqy@"
@@ -389,7 +397,8 @@ class _Page:
         return field_label(label).lower() not in self.used
 
     def field(self, layout: str, labels: Sequence[dict[str, Any]], values: Sequence[dict[str, Any]],
-              evidence_box: Sequence[float] | None = None, options: Sequence[str] = ()) -> None:
+              evidence_box: Sequence[float] | None = None, options: Sequence[str] = (),
+              choices: Sequence[tuple[int, int]] = ()) -> None:
         label = field_label(" ".join(t["text"] for t in labels))
         self.used.add(label.lower())
         fid = len(self.fields)
@@ -403,7 +412,7 @@ class _Page:
             "evidence_box": [round(v, 2) for v in (evidence_box or value_box)],
             "label_cap": round(min(t["px"] * cap_ratio(t["font"]) for t in labels), 4),
             "value_cap": round(min(t["px"] * cap_ratio(t["font"]) for t in values), 4),
-            "options": list(options)})
+            "options": list(options), **({"choices": [list(c) for c in choices]} if choices else {})})
 
     def single(self, rng: np.random.Generator) -> tuple[str, str] | None:
         """A free single-line field label and a value for it."""
@@ -602,15 +611,17 @@ def _checkbox(page: _Page, rng: np.random.Generator, y: float) -> float:
             page.texts.pop()
             continue
         checked = int(rng.integers(len(placed)))
-        items = []
+        items, choices = [], []
         for i, (option, square) in enumerate(placed):
             page.boxes.append({"box": [round(v, 2) for v in square], "checked": i == checked,
                                "width": 1.5, "gray": 30})
             items.append(page.text(option, lf, lpx, square[2] + 0.5 * lpx, base, "value" if i == checked else "option",
                                    LABEL_INK))
+            choices.append((items[-1]["id"], len(page.boxes) - 1))
         sq = placed[checked][1]
         val = items[checked]
-        page.field("checkbox", [lab], [val], _union([sq, val["box"]]), options=[p[0] for p in placed])
+        page.field("checkbox", [lab], [val], _union([sq, val["box"]]), options=[p[0] for p in placed],
+                   choices=choices)
         y += _row_pitch(page) * 1.1
     return y
 
@@ -803,6 +814,9 @@ def check_settings(settings: Mapping[str, Any]) -> None:
                                  f"{', '.join(known)})")
     if not is_number(settings["max_scale"], 1.0, 16.0):
         raise ValueError(f"expected forms setting 'max_scale' as a number in [1, 16], got {settings['max_scale']!r}")
+    if not is_number(settings["start_scale"], 0.005, 4.0):
+        raise ValueError(f"expected forms setting 'start_scale' as a number in [0.005, 4], got "
+                         f"{settings['start_scale']!r}")
 
 
 def draw(rng: np.random.Generator, settings: Mapping[str, Any] | None = None) -> Task:
@@ -837,4 +851,122 @@ def draw(rng: np.random.Generator, settings: Mapping[str, Any] | None = None) ->
     meta = {"field": asked["id"], "label": asked["label"], "layout": layout, "distractors": distractors,
             "program": "vicogym.programs.evidence.forms.pair_fields", "entities": entities(spec)}
     return Task(f"forms-{digest}", "forms", question, asked["value"], (unit,), evidence, "text", "anls", (), (),
-                "first", meta)
+                "first", meta, float(settings["start_scale"]))
+
+
+# ------------------------------------------------------------------ counterfactuals
+
+#: a single-line field's label -> the kind of value it is filled in with
+KINDS: Mapping[str, str] = dict(LINE_FIELDS)
+#: how many values are drawn at most in search of ones of the same kind and length
+COUNTERFACTUAL_TRIES = 400
+
+
+def counterfactuals(task: Task, rng: np.random.Generator, n: int = 8) -> list[Task]:
+    """Up to ``n`` tasks that differ from ``task`` only in the answer the page gives: the
+    asked field's value replaced by another of the same kind and length (a table's amount
+    by another with as many digits; an address by another of as many lines, each as long
+    as can be found), or the check moved to another option of a check-box group; each
+    answer scores 0 against ``task``'s with its scorer. What the hidden check draws the
+    start view of (a page that draws the same whichever of these is true hides its answer)."""
+    from vicogym.programs.evidence import score_task
+
+    unit = task.units[0]
+    spec = unit.spec
+    asked = next(f for f in spec["fields"] if f["id"] == task.meta["field"])
+    out: list[Task] = []
+    for values in _other_values(asked, spec, rng, n):
+        changed = _with_values(spec, asked, values)
+        new = changed["fields"][asked["id"]]["value"]
+        if score_task(task, new) > 0 or any(t.answer == new for t in out):
+            continue
+        out.append(Task(task.id, task.family, task.question, new,
+                        (Unit(unit.kind, unit.width, unit.height, changed, unit.title, unit.max_scale),),
+                        task.evidence, task.contract, task.scorer, (), task.options, task.start,
+                        {**task.meta, "counterfactual": f"{asked['value']!r} -> {new!r}"}, task.start_scale))
+    return out
+
+
+def _other_values(asked: Mapping[str, Any], spec: Mapping[str, Any], rng: np.random.Generator, n: int
+                  ) -> list[list[str] | tuple[str, int]]:
+    """Other fillings of ``asked``: a list of value lines, or (a check-box group) another
+    option to print beside the check (``("swap", k)``) or to check (``("move", k)``)."""
+    if asked["layout"] == "checkbox":
+        # the check stays where it is and another option's text is printed beside it (only
+        # text changes), then the check moved to another box
+        picked = [k for k, (text, _) in enumerate(asked["choices"]) if text not in asked["value_ids"]]
+        order = [picked[int(i)] for i in rng.permutation(len(picked))]
+        return ([("swap", k) for k in order] + [("move", k) for k in order])[:n]
+    old = [spec["texts"][i]["text"] for i in asked["value_ids"]]
+    style = spec["style"]
+    # each line drawn on its own until one as long as the old line is found (an address's
+    # lines: street, suite, city)
+    pools: list[list[str]] = [[] for _ in old]
+    for _ in range(COUNTERFACTUAL_TRIES):
+        if asked["layout"] == "multiline":
+            lines = _address(rng)
+        elif asked["layout"] == "table":
+            lines = [_amount_like(old[0], rng)]
+        else:
+            lines = [_value(KINDS[asked["label"]], rng, style)]
+        if len(lines) != len(old):
+            continue
+        for pool, line, was in zip(pools, lines, old):
+            if len(line) == len(was) and line != was and line not in pool and len(pool) < n:
+                pool.append(line)
+        if all(len(pool) == n for pool in pools):
+            break
+    if not all(pools):
+        return []
+    return [[pool[k % len(pool)] for pool in pools] for k in range(max(len(pool) for pool in pools))]
+
+
+def _amount_like(text: str, rng: np.random.Generator) -> str:
+    """Another amount printed as ``text`` is: as many digits, the same separators."""
+    out, first = [], True
+    for ch in text:
+        if ch.isdigit():
+            out.append(str(int(rng.integers(1 if first else 0, 10))))
+            first = False
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _with_values(spec: Mapping[str, Any], asked: Mapping[str, Any], values: list[str] | tuple[str, int]
+                 ) -> dict[str, Any]:
+    """A copy of the page ``spec`` whose field ``asked`` holds ``values``: its value texts
+    set anew at their origins (a right-aligned table amount keeps its right end), or
+    another option printed beside its check or checked (:func:`_other_values`)."""
+    texts = [dict(t) for t in spec["texts"]]
+    fields = [dict(f) for f in spec["fields"]]
+    boxes = [dict(b) for b in spec.get("boxes", ())]
+    field = fields[asked["id"]]
+    if isinstance(values, tuple):
+        how, k = values
+        (old_text, old_box), (new_text, new_box) = asked["choices"][
+            [t for t, _ in asked["choices"]].index(asked["value_ids"][0])], asked["choices"][k]
+        if how == "swap":  # the two options' texts trade places, each at the other's origin
+            a, b = texts[old_text], texts[new_text]
+            for t, text in ((a, b["text"]), (b, a["text"])):
+                advance = measure(t["font"], t["px"], text)[0]
+                t.update(text=text, w=round(advance, 3),
+                         box=[round(v, 2) for v in text_box(t["font"], t["px"], text, t["x"], t["y"])])
+            field.update(value=a["text"], value_box=list(a["box"]),
+                         evidence_box=_union([boxes[old_box]["box"], a["box"]]))
+        else:
+            boxes[old_box]["checked"], boxes[new_box]["checked"] = False, True
+            texts[old_text]["role"], texts[new_text]["role"] = "option", "value"
+            field.update(value=texts[new_text]["text"], value_ids=[new_text], value_box=list(texts[new_text]["box"]),
+                         evidence_box=_union([boxes[new_box]["box"], texts[new_text]["box"]]))
+    else:
+        for i, text in zip(asked["value_ids"], values):
+            t = texts[i]
+            advance = measure(t["font"], t["px"], text)[0]
+            x = t["x"] + t["w"] - advance if asked["layout"] == "table" else t["x"]
+            t.update(text=text, x=round(x, 2), w=round(advance, 3),
+                     box=[round(v, 2) for v in text_box(t["font"], t["px"], text, x, t["y"])])
+        shown = [texts[i] for i in asked["value_ids"]]
+        field.update(value=" ".join(values), value_box=_union([t["box"] for t in shown]))
+        field["evidence_box"] = list(field["value_box"])
+    return {**spec, "texts": texts, "fields": fields, "boxes": boxes}

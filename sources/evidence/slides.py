@@ -58,8 +58,15 @@ DEFAULTS: dict[str, Any] = {
     "ops": list(SLIDE_OPS),
     #: the share of questions about two slides (when ops allow both kinds)
     "two_slide_share": 0.4,
+    #: the scale of the sheet's thumbnails, the task's start (a 38 x 22 px slide under its
+    #: title): small enough that the start hides every printed value and label of the
+    #: charts; a drawn task whose start does not hide its answer is drawn again
+    #: (``EvidenceEnv.hidden_report``)
+    "start_scale": 0.03,
 }
 EXTRAS: tuple[str, ...] = ()
+#: the family promises a start that hides the answer (see ``forms.HIDES``)
+HIDES = True
 
 #: a slide's frame in unit pixels (16:9)
 SLIDE_SIZE = (1280, 720)
@@ -96,6 +103,8 @@ def check_settings(settings: Mapping[str, Any]) -> None:
     share = settings["two_slide_share"]
     if not is_number(share) or not 0.0 <= share <= 1.0:
         raise ValueError(f"expected two_slide_share as a number in [0, 1], got {share!r}")
+    if not is_number(settings["start_scale"], 0.005, 2.0):
+        raise ValueError(f"expected start_scale as a number in [0.005, 2], got {settings['start_scale']!r}")
 
 
 def check_common(settings: Mapping[str, Any], units: str, low: int, high: int, why: str, ops: Sequence[str]
@@ -431,10 +440,79 @@ def draw(rng: np.random.Generator, settings: Mapping[str, Any] | None = None, ma
         meta = {"program": program, "evidence": targets, "distractors": distractors(program, tables),
                 "deck": deck, "source": "procedural"}
         return Task(task_id("slides", slides, program), "slides", question(program, titles, tables), answer,
-                    tuple(slides), provisional(targets, slides), contract, scorer, start="sheet", meta=meta)
+                    tuple(slides), provisional(targets, slides), contract, scorer, start="sheet", meta=meta,
+                    start_scale=float(s["start_scale"]))
     raise GenerationError(f"no slides task with a unique answer in {max_tries} decks")
 
 
 def answer_of(task: Task) -> str:
     """The answer the stored tables give (what ``verify`` re-derives)."""
     return derive(task.meta["program"], tables_of(task.units))
+
+
+# -- counterfactuals ------------------------------------------------------------------------------
+def counterfactuals(task: Task, rng: np.random.Generator, n: int = 8) -> list[Task]:
+    """Up to ``n`` tasks that differ from ``task`` only in what the charts its question
+    reads print, each with an answer that scores 0 against ``task``'s: two category labels
+    traded (every mark stays where it is, the asked row now holds another row's values),
+    two legend entries traded, or every value of the chart ten times larger or smaller
+    (the marks keep their places on an axis that scales with them; only the numbers
+    printed change). What the hidden check draws the start of (see
+    :mod:`vicogym.sources.evidence.forms`'s)."""
+    from vicogym.programs.evidence import score_task
+
+    program = task.meta["program"]
+    read = sorted({program["unit"]} if "unit" in program else {program["a"]["unit"], program["b"]["unit"]})
+    candidates: list[tuple[int, ChartStructure, str, int]] = []
+    for k in read:
+        structure = ChartStructure.from_dict(task.units[k].spec["chart"])
+        candidates += [(k, *changed) for changed in _relabelled(structure)]
+    out: list[Task] = []
+    # texts as long as the ones they replace first: the chart's layout (the room its labels
+    # take) stays as it was, so only the glyphs change
+    order = sorted(rng.permutation(len(candidates)), key=lambda k: candidates[int(k)][3])
+    for k in order:
+        unit_index, structure, what, _ = candidates[int(k)]
+        units = list(task.units)
+        unit = units[unit_index]
+        units[unit_index] = Unit(unit.kind, unit.width, unit.height, {**unit.spec, "chart": structure.to_dict()},
+                                 unit.title, unit.max_scale)
+        try:
+            answer = derive(program, tables_of(units))
+        except (InvalidEdit, ValueError):
+            continue
+        if score_task(task, answer) > 0 or any(t.answer == answer for t in out):
+            continue
+        out.append(replace(task, answer=answer, units=tuple(units), golds=(),
+                           meta={**task.meta, "counterfactual": f"slide {unit_index + 1}: {what}"}))
+        if len(out) == n:
+            break
+    return out
+
+
+def _relabelled(structure: ChartStructure) -> list[tuple[ChartStructure, str, int]]:
+    """``structure`` with two rows' labels traded, two series' labels traded, or its
+    values ten times larger or smaller; what was done, and by how many characters the
+    printed texts' lengths differ (those the table allows)."""
+    table = structure.table
+    out = []
+    for names, field in ((table.rows, "rows"), (table.series, "series")):
+        for i in range(len(names)):
+            for j in range(i + 1, len(names)):
+                swapped = list(names)
+                swapped[i], swapped[j] = swapped[j], swapped[i]
+                try:
+                    new = replace(table, **{field: tuple(swapped)})
+                except (TypeError, ValueError):
+                    continue
+                out.append((structure.with_table(new), f"{names[i]!r} and {names[j]!r} traded",
+                            abs(len(names[i]) - len(names[j]))))
+    for factor in (10.0, 0.1):
+        decimals = max(0, table.decimals - 1) if factor > 1 else table.decimals + 1
+        values = tuple(tuple(None if v is None else round(v * factor, decimals) for v in row) for row in table.values)
+        try:
+            new = replace(table, values=values, decimals=decimals, bounds=None)
+        except (TypeError, ValueError):
+            continue
+        out.append((structure.with_table(new), f"every value x{factor:g}", len(table.rows) * len(table.series)))
+    return out
