@@ -1,7 +1,10 @@
 """Answerability checks of the CLEVR arm: every object shows (inside the frame, with
 enough visible pixels), every left/right relation the question reads is one a reader
 can see (the objects far enough apart across the image, and for front/behind far enough
-up or down it), and the question is none CLEVR's generator would reject as degenerate. And, from the same facts, the
+up or down it), the question is none CLEVR's generator would reject as degenerate, its
+answer hangs on no cube's material, and it reads size only where the picture tells large
+from small (every large object shows at least 1.4 times as big as every small one:
+:func:`~vicogym.structures.clevr.size_problem`). And, from the same facts, the
 visual difficulty features a stand-in actor's accuracy follows, and plausible wrong
 answers of the answer's kind.
 
@@ -41,6 +44,10 @@ def check(scene: Scene, facts: Any, rule: Mapping[str, Any]) -> None:
     problem = clevr_programs.material_unseen(scene, rule["program"])
     if problem is not None:
         raise InvalidEdit("material_unseen", f"{problem}; make it another shape, or ask about something else")
+    problem = clevr_programs.size_unseen(scene, rule["program"])
+    if problem is not None:
+        raise InvalidEdit("size_unseen", f"{problem}; bring the large object nearer the camera or the small one "
+                          "farther, or make them one size")
 
 
 def check_visible(scene: Scene, facts: Any) -> None:

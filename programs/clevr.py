@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from vicogym.errors import GenerationError, InvalidEdit
-from vicogym.structures.clevr import ATTRIBUTES, RELATIONS, Scene
+from vicogym.structures.clevr import ATTRIBUTES, RELATIONS, Scene, size_problem
 from vicogym.validation import is_int, pick
 
 Objects = list[int]
@@ -207,6 +207,53 @@ def asked_objects(scene: Scene, program: Sequence[Mapping[str, Any]]) -> list[in
     return sorted(asked)
 
 
+def evidence_objects(scene: Scene, program: Sequence[Mapping[str, Any]]) -> list[int]:
+    """Every object the program's answer depends on, so every object a reader must see to
+    settle it: the objects ``unique`` singles out (the references), and for each ``count``
+    and ``exist`` every object its set was chosen from, whether chosen or not (each must
+    be seen to be ruled in or out). Comparisons are covered through their parts: an
+    ``equal_<attribute>`` reads two references, an integer comparison two counts.
+
+    The set a count ranges over is found by following its input back through the nodes
+    that keep or drop each object on that object's own attributes (``filter_*``,
+    ``union``, ``intersect``) to where the candidates come from: ``scene`` (every object),
+    ``relate`` (the objects on that side of the reference: the others are ruled out by
+    where they stand, which no attribute changes) or ``same_<attribute>`` (every object
+    but the reference, each compared with it); ``union`` and ``intersect`` range over both
+    their inputs' ranges.
+
+    Complete in this sense: changing any attribute of an object outside the list either
+    leaves the answer as it was or leaves the question without one (a description that
+    now fits two objects, ``ambiguous``); ``tests/test_evidence_objects.py`` checks it by
+    changing every attribute of every other object. :func:`asked_objects` is the narrower
+    set the difficulty features read (the references and the counted objects)."""
+    outputs = run(scene, program)
+    everyone = set(range(len(scene.objects)))
+
+    def ranged(k: int) -> set[int]:
+        node = program[k]
+        function = node["function"]
+        if function == "scene":
+            return set(everyone)
+        if function == "relate":
+            return set(outputs[k])
+        if function.startswith("same_"):
+            return everyone - {outputs[node["inputs"][0]]}
+        if function.startswith("filter_"):
+            return ranged(node["inputs"][0])
+        if function in ("union", "intersect"):
+            return ranged(node["inputs"][0]) | ranged(node["inputs"][1])
+        raise ValueError(f"program node {k} ({function}) is no set of objects a count can range over")
+
+    evidence: set[int] = set()
+    for k, node in enumerate(program):
+        if node["function"] == "unique":
+            evidence.add(outputs[k])
+        elif node["function"] in ("count", "exist"):
+            evidence |= ranged(node["inputs"][0])
+    return sorted(evidence)
+
+
 # -- question templates ------------------------------------------------------------------------
 RELATION_TEXT = {"left": "left of", "right": "right of", "front": "in front of", "behind": "behind"}
 ANSWER_SPACE = {"count": [str(n) for n in range(0, 7)], "bool": ["yes", "no"],
@@ -215,21 +262,23 @@ ANSWER_SPACE = {"count": [str(n) for n in range(0, 7)], "bool": ["yes", "no"],
 
 @dataclass(frozen=True)
 class Template:
-    """A question pattern. ``build(scene, rng)`` instantiates it: ``(text, program)``, or
-    ``None`` when this scene offers no valid instance on this draw."""
+    """A question pattern. ``build(scene, rng, unasked)`` instantiates it: ``(text,
+    program)``, or ``None`` when this scene offers no valid instance on this draw; its
+    descriptions name no attribute in ``unasked``."""
 
     id: str
     family: str
     answer: str  # "count", "bool" or "query_<attribute>"
-    build: Callable[[Scene, np.random.Generator], tuple[str, list[dict[str, Any]]] | None]
+    build: Callable[[Scene, np.random.Generator, frozenset[str]], tuple[str, list[dict[str, Any]]] | None]
 
 
 class _Program:
     """Builds a node list step by step and checks CLEVR's rules against degenerate
-    instances as it goes: a filter must remove something, a relate must leave something out."""
+    instances as it goes: a filter must remove something, a relate must leave something out.
+    Its descriptions name no attribute in ``unasked``."""
 
-    def __init__(self, scene: Scene):
-        self.scene, self.nodes, self.outputs = scene, [], []
+    def __init__(self, scene: Scene, unasked: frozenset[str] = frozenset()):
+        self.scene, self.nodes, self.outputs, self.unasked = scene, [], [], unasked
         self.ctx = Context(scene.relationships())
 
     def add(self, function: str, inputs: list[int] = (), values: list[str] = ()) -> int:
@@ -245,11 +294,11 @@ def _describe(p: _Program, source: int, rng: np.random.Generator, unique: bool, 
     """Filter the set at node ``source`` by a random description: to one object (``target``
     or a random one) when ``unique``, else to a random non-empty or empty subset. Every
     filter removes something (CLEVR's rule); ``exclude`` keeps one attribute out (the one a
-    query will ask for)."""
+    query will ask for), and so do the program's ``unasked``."""
     candidates = p.outputs[source]
     if not candidates:
         return None
-    attributes = [a for a in ("size", "color", "material", "shape") if a != exclude]
+    attributes = [a for a in ("size", "color", "material", "shape") if a != exclude and a not in p.unasked]
     order = [attributes[i] for i in rng.permutation(len(attributes))]
     described: dict[str, str] = {}
     node = source
@@ -286,8 +335,8 @@ def phrase(described: Mapping[str, str], plural: bool = False) -> str:
 def _zero_hop(function: str):
     """``count`` or ``exist`` over a described set of the whole scene."""
 
-    def build(scene, rng):
-        p = _Program(scene)
+    def build(scene, rng, unasked=frozenset()):
+        p = _Program(scene, unasked)
         d = _describe(p, p.add("scene"), rng, unique=False)
         if d is None:
             return None
@@ -303,8 +352,8 @@ def _query(attribute: str):
     questions = {"color": "What color is the {x}?", "shape": "What shape is the {x}?",
                  "material": "What is the {x} made of?", "size": "How big is the {x}?"}
 
-    def build(scene, rng):
-        p = _Program(scene)
+    def build(scene, rng, unasked=frozenset()):
+        p = _Program(scene, unasked)
         d = _describe(p, p.add("scene"), rng, unique=True, exclude=attribute)
         if d is None:
             return None
@@ -333,8 +382,8 @@ def _hops(p: _Program, rng: np.random.Generator, hops: int) -> tuple[int, str] |
 
 
 def _hop_query(hops: int, attribute: str):
-    def build(scene, rng):
-        p = _Program(scene)
+    def build(scene, rng, unasked=frozenset()):
+        p = _Program(scene, unasked)
         chain = _hops(p, rng, hops - 1)
         if chain is None:
             return None
@@ -353,8 +402,8 @@ def _hop_query(hops: int, attribute: str):
 
 
 def _hop_count(hops: int):
-    def build(scene, rng):
-        p = _Program(scene)
+    def build(scene, rng, unasked=frozenset()):
+        p = _Program(scene, unasked)
         chain = _hops(p, rng, hops - 1)
         if chain is None:
             return None
@@ -371,8 +420,8 @@ def _hop_count(hops: int):
     return build
 
 
-def _single_and(scene, rng):
-    p = _Program(scene)
+def _single_and(scene, rng, unasked=frozenset()):
+    p = _Program(scene, unasked)
     a = _hops(p, rng, 0)
     b = _hops(p, rng, 0) if a else None
     if a is None or b is None or p.outputs[a[0]] == p.outputs[b[0]]:
@@ -383,8 +432,8 @@ def _single_and(scene, rng):
     return (f"How many things are both {RELATION_TEXT[r1]} {a[1]} and {RELATION_TEXT[r2]} {b[1]}?", p.nodes)
 
 
-def _single_or(scene, rng):
-    p = _Program(scene)
+def _single_or(scene, rng, unasked=frozenset()):
+    p = _Program(scene, unasked)
     all_objects = p.add("scene")
     a = _describe(p, all_objects, rng, unique=False)
     b = _describe(p, all_objects, rng, unique=False)
@@ -397,8 +446,8 @@ def _single_or(scene, rng):
 def _same_relate(attribute: str):
     wording = {"color": "color", "shape": "shape", "material": "material", "size": "size"}[attribute]
 
-    def build(scene, rng):
-        p = _Program(scene)
+    def build(scene, rng, unasked=frozenset()):
+        p = _Program(scene, unasked)
         d = _describe(p, p.add("scene"), rng, unique=True, exclude=attribute)
         if d is None:
             return None
@@ -409,8 +458,8 @@ def _same_relate(attribute: str):
 
 
 def _comparison(attribute: str):
-    def build(scene, rng):
-        p = _Program(scene)
+    def build(scene, rng, unasked=frozenset()):
+        p = _Program(scene, unasked)
         a = _describe(p, p.add("scene"), rng, unique=True, exclude=attribute)
         b = _describe(p, p.add("scene"), rng, unique=True, exclude=attribute)
         if a is None or b is None or p.outputs[a[0]] == p.outputs[b[0]]:
@@ -427,8 +476,8 @@ def _compare_integer(function: str):
     wording = {"greater_than": "Are there more {a} than {b}?", "less_than": "Are there fewer {a} than {b}?",
                "equal_integer": "Are there the same number of {a} and {b}?"}[function]
 
-    def build(scene, rng):
-        p = _Program(scene)
+    def build(scene, rng, unasked=frozenset()):
+        p = _Program(scene, unasked)
         all_objects = p.add("scene")
         a = _describe(p, all_objects, rng, unique=False)
         b = _describe(p, all_objects, rng, unique=False)
@@ -532,6 +581,18 @@ def material_unseen(scene: Scene, program: Sequence[Mapping[str, Any]]) -> str |
     return None
 
 
+def size_unseen(scene: Scene, program: Sequence[Mapping[str, Any]]) -> str | None:
+    """Why the program reads a size the picture does not show, or ``None``: it filters,
+    queries, relates or compares by size (:func:`attributes_read`) in a scene whose large
+    objects a reader cannot tell from its small ones
+    (:func:`~vicogym.structures.clevr.size_problem`: every large object must show at least
+    1.4 times as big as every small one)."""
+    if "size" not in attributes_read(program):
+        return None
+    problem = size_problem(scene)
+    return None if problem is None else f"the question reads size, but {problem}"
+
+
 def degeneracy(scene: Scene, program: Sequence[Mapping[str, Any]]) -> str | None:
     """Why CLEVR's generator would not ask this question on this scene, or ``None``: a
     relate step whose output could be the whole scene with the same answer (CLEVR's
@@ -584,19 +645,26 @@ def generate_question(scene: Scene, rng: np.random.Generator, templates: Sequenc
     """A question with a valid, non-degenerate program and a balanced answer: the answer is
     drawn first (uniformly from the template's answer space) and instances are drawn until
     one gives it, within ``max_tries``. No program reads an attribute in ``unasked`` (one the
-    images do not show). Returns ``(question, rule, answer)``."""
+    images do not show), nor size where this scene's picture does not tell large from small
+    (:func:`~vicogym.structures.clevr.size_problem`). Returns ``(question, rule, answer)``."""
     pool = [TEMPLATE_BY_ID[t] for t in templates] if templates else list(TEMPLATES)
-    pool = [t for t in pool if not any(t.answer == f"query_{a}" or t.id.endswith(f"_{a}") for a in unasked)]
+    pool = [t for t in pool if not template_reads(t, unasked)]
     if not pool:
         raise ValueError(f"every template asked for reads {sorted(unasked)}, which these images do not show; "
                          "choose other templates")
+    if "size" not in unasked and size_problem(scene) is not None:
+        unasked = unasked | {"size"}
+        pool = [t for t in pool if not template_reads(t, {"size"})]
+        if not pool:
+            raise GenerationError("every template asked for reads size, which this scene's picture does not show "
+                                  f"({size_problem(scene)})")
     for _ in range(max_tries):
         template = pick(rng, pool)
         space = ANSWER_SPACE[template.answer]
         wanted = pick(rng, space)
         for _ in range(INSTANCE_TRIES):
             try:
-                built = template.build(scene, rng)
+                built = template.build(scene, rng, unasked)
             except InvalidEdit:
                 built = None
             if built is None or attributes_read(built[1]) & unasked:
@@ -606,3 +674,9 @@ def generate_question(scene: Scene, rng: np.random.Generator, templates: Sequenc
             if answer == wanted and degeneracy(scene, nodes) is None and material_unseen(scene, nodes) is None:
                 return text, program_rule(nodes, text, template.id, template.family), answer
     raise GenerationError(f"no valid, balanced question for this scene in {max_tries} tries")
+
+
+def template_reads(template: Template, attributes: Any) -> bool:
+    """Whether every instance of ``template`` reads one of ``attributes`` (it asks for one, or
+    compares or relates by one)."""
+    return any(template.answer == f"query_{a}" or template.id.endswith(f"_{a}") for a in attributes)

@@ -9,7 +9,9 @@ The loader reads a folder in CLEVR's release layout: ``scenes/CLEVR_<split>_scen
 ``questions/CLEVR_<split>_questions.json`` (optional: without it, the templates ask the
 questions) and ``images/<split>/`` (not needed: scenes are drawn again). Programs load in
 either spelling; every question's stored answer is reproduced by the executor on its scene
-before the question is used, and one that does not reproduce is counted and skipped.
+before the question is used, and one that does not reproduce is counted and skipped, as is
+one that reads size in a scene whose picture does not tell large from small (at the
+environment's resolution, through the scene's camera: ``size_unseen``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from vicogym.programs.clevr import (
     generate_question,
     normalize_program,
     program_rule,
+    size_unseen,
 )
 from vicogym.sources import read_json
 from vicogym.structures.clevr import ATTRIBUTES, MAX_OBJECTS, MIN_OBJECTS, Camera, Lights, Obj, Scene, free_spot
@@ -175,6 +178,9 @@ class ReleaseSource:
                 continue
             if attributes_read(program) & self.unasked:
                 self.skipped["reads_what_the_engine_does_not_show"] += 1
+                continue
+            if size_unseen(scene, program) is not None:
+                self.skipped["size_unseen"] += 1
                 continue
             kept.append((index, str(q["question"]), program_rule(program, str(q["question"])), answer, k))
         if data["questions"] and not kept:

@@ -56,7 +56,9 @@ def test_a_detail_task_asks_the_program_of_its_scene_about_objects_in_the_detail
         assert clevr_programs.answer_text(clevr_programs.execute(scene, program)) == task.answer
         assert evidence_checks.rederive(task) == task.answer
         asked = clevr_programs.asked_objects(scene, program)
-        assert [e["object"] for e in task.meta["evidence_objects"]] == asked and asked
+        evidence = clevr_programs.evidence_objects(scene, program)
+        assert [e["object"] for e in task.meta["evidence_objects"]] == evidence and asked
+        assert set(asked) <= set(evidence)
         assert "material" in task.meta["unasked"] and "material" not in clevr_programs.attributes_read(program)
         assert task.meta["template"] not in detail.LEFT_OUT_TEMPLATES
         assert task.answer not in task.meta["distractors"] and task.meta["distractors"]
@@ -65,7 +67,9 @@ def test_a_detail_task_asks_the_program_of_its_scene_about_objects_in_the_detail
         assert task.evidence == () and "png" not in unit.spec  # prepare adds the pixels and the boxes
         low, high = detail.band(960, 720, 256)
         guess = detail.estimate(scene)
-        assert all(low < guess.extent(k) < high for k in asked)
+        assert all(low < guess.extent(k) < high for k in asked)  # what it asks about needs a zoom
+        assert all(low < guess.extent(k) for k in evidence)  # what it rules out shows in one
+        assert clevr_programs.size_unseen(scene, program) is None
         assert task.contract == ("count" if task.answer.isdigit() else "text") and task.scorer == "short"
 
 
@@ -195,7 +199,7 @@ def test_a_changed_edit_changes_the_derived_answer(seed):
     question, edits = meta["question"], [dict(op) for op in meta["edits"]]
     frames = sequences.replay(Scene.from_dict(meta["initial"]), edits)
     if question["kind"] == "recolor":
-        step = sequences.derive(frames, question).seen[0][0] - 1  # the edit between the frames compared
+        step = sequences.derive(frames, question).seen[-2][0] - 1  # the edit between the last two frames seen
         other = next(c for c in ("gray", "red", "blue") if c not in (edits[step]["color"], question["object"]["color"]))
         edits[step]["color"] = other
         assert sequences.answer({**meta, "edits": edits}) == other
@@ -255,7 +259,7 @@ def test_derive_answers_each_kind_and_refuses_what_has_no_single_answer():
     assert sequences.derive(frames, {"kind": "added", "frames": [3, 6]}).answer == "0"
     recolor = sequences.derive(frames, {"kind": "recolor", "frame": 1,
                                         "object": {"size": "large", "color": "blue", "shape": "sphere"}})
-    assert recolor.answer == "yellow" and [s[0] for s in recolor.seen] == [3, 4]
+    assert recolor.answer == "yellow" and [s[0] for s in recolor.seen] == [1, 3, 4]  # named in frame 1
     first = sequences.derive(frames, {"kind": "first_frame", "object": {"color": "yellow"}})
     assert first.answer == "4"
     with pytest.raises(InvalidEdit, match="added or removed"):

@@ -6,14 +6,18 @@ full resolution (inside the frame, at least CLEVR's 200 visible pixels, not scal
 the image since a zoom shows the unit at full resolution at most, and a box no smaller
 than the legible object extent); every relation the program reads can be seen (the CLEVR
 arm's distances); the question is not degenerate, reads nothing the engine does not show
-and nothing the family leaves unasked; the evidence is the objects the program reads; and
-none of it is legible in the default view (the whole unit fitted into ``view_size``)
-while each item is legible in a zoom onto its box.
+and nothing the family leaves unasked, and reads size only where the picture tells large
+from small; the evidence is every object the answer depends on
+(:func:`~vicogym.programs.clevr.evidence_objects`: the objects singled out, and every
+object a count or an existence test ranges over, counted or ruled out); none of the
+objects the question singles out or counts is legible in the default view (the whole unit
+fitted into ``view_size``), and each evidence item is legible in a zoom onto its box.
 
 ``clevr_sequence``: every frame is the scene the edits give; the answer, its other
 spellings and the evidence are what :mod:`vicogym.programs.evidence.sequences` derives
 (descriptions unique where the question names an object); every object of every frame
-shows (the CLEVR arm's visibility rule); every move is seen (the object's boxes before
+shows (the CLEVR arm's visibility rule); a question or answer that names a size does so
+only where every frame tells large from small; every move is seen (the object's boxes before
 and after do not overlap); and every evidence item is legible in a zoom onto it.
 
 :func:`check` says why a task is not answerable (``None`` when it is); :func:`require`
@@ -161,13 +165,21 @@ def _check_detail(task: Task) -> None:
         unseen_material = clevr_programs.material_unseen(scene, program)
         if unseen_material is not None:
             raise InvalidEdit("material_unseen", unseen_material)
-    asked = clevr_programs.asked_objects(scene, program)
+    unseen_size = clevr_programs.size_unseen(scene, program)
+    if unseen_size is not None:
+        raise InvalidEdit("size_unseen", unseen_size)
+    needed = clevr_programs.evidence_objects(scene, program)
     listed = sorted(item["object"] for item in meta.get("evidence_objects", ()))
-    if listed != asked or not asked:
-        raise InvalidEdit("answer_mismatch", f"the evidence lists objects {listed}, the program reads {asked}")
+    if listed != needed or not needed:
+        raise InvalidEdit("answer_mismatch", f"the evidence lists objects {listed}; the answer depends on {needed}")
     _same_evidence(task, expected_evidence(task, meta["evidence_objects"]))
     view_size = int(meta["view_size"])
-    shown = support(task.evidence, [whole_view(0, 0, unit, view_size)])
+    asked = set(clevr_programs.asked_objects(scene, program))
+    if not asked:
+        raise InvalidEdit("answer_mismatch", "the question singles out and counts no object, so no detail of it "
+                          "needs a zoom")
+    named = expected_evidence(task, [item for item in meta["evidence_objects"] if item["object"] in asked])
+    shown = support(named, [whole_view(0, 0, unit, view_size)])
     legible = [item["what"] for item in shown["items"] if item["supported"]]
     if legible:
         raise InvalidEdit("detail_shown", f"{', '.join(legible)} can be read in the default {view_size} px view")
@@ -191,6 +203,9 @@ def _check_sequence(task: Task) -> None:
     if derived.answer != task.answer or tuple(derived.golds) != tuple(task.golds):
         raise InvalidEdit("answer_mismatch", f"the edits give {derived.answer!r} (also {list(derived.golds)}), the "
                           f"task says {task.answer!r} (also {list(task.golds)})")
+    unseen_size = sequences.size_unseen(frames, meta["question"])
+    if unseen_size is not None:
+        raise InvalidEdit("size_unseen", unseen_size)
     for k, frame in enumerate(frames):
         try:
             clevr_checks.check_visible(frame.scene, _facts(task, k))

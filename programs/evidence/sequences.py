@@ -44,7 +44,16 @@ from itertools import combinations
 from typing import Any, Mapping, Sequence
 
 from vicogym.errors import InvalidEdit
-from vicogym.structures.clevr import ATTRIBUTES, FLOOR, MAX_OBJECTS, MIN_OBJECTS, Obj, Scene, placement_problem
+from vicogym.structures.clevr import (
+    ATTRIBUTES,
+    FLOOR,
+    MAX_OBJECTS,
+    MIN_OBJECTS,
+    Obj,
+    Scene,
+    placement_problem,
+    size_problem,
+)
 from vicogym.validation import is_int, is_number
 
 #: the ops a sequence is made of (the CLEVR editor's names and fields)
@@ -214,7 +223,15 @@ def _window(question: Mapping[str, Any], frames: Sequence[Frame]) -> tuple[int, 
 @dataclass(frozen=True)
 class Derived:
     """A question's answer, the other spellings a scorer accepts, and what a reader must
-    see: ``(frame number, identity, what)`` per object."""
+    see to settle it: ``(frame number, identity, what)`` per object.
+
+    What a reader must see, per kind: ``moved``, the mover in both frames (the question
+    says one object moved: seen in two places, it is the one); ``added`` and ``removed``,
+    every object of both frames (an object is new, or gone, only when matched against every
+    object of the other frame, so a count of 0 has evidence too); ``recolor``, the object
+    in the frame the question names it in and in the frames either side of its change;
+    ``first_frame``, the object in the frame that first shows it and every object of every
+    earlier frame (each seen not to fit the description)."""
 
     answer: str
     golds: tuple[str, ...]
@@ -254,12 +271,11 @@ def derive(frames: Sequence[Frame], question: Mapping[str, Any]) -> Derived:
     if kind in ("added", "removed"):
         i, j = _window(question, frames)
         a, b = frames[i - 1], frames[j - 1]
-        if kind == "added":
-            changed = [k for k in b.ids if k not in a.ids]
-            seen = tuple((j, k, f"added {phrase(description(b.obj(k)))}") for k in changed)
-        else:
-            changed = [k for k in a.ids if k not in b.ids]
-            seen = tuple((i, k, f"removed {phrase(description(a.obj(k)))}") for k in changed)
+        changed = [k for k in b.ids if k not in a.ids] if kind == "added" else [k for k in a.ids if k not in b.ids]
+        # a reader tells an object new (or gone) only by matching every object of one frame
+        # against every object of the other: all of both are evidence, not only the changed
+        seen = tuple((n, k, f"{kind} {phrase(description(f.obj(k)))}" if k in changed else
+                      f"{phrase(description(f.obj(k)))} in frame {n}") for n, f in ((i, a), (j, b)) for k in f.ids)
         return Derived(str(len(changed)), (), seen)
     if kind == "recolor":
         i = _frame_number(question.get("frame"), frames, "frame")
@@ -275,8 +291,10 @@ def derive(frames: Sequence[Frame], question: Mapping[str, Any]) -> Derived:
                               "later, not once")
         after = changes[0]  # 0-based index of the frame that first shows the new colour
         what = phrase(described)
+        # the object as the question names it (in frame i), then on both sides of its change
+        named = ((i, target, f"{what} in frame {i}"),) if i < after else ()
         return Derived(frames[after].obj(target).color, (),
-                       ((after, target, f"{what} before"), (after + 1, target, f"{what} after")))
+                       named + ((after, target, f"{what} before"), (after + 1, target, f"{what} after")))
     described = _described(question.get("object"), "object")
     for k, frame in enumerate(frames):
         found = matches(frame, described)
@@ -284,8 +302,34 @@ def derive(frames: Sequence[Frame], question: Mapping[str, Any]) -> Derived:
             if len(found) != 1:
                 raise InvalidEdit("ambiguous", f"frame {k + 1}, the first to show a {phrase(described)}, shows "
                                   f"{len(found)}")
-            return Derived(str(k + 1), (f"frame {k + 1}",), ((k + 1, found[0], phrase(described)),))
+            # "first" rules out every earlier frame: each of its objects must be seen not to fit
+            earlier = tuple((n + 1, ident, f"{phrase(description(f.obj(ident)))} in frame {n + 1}")
+                            for n, f in enumerate(frames[:k]) for ident in f.ids)
+            return Derived(str(k + 1), (f"frame {k + 1}",), ((k + 1, found[0], phrase(described)),) + earlier)
     raise InvalidEdit("ambiguous", f"no frame shows a {phrase(described)}")
+
+
+def names_size(question: Mapping[str, Any]) -> bool:
+    """Whether the question or its answer names an object's size: ``moved`` answers with
+    a full description, ``recolor`` and ``first_frame`` name their object by one."""
+    if question.get("kind") == "moved":
+        return True
+    described = question.get("object")
+    return isinstance(described, Mapping) and "size" in described
+
+
+def size_unseen(frames: Sequence[Frame], question: Mapping[str, Any]) -> str | None:
+    """Why a size the question or its answer names cannot be seen, or ``None``: some frame
+    whose large objects a reader cannot tell from its small ones
+    (:func:`~vicogym.structures.clevr.size_problem`). Every frame counts: the sheet a
+    reader starts from shows them all, and a description is read across them."""
+    if not names_size(question):
+        return None
+    for number, frame in enumerate(frames, 1):
+        problem = size_problem(frame.scene)
+        if problem is not None:
+            return f"the question names sizes, but in frame {number} {problem}"
+    return None
 
 
 def question_text(question: Mapping[str, Any]) -> str:

@@ -11,13 +11,18 @@ one of the questions of that kind the sequence answers; see
 :mod:`vicogym.programs.evidence.sequences`): which object moved between frame i and j, how
 many objects were added or removed between them, what colour an object became, which
 frame first shows an object. The answer is derived from the initial scene and the edits
-alone (``meta``: ``initial``, ``edits``, ``question``), and the evidence is the changed
-objects in the frames compared.
+alone (``meta``: ``initial``, ``edits``, ``question``), and the evidence is every object
+the answer depends on (:class:`~vicogym.programs.evidence.sequences.Derived`: for a count
+of added or removed objects every object of both frames compared, for a first frame every
+object of the frames before it).
 
 Every change must be seen: each frame's objects all show (the projection screen of
 :func:`vicogym.sources.evidence.clevr_detail.estimate`, then the render's mask pass in
 :mod:`vicogym.checks.evidence.clevr`), and a moved object's boxes before and after do not
-overlap. Frames are drawn by the renderer's ``prepare``.
+overlap. A question or answer that names a size (which object moved, the object of a
+recolour or first-frame question) comes only from frames that all tell large from small
+(:func:`~vicogym.structures.clevr.size_problem`). Frames are drawn by the renderer's
+``prepare``.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from vicogym.errors import GenerationError, InvalidEdit
 from vicogym.programs.evidence import sequences
 from vicogym.sources.clevr import procedural_scene
 from vicogym.sources.evidence.clevr_detail import ENGINE_UNSHOWN, SCREEN_MARGIN, Estimate, estimate, shown
-from vicogym.structures.clevr import ATTRIBUTES, MAX_OBJECTS, MIN_OBJECTS, free_spot
+from vicogym.structures.clevr import ATTRIBUTES, MAX_OBJECTS, MIN_OBJECTS, free_spot, size_problem
 from vicogym.structures.evidence import LEGIBLE_OBJECT_PX, Task, Unit
 from vicogym.validation import did_you_mean, is_int, pick
 
@@ -54,6 +59,9 @@ MAX_FRAMES = 8
 #: the op each question kind needs at least once
 NEEDS = {"moved": ("move",), "added": ("add_object",), "removed": ("remove_object",), "recolor": ("set_color",),
          "first_frame": ("add_object", "set_color")}
+#: the kinds whose questions or answers name sizes (full descriptions): their frames must
+#: all tell large from small
+SIZED_KINDS = ("moved", "recolor", "first_frame")
 #: how often each op is drawn for the other steps
 OP_WEIGHTS = {"move": 0.35, "add_object": 0.2, "remove_object": 0.2, "set_color": 0.25}
 OP_TRIES = 20
@@ -91,9 +99,12 @@ def min_visible(width: int, height: int) -> float:
     return MIN_PIXELS_AT_480x320 * width * height / (480 * 320) * SCREEN_MARGIN
 
 
-def frame_shows(frame: sequences.Frame) -> Estimate | None:
-    """The frame's estimate when every object shows on it, else ``None``."""
+def frame_shows(frame: sequences.Frame, sized: bool = False) -> Estimate | None:
+    """The frame's estimate when every object shows on it (and, when ``sized``, its large
+    objects can be told from its small ones), else ``None``."""
     scene = frame.scene
+    if sized and size_problem(scene) is not None:
+        return None
     guess = estimate(scene)
     floor, extent = min_visible(scene.width, scene.height), LEGIBLE_OBJECT_PX * SCREEN_MARGIN
     return guess if all(shown(guess, k, floor, extent) for k in range(len(scene.objects))) else None
@@ -133,17 +144,18 @@ def sample_op(frame: sequences.Frame, kind: str, originals: int, rng: np.random.
             "color": pick(rng, [c for c in ATTRIBUTES["color"] if c != scene.objects[k].color])}
 
 
-def sequence(rng: np.random.Generator, settings: Mapping[str, Any],
-             needed: tuple[str, ...]) -> tuple[list[sequences.Frame], list[dict[str, Any]]] | None:
-    """Frames and edits with one of ``needed`` at a drawn step, every frame screened;
-    ``None`` when a step found no op that keeps every change in sight."""
+def sequence(rng: np.random.Generator, settings: Mapping[str, Any], needed: tuple[str, ...],
+             sized: bool = False) -> tuple[list[sequences.Frame], list[dict[str, Any]]] | None:
+    """Frames and edits with one of ``needed`` at a drawn step, every frame screened (and,
+    when ``sized``, every frame telling large from small); ``None`` when a step found no
+    op that keeps every change in sight."""
     try:
         initial = procedural_scene(rng, settings["width"], settings["height"], settings["min_objects"],
                                    settings["max_objects"])
     except GenerationError:
         return None
     frames = [sequences.Frame(initial, tuple(range(len(initial.objects))))]
-    guesses = [frame_shows(frames[0])]
+    guesses = [frame_shows(frames[0], sized)]
     if guesses[0] is None:
         return None
     steps = int(rng.integers(settings["min_frames"], settings["max_frames"] + 1)) - 1
@@ -162,7 +174,7 @@ def sequence(rng: np.random.Generator, settings: Mapping[str, Any],
                 frame = sequences.apply_op(frames[-1], op, next_id)
             except InvalidEdit:
                 continue
-            guess = frame_shows(frame)
+            guess = frame_shows(frame, sized)
             if guess is None:
                 continue
             if op["op"] == "move" and not _apart(guesses[-1].boxes[op["object"]], guess.boxes[op["object"]]):
@@ -183,11 +195,11 @@ def draw(rng: np.random.Generator, settings: Mapping[str, Any]) -> Task:
     check_settings(settings)
     for _ in range(settings["max_tries"]):
         kind = pick(rng, list(settings["kinds"]))
-        made = sequence(rng, settings, NEEDS[kind])
+        made = sequence(rng, settings, NEEDS[kind], kind in SIZED_KINDS)
         if made is None:
             continue
         frames, edits = made
-        questions = sequences.candidates(frames, kind)
+        questions = [q for q in sequences.candidates(frames, kind) if sequences.size_unseen(frames, q) is None]
         if not questions:
             continue
         question = pick(rng, questions)
