@@ -10,9 +10,9 @@ careful reader can, while "Tesseract does not" proves nothing by itself.
 
 How an image is read (one documented procedure, used everywhere): the pixels are turned to
 gray, framed by a white border of :data:`BORDER` pixels (Tesseract needs a margin to find a
-text's edges), enlarged :data:`UPSCALE` times with bicubic resampling when they are small
-(Tesseract's models are trained on text with a cap height of about 20-30 pixels; a
-reader that enlarges is a stronger reader, and the curves measure this reader), and read
+text's edges), enlarged :data:`UPSCALE` times with bicubic resampling (Tesseract's models
+are trained on text with a cap height of about 20-30 pixels; a reader that enlarges reads
+smaller text, and the curves measure this reader, whatever the image's size), and read
 by Tesseract's LSTM engine in the page segmentation mode the call names. One engine is
 kept open per thread and mode (opening one costs about 0.1 s; a line then costs about
 0.01-0.03 s).
@@ -36,9 +36,8 @@ TESSDATA_DIRS = ("/usr/share/tesseract-ocr/5/tessdata", "/usr/share/tesseract-oc
 LANG = "eng"
 #: white pixels added around an image before it is read
 BORDER = 10
-#: how many times an image whose height is under :data:`UPSCALE_BELOW` px is enlarged
+#: how many times an image is enlarged before it is read
 UPSCALE = 3
-UPSCALE_BELOW = 200
 #: page segmentation modes by name (Tesseract's ``--psm`` numbers)
 MODES = {"line": 7, "word": 8, "block": 6, "sparse": 11, "auto": 3}
 INSTALL = ('pip install -e ".[ocr]" (the tesserocr binding) and apt-get install tesseract-ocr tesseract-ocr-eng '
@@ -98,8 +97,8 @@ class Word:
 
 def prepare(image: Any) -> tuple[Any, float]:
     """``image`` (an RGB or gray array, or a PIL image) as Tesseract reads it: gray, framed
-    by :data:`BORDER` white pixels, enlarged :data:`UPSCALE` times when small; and the
-    factor by which it was enlarged."""
+    by :data:`BORDER` white pixels, enlarged :data:`UPSCALE` times; and the factor by which
+    it was enlarged."""
     from PIL import Image
 
     if isinstance(image, Image.Image):
@@ -113,9 +112,8 @@ def prepare(image: Any) -> tuple[Any, float]:
     pixels = np.ascontiguousarray(pixels.astype(np.uint8))
     framed = np.pad(pixels, BORDER, constant_values=255)
     picture = Image.fromarray(framed)
-    factor = float(UPSCALE) if framed.shape[0] < UPSCALE_BELOW else 1.0
-    if factor != 1.0:
-        picture = picture.resize((round(picture.width * factor), round(picture.height * factor)), Image.BICUBIC)
+    factor = float(UPSCALE)
+    picture = picture.resize((round(picture.width * factor), round(picture.height * factor)), Image.BICUBIC)
     return picture, factor
 
 
