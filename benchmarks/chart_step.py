@@ -13,12 +13,13 @@ render, check answerability, encode PNG (``env.step`` plus ``encode_png``, with 
 answerability checks timed on their own); the baseline applies the same edits with the
 same pure editors and label programs and rebuilds the chart with pyplot.
 
-Last, full renders per kept sample and the renders discarded (a check failed after the
-render), for a ``generate`` run with the arm's pre-render screen of seeds and without it.
+Then full renders per kept sample and the renders discarded (a check failed after the
+render), for a ``generate`` run with the arm's pre-render screen of seeds and without it;
+and ``generate`` with the reader check (Tesseract) against ``generate`` without it.
 
 Native thread pools are limited to one thread, as generation runs.
 
-    python benchmarks/chart_step.py [--episodes 48] [--rounds 5] [--steps 100] [--seeds 4]
+    python benchmarks/chart_step.py [--episodes 48] [--rounds 5] [--steps 100] [--seeds 4] [--reader-only]
 """
 
 from __future__ import annotations
@@ -205,12 +206,101 @@ def seed_renders(runs: int) -> None:
           f"{counts['without the screen'] == counts['with the screen']}")
 
 
+def reader_check_cost(runs: int, rounds: int) -> None:
+    """Generation with the reader check (Tesseract reading the texts each answer depends on)
+    against generation without it (``reader_check="off"``), in this process: ``generate``
+    runs of ``runs`` samples, the two alternating in rounds (each round its own seed, the
+    reader's cache of readings emptied first), per-round ratios as median and range. Also:
+    readings per kept sample (Tesseract calls: texts not read before), the time the check
+    takes, and the share of seeds and edits it refuses."""
+    import shutil
+    import tempfile
+
+    from vicogym import ocr
+    from vicogym.checks import chart as chart_checks
+    from vicogym.runs import generate as workflow
+
+    reason = ocr.unavailable()
+    if reason is not None:
+        print(f"reader check: not measured, Tesseract cannot run here ({reason})")
+        return
+    spent = {"check": 0.0, "reads": 0, "ocr": 0.0}
+    check_reading = chart_checks.check_reading
+
+    def timed_check(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return check_reading(*args, **kwargs)
+        finally:
+            spent["check"] += time.perf_counter() - start
+
+    def run(mode: str, seed: int) -> tuple[float, dict]:
+        folder = tempfile.mkdtemp(prefix="vicogym-reader-")
+        config = workflow.GenerateConfig(n=runs, out=folder, seed=seed, episodes_per_shard=8,
+                                         env_kwargs={"reader_check": mode})
+        env = workflow._env_for(config)
+        env.arm._readings.clear()  # each round starts cold, as a fresh run does
+        start = time.perf_counter()
+        try:
+            manifest = workflow.generate(config, progress=False)
+        finally:
+            seconds = time.perf_counter() - start
+            shutil.rmtree(folder, ignore_errors=True)
+        return seconds, manifest
+
+    reader = ocr.reader()
+    text = reader.text
+
+    def counted(pixels, mode="line"):
+        start = time.perf_counter()
+        try:
+            return text(pixels, mode)
+        finally:
+            spent["reads"] += 1
+            spent["ocr"] += time.perf_counter() - start
+
+    reader.text = counted
+    chart_checks.check_reading = timed_check
+    try:
+        run("off", 10_000), run("auto", 10_000)  # warm up: fonts, frames, the engine
+        spent.update(check=0.0, reads=0, ocr=0.0)
+        ratios, totals, refused, steps, seeds = [], {"off": 0.0, "auto": 0.0}, [0, 0], 0, 0
+        for r in range(rounds):
+            order = ("off", "auto") if r % 2 == 0 else ("auto", "off")
+            seconds = {}
+            for mode in order:
+                seconds[mode], manifest = run(mode, r)
+                totals[mode] += seconds[mode]
+                if mode == "auto":
+                    refused[0] += manifest["seed_rejections"].get("unread_text", 0)
+                    refused[1] += manifest["rejections"].get("unread_text", 0)
+                    steps += manifest["counts"]["steps"]
+                    seeds += manifest["counts"]["episodes"] + sum(manifest["seed_rejections"].values())
+            ratios.append(seconds["auto"] / seconds["off"])
+    finally:
+        chart_checks.check_reading = check_reading
+        reader.text = text
+    kept = runs * rounds
+    print(f"reader check: {rounds} rounds x generate --n {runs} (3-turn episodes of the random rewriter), with the "
+          f"check and without it")
+    print(f"  without: {kept / totals['off']:6.2f} samples/s; with: {kept / totals['auto']:6.2f} samples/s")
+    print(f"  time with / without: median {np.median(ratios):.3f}x, range {min(ratios):.3f}-{max(ratios):.3f}x over "
+          f"rounds, {totals['auto'] / totals['off']:.3f}x overall (target <= 1.15x)")
+    each = 1000 * spent["ocr"] / max(spent["reads"], 1)
+    print(f"  per kept sample: {spent['reads'] / kept:.1f} Tesseract readings ({each:.1f} ms each), "
+          f"{1000 * spent['check'] / kept:.1f} ms in the check ({spent['check'] / totals['auto']:.1%} of the time "
+          f"with it; the rest of the difference is the seeds and edits it refuses, drawn and rendered in vain)")
+    print(f"  refused: {refused[0]} of {seeds} seed variants drawn, {refused[1]} of {steps} edits (unread_text)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=100, help="edit steps per seed sample")
     parser.add_argument("--seeds", type=int, default=4, help="seed samples (episodes) per stream")
     parser.add_argument("--episodes", type=int, default=48, help="fresh charts per round of the generation pattern")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds of the generation pattern")
+    parser.add_argument("--reader-only", action="store_true",
+                        help="only the reader check's cost (generate with it and without it)")
     args = parser.parse_args()
 
     import gymnasium as gym
@@ -219,11 +309,15 @@ def main() -> None:
     from vicogym.processes import limit_threads
 
     limit_threads(1)  # as generation runs: idle BLAS threads spinning would tax both sides
+    if args.reader_only:
+        reader_check_cost(args.episodes, args.rounds)
+        return
     from vicogym.editors.chart import apply
     from vicogym.images import encode_png
     from vicogym.programs.chart import relabel
 
-    env = gym.make("vicogym/Chart-v0", k=8, max_turns=10_000).unwrapped
+    # the edit paths alone: the reader check's cost is measured on its own (reader_check_cost)
+    env = gym.make("vicogym/Chart-v0", k=8, max_turns=10_000, reader_check="off").unwrapped
 
     def chains(kind: str) -> list[tuple[int, list[dict]]]:
         """Per seed sample, a chain of edits the env accepts (found before any timing)."""
@@ -268,6 +362,7 @@ def main() -> None:
 
     generation_pattern(env, args.episodes, args.rounds, apply, relabel, encode_png)
     seed_renders(args.episodes * 2)
+    reader_check_cost(args.episodes, args.rounds)
     steps = args.steps * args.seeds
     for name, label in (("values", "value edits (set_cell, scale_series)"), ("mix", "random rewriter's edit mix")):
         episodes = chains(name)

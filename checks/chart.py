@@ -32,15 +32,17 @@ The thresholds, and why:
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from functools import lru_cache
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from vicogym.answers import format_number
-from vicogym.errors import InvalidEdit
-from vicogym.programs.chart import ROW_ARGS, need_choices
-from vicogym.structures.chart import ChartStructure, Table
+from vicogym.errors import InvalidEdit, register_error_codes
+from vicogym.programs.chart import ROW_ARGS, execute, mentions, need_choices, rule_question
+from vicogym.structures.chart import ChartStructure, Table, label_key
 
 MIN_DELTA_E = 12.0
 MIN_FILL_CONTRAST = 10.0
@@ -557,3 +559,218 @@ def difficulty(features: Mapping[str, Any]) -> float:
     if features["data_labels"]:
         d -= 0.8
     return max(d, 0.0)
+
+
+# -- printed text, read by a real reader ----------------------------------------------------
+#: edit error codes of the reader check (registered with the chart arm's)
+ERROR_CODES = {
+    "unread_text": "a printed text the answer depends on (a category or tick label, a legend entry, a data label, "
+                   "the title the question names) that Tesseract does not read correctly from the image",
+}
+register_error_codes("chart", ERROR_CODES)
+
+#: pixels of the image kept around a text's box when it is cut out to be read: the box is
+#: matplotlib's layout box, which holds the glyphs; a wider margin takes in neighbouring
+#: marks (a bar's edge, a gridline) that Tesseract reads as "|" or "("
+READ_MARGIN_PX = 1
+
+#: what a careful reader does not tell apart, mapped to one form: dashes and the minus
+#: sign (matplotlib may print U+2212; Tesseract returns any of them), typographic and
+#: straight quotes (one glyph at these sizes)
+_SAME_GLYPHS = {**dict.fromkeys(map(ord, "\u2010\u2011\u2012\u2013\u2014\u2015\u2212"), "-"),
+                **dict.fromkeys(map(ord, "\u2018\u2019\u201a\u201b\u2032`\u00b4"), "'"),
+                **dict.fromkeys(map(ord, "\u201c\u201d\u201e\u2033"), '"')}
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+
+#: what to change when a text of a kind is not read
+_UNREAD_HINTS = {
+    "data_label": "raise font_size (data labels are drawn at 0.8 of it), or choose a lighter palette where the label "
+                  "sits on a dark mark",
+    "value_tick": "raise font_size, or set data_labels true so the value is printed rather than read off the axis",
+}
+
+
+def printed_form(text: str) -> str:
+    """``text`` as compared with what the reader read: Unicode compatibility forms folded
+    (NFKC: a ligature is its letters), dashes and quotes as above, and no whitespace (labels
+    that differ only by spacing cannot both be in a table, see ``label_key``, and Tesseract
+    drops the narrow space of "Q1 '22"), and no thousands separators (a "1,000" read as
+    "1000" is the same number; a comma read for a decimal point is not, and stays wrong)."""
+    plain = unicodedata.normalize("NFKC", str(text)).translate(_SAME_GLYPHS)
+    return _THOUSANDS.sub("", "".join(plain.split()))
+
+
+def needed_texts(structure: ChartStructure, rule: Mapping[str, Any], facts: Any) -> list[dict[str, Any]]:
+    """The printed texts (labels of ``facts.labels``) the answer depends on, each once, the
+    smallest type first:
+
+    - the category labels of the rows the question names, and of the row that is the answer
+      (a pie's rows are its legend entries);
+    - the legend entries of the series the question names, when there are several to tell
+      apart, and of the series that is the answer;
+    - where the answer is a value read from the chart: the data labels of the cells it reads
+      when data labels are drawn, otherwise the two value-axis tick labels nearest each
+      position read (a value is placed between two ticks; a stacked segment has two ends;
+      a threshold is placed on the axis); where it is an order with data labels, the two
+      competing cells' labels (the ones that settle a close call, as :func:`check_values`
+      has it); without data labels an order is seen in the marks;
+    - a question with no program (Tier 2): the rows and series it refers to and every data
+      label (any value may be the one it needs);
+    - the title, when the question names it (not merely a row or series label that the
+      title repeats).
+    """
+    t, spec = structure.table, structure.spec
+    pie = spec.chart_type == "pie"
+    wanted: list[tuple[str, Any]] = []
+    rows, series, cells, positions = _question_reads(structure, rule)
+    row_kind = "legend" if pie else "category"
+    wanted += [(row_kind, r) for r in rows]
+    if len(t.series) > 1 and not pie:
+        wanted += [("legend", s) for s in series]
+    if spec.data_labels:
+        wanted += [("data_label", cell) for cell in cells]
+    elif positions:
+        ticks = [lab for lab in facts.labels if lab["kind"] == "value_tick" and "value" in lab]
+        for p in positions:
+            wanted += [("value_tick", lab["value"]) for lab in sorted(ticks, key=lambda x: abs(x["value"] - p))[:2]]
+    question = rule_question(rule, t)
+    named = {label_key(x) for x in (*rows, *series)}
+    if spec.title and question is not None and mentions(question, spec.title) and label_key(spec.title) not in named:
+        wanted.append(("title", spec.title))  # named as the title, not as a label it repeats
+    keys = set(wanted)
+    out = []
+    for lab in facts.labels:
+        kind = lab["kind"]
+        key = ((kind, (lab.get("row"), lab.get("series"))) if kind == "data_label" else
+               (kind, lab.get("value")) if kind == "value_tick" else (kind, lab["text"]))
+        if key in keys:
+            keys.discard(key)  # each text once
+            out.append(lab)
+    # the smallest type first (data labels are drawn at 0.8 of font_size, legend entries at
+    # 0.85, tick labels at 0.9): a text that is not read is most likely there, and a sample
+    # refused early costs fewer readings
+    return sorted(out, key=lambda lab: _READ_FIRST.get(lab["kind"], len(_READ_FIRST)))
+
+
+_READ_FIRST = {"data_label": 0, "legend": 1, "value_tick": 2, "category": 3, "title": 4}
+
+
+def _question_reads(structure: ChartStructure, rule: Mapping[str, Any]
+                    ) -> tuple[list[str], list[str], list[tuple[str, str]], list[float]]:
+    """What the answer is read from: row labels, series labels, cells whose printed values
+    it needs (when printed) and value-axis positions it needs (when not)."""
+    t = structure.table
+    if rule["kind"] == "cell":
+        row, series = rule["row"], rule["series"]
+        return [row], [series] if rule.get("series_named", True) else [], [(row, series)], _positions(
+            structure, [(row, series)])
+    if rule["kind"] == "invariant":
+        refers = set(rule.get("refers") or ())
+        cells = [(r, s) for r in t.rows for s in t.series if t.cell(r, s) is not None]
+        return [r for r in t.rows if r in refers], [s for s in t.series if s in refers], cells, []
+    program = rule["program"]
+    op = program["op"]
+    rows = [program[k] for k in ROW_ARGS.get(op, ())]
+    series = [program[k] for k in ("series", "s1", "s2") if k in program]
+    if op in ("argmax", "argmin", "row_with_value", "row_argmax"):
+        try:
+            answer = str(execute(t, program))
+        except InvalidEdit:
+            answer = None
+        if answer is not None:
+            (series if op == "row_argmax" else rows).append(answer)
+    _, read = _cells(rule, t)
+    read = [(r, s) for r, s in read if t.cell(r, s) is not None]
+    if op == "count_rows":
+        return rows, series, [], []
+    if op in ORDER_OPS or op in ("max", "min", "range"):
+        # an extreme is found by the marks, and its printed value (or its place on the axis)
+        # read; printed values settle a close call with the runner-up
+        values = [t.cell(r, s) for r, s in read]
+        ranked = sorted(range(len(read)), key=lambda k: values[k], reverse=True)
+        ends = {"argmin": ranked[-2:], "min": ranked[-2:], "range": ranked[:2] + ranked[-2:]}.get(op, ranked[:2])
+        chosen = [read[k] for k in sorted(set(ends))]
+        if op in ORDER_OPS:
+            return rows, series, chosen, []
+        extremes = [read[ranked[0]]] * (op != "min") + [read[ranked[-1]]] * (op != "max")
+        return rows, series, chosen, _positions(structure, extremes)
+    if op == "count_above":
+        return rows, series, read, [float(program["threshold"])]
+    if op == "row_with_value":
+        return rows, series, read, []
+    return rows, series, read, _positions(structure, read)
+
+
+def _positions(structure: ChartStructure, cells: list[tuple[str, str]]) -> list[float]:
+    """Where on the value axis a reader reads each cell: its value, or both ends of a
+    stacked segment."""
+    t = structure.table
+    if structure.spec.chart_type != "stacked_bar":
+        return [float(t.cell(r, s)) for r, s in cells]
+    out = []
+    for r, s in cells:
+        row = t.values[t.rows.index(r)]
+        j = t.series.index(s)
+        base = float(sum(v for v in row[:j] if v is not None))
+        out += [base, base + float(row[j])]
+    return out
+
+
+def text_pixels(image: np.ndarray, label: Mapping[str, Any], margin: int = READ_MARGIN_PX) -> np.ndarray:
+    """The pixels a reader reads one printed text from, as gray ink on white: the image cut
+    at the text's box plus ``margin``, each pixel's luminance distance from the cut's
+    background (the most common luminance on its edge), so that text on a coloured mark
+    (a pie's wedge, a stacked segment) reads as it does on white paper: framed in white, as
+    the reader frames every image, the coloured cut would draw a box whose edges Tesseract
+    reads as brackets. On white the result is the plain gray image. A turned text (a
+    category label with ``rotation``) is turned back level about its centre and cut to its
+    own size (``label["size"]``): its box also holds its neighbours' ends."""
+    angle = label.get("rotation")
+    x0, y0, x1, y1 = label["box"]
+    if not angle:
+        return _ink_on_white(_cut(image, x0 - margin, y0 - margin, x1 + margin, y1 + margin))
+    from PIL import Image
+
+    cx, cy = (x0 + x1) / 2.0, (y0 + y1) / 2.0
+    w, h = label["size"]
+    half = float(np.hypot(w, h)) / 2.0 + margin + 2.0
+    left, top = max(0, int(np.floor(cx - half))), max(0, int(np.floor(cy - half)))
+    around = _ink_on_white(_cut(image, cx - half, cy - half, cx + half, cy + half))
+    level = np.asarray(Image.fromarray(around).rotate(-float(angle), resample=Image.BICUBIC,
+                                                      center=(cx - left, cy - top), fillcolor=255))
+    return _cut(level, cx - left - w / 2.0 - margin, cy - top - h / 2.0 - margin, cx - left + w / 2.0 + margin,
+                cy - top + h / 2.0 + margin)
+
+
+def _cut(image: np.ndarray, x0: float, y0: float, x1: float, y1: float) -> np.ndarray:
+    """The whole pixels that ``[x0, y0, x1, y1]`` touches, within the image (at least one)."""
+    height, width = image.shape[:2]
+    left, top = min(max(0, int(np.floor(x0))), width - 1), min(max(0, int(np.floor(y0))), height - 1)
+    right, bottom = max(min(width, int(np.ceil(x1))), left + 1), max(min(height, int(np.ceil(y1))), top + 1)
+    return image[top:bottom, left:right]
+
+
+def _ink_on_white(pixels: np.ndarray) -> np.ndarray:
+    if pixels.ndim == 3:
+        rgb = pixels[..., :3].astype(np.int32)
+        # ITU-R 601 luma, as PIL's (and so the reader's) conversion to gray computes it
+        luma = (rgb[..., 0] * 19595 + rgb[..., 1] * 38470 + rgb[..., 2] * 7471 + 0x8000) >> 16
+    else:
+        luma = pixels.astype(np.int32)
+    edge = np.concatenate([luma[0], luma[-1], luma[:, 0], luma[:, -1]])
+    background = int(np.bincount(edge, minlength=256).argmax())
+    return np.ascontiguousarray(255 - np.abs(luma - background)).astype(np.uint8)
+
+
+def check_reading(structure: ChartStructure, rule: Mapping[str, Any], facts: Any,
+                  read: Callable[[np.ndarray], str]) -> None:
+    """``unread_text`` for the first text of :func:`needed_texts` that ``read`` (the reader:
+    pixels in, the text it reads out; Tesseract in the arm) does not read as drawn, compared
+    in :func:`printed_form`."""
+    for label in needed_texts(structure, rule, facts):
+        seen = read(text_pixels(facts.image, label))
+        if printed_form(seen) != printed_form(label["text"]):
+            box = ", ".join(f"{v:g}" for v in label["box"])
+            raise InvalidEdit("unread_text", f"Tesseract reads the {_kind(label)} {label['text']!r} at [{box}] as "
+                              f"{seen!r}, and the answer depends on it; "
+                              f"{_UNREAD_HINTS.get(label['kind'], 'raise font_size')}", field="font_size")

@@ -6,7 +6,10 @@ sources) behind the arm interface; :class:`ChartEnv` is the Gymnasium environmen
 
 from __future__ import annotations
 
+import hashlib
 import json
+import warnings
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
@@ -26,10 +29,20 @@ from vicogym.sources.chart import TIER2_POLICIES, make_source, spec_variants
 from vicogym.structures.chart import ChartStructure, Table
 from vicogym.validation import is_int
 
+#: settings of the reader check (see :class:`ChartEnvConfig`)
+READER_CHECKS = ("auto", "required", "off")
+#: readings kept, by the bytes of the pixels read (a text drawn the same way is read once)
+READINGS_KEPT = 4096
+
 
 @dataclass(frozen=True)
 class ChartEnvConfig(EnvConfig):
-    """Chart arm settings. ``source``: ``"procedural"`` or a ChartQA-format folder."""
+    """Chart arm settings. ``source``: ``"procedural"`` or a ChartQA-format folder.
+    ``reader_check``: whether every accepted sample's printed texts that its answer depends
+    on must be read right by Tesseract (:func:`vicogym.checks.chart.check_reading`):
+    ``"auto"`` where Tesseract can run (elsewhere samples are made without it, each says so
+    in its provenance, and one warning says so), ``"required"`` (no environment without
+    it), ``"off"``."""
 
     source: str = "procedural"
     dpi: int = 80
@@ -37,6 +50,7 @@ class ChartEnvConfig(EnvConfig):
     templates: tuple[str, ...] | None = None
     rewriter_max_ops: int = 2
     tier2: str = "drop"
+    reader_check: str = "auto"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -55,6 +69,8 @@ class ChartEnvConfig(EnvConfig):
             object.__setattr__(self, "templates", tuple(self.templates))
         if self.tier2 not in TIER2_POLICIES:
             raise ValueError(f"expected tier2 in {TIER2_POLICIES}, got {self.tier2!r}")
+        if self.reader_check not in READER_CHECKS:
+            raise ValueError(f"expected reader_check in {READER_CHECKS}, got {self.reader_check!r}")
         for name in ("dpi", "rewriter_max_ops"):
             v = getattr(self, name)
             if not is_int(v, 1):
@@ -72,7 +88,7 @@ class ChartArm(Arm):
 
     name = "chart"
     export = ExportHints(ability="chart_reasoning", prompt_suffix=SHORT_ANSWER)
-    error_codes = chart_programs.ERROR_CODES
+    error_codes = {**chart_programs.ERROR_CODES, **chart_checks.ERROR_CODES}
     op_fields = chart_editor.OP_FIELDS
     field_schemas = chart_editor.FIELD_SCHEMAS
 
@@ -83,15 +99,53 @@ class ChartArm(Arm):
         self._scorer = get_scorer(config.scorer)
         #: relative tolerance of the scorer, which sets how precisely values must be readable
         self.tolerance = 0.05 if config.scorer == "relaxed" else 0.0
+        #: whether :meth:`validate` runs the reader check: once :meth:`open` found it can (an
+        #: arm built only to check stored rows reads where a row says it was read:
+        #: :meth:`verify_row`)
+        self.reading = False
+        self.reader_status: str | None = None
+        self._reader: Any = None
+        self._readings: OrderedDict[tuple, str] = OrderedDict()
 
     def open(self) -> None:
         if self.source is None:
             self.source = make_source(self.config.source, self.config.templates, self.config.max_tries,
                                       self.config.tier2)
+        if self.reader_status is None:
+            self.reader_status = self._open_reader()
+
+    def _open_reader(self) -> str:
+        """``ran`` when the reader check runs on every accepted sample, ``off``, or ``not
+        run: why``; ``required`` without Tesseract raises, naming what to install."""
+        from vicogym import ocr
+
+        if self.config.reader_check == "off":
+            return "off"
+        reason = ocr.unavailable()
+        if reason is None:
+            self.reading = True
+            return "ran"
+        if self.config.reader_check == "required":
+            raise ocr.ReaderUnavailable(f"reader_check='required', but {reason}")
+        warnings.warn(f"vicogym/Chart-v0 makes samples without the reader check (Tesseract reading the texts each "
+                      f"answer depends on), and each sample's provenance says so: {reason} (reader_check='off' makes "
+                      f"them so on purpose, without this warning)", ReaderCheckSkipped, stacklevel=2)
+        return f"not run: {reason}"
+
+    def checks_run(self) -> dict[str, str]:
+        self.open()
+        return {"reader": str(self.reader_status)}
 
     def source_summary(self) -> dict[str, Any]:
         self.open()
-        return self.source.summary()
+        # verify replays the run's episodes under the reader check as it ran: required where
+        # it ran (a replay without it could keep seeds the run refused), off where it did not
+        summary = dict(self.source.summary(), reader_check=self.reader_status,
+                       replay_settings={"reader_check": "required" if self.reader_status == "ran" else "off"})
+        if self.reader_status not in ("ran", "off"):
+            why = self.reader_status.removeprefix("not run: ")
+            summary["note"] = f"no sample was checked by the reader (Tesseract): {why}; their provenance says so"
+        return summary
 
     @property
     def image_policy(self) -> ImagePolicy:
@@ -145,6 +199,27 @@ class ChartArm(Arm):
 
     def validate(self, structure: ChartStructure, render: Render, rule: Mapping[str, Any]) -> None:
         chart_checks.check(structure, rule, render.facts, self.tolerance)
+        if self.reading:  # last: a sample the cheaper checks reject costs no reading
+            chart_checks.check_reading(structure, rule, render.facts, self.read)
+
+    def read(self, pixels: np.ndarray) -> str:
+        """What Tesseract reads in ``pixels`` (one line of text), read once per distinct
+        pixels: a text an edit did not redraw, or drawn the same way in another chart, is
+        not read again (Tesseract gives the same pixels the same reading)."""
+        key = (pixels.shape, hashlib.blake2b(pixels.tobytes(), digest_size=16).digest())
+        text = self._readings.get(key)
+        if text is None:
+            if self._reader is None:
+                from vicogym import ocr
+
+                self._reader = ocr.reader()
+            text = self._reader.text(pixels, mode="line")
+            self._readings[key] = text
+            if len(self._readings) > READINGS_KEPT:
+                self._readings.popitem(last=False)
+        else:
+            self._readings.move_to_end(key)
+        return text
 
     def actor_context(self, sample: Sample, render: Render) -> dict[str, Any]:
         structure, rule = sample.structure, sample.label_rule
@@ -177,6 +252,29 @@ class ChartArm(Arm):
             for name, table in (("seed", seed.table), ("sample", structure.table)):
                 if (table.rows, table.series, table.values) != (source.rows, source.series, source.values):
                     return f"the {name} table differs from the table the invariant answer was read from"
+        return self._reading_problem(row, structure, rule)
+
+    def _reading_problem(self, row: Mapping[str, Any], structure: ChartStructure,
+                         rule: Mapping[str, Any]) -> str | None:
+        """A row whose provenance says the reader check ran is read again; one that says it
+        did not is not (verify notes how many)."""
+        try:
+            recorded = json.loads(row.get("provenance") or "{}").get("checks") or {}
+        except (ValueError, TypeError, AttributeError):
+            return "its provenance is not a JSON object"
+        if not isinstance(recorded, dict) or recorded.get("reader") != "ran":
+            return None
+        from vicogym import ocr
+
+        reason = ocr.unavailable()
+        if reason is not None:
+            return (f"its provenance says Tesseract read the texts its answer depends on, which cannot be checked "
+                    f"here: {reason}")
+        render = self.render_seeded(structure)
+        try:
+            chart_checks.check_reading(structure, rule, render.facts, self.read)
+        except InvalidEdit as exc:
+            return f"a reader could not answer from this image: {exc}"
         return None
 
     def sample_edit(
@@ -196,6 +294,10 @@ class ChartArm(Arm):
 
     def close(self) -> None:
         self.renderer.close()
+
+
+class ReaderCheckSkipped(UserWarning):
+    """Samples are being made without the reader check (Tesseract cannot run here)."""
 
 
 class ChartEnv(VicoEnv):

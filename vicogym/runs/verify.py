@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -57,6 +58,8 @@ class Findings:
     notes: list[str] = field(default_factory=list)
     #: rows whose episodes could not be replayed here (their source is not on this machine)
     unreplayed: int = 0
+    #: (check, status) -> rows whose provenance says that check did not run when they were made
+    not_run: Counter = field(default_factory=Counter)
     _where: set[str] = field(default_factory=set, repr=False)
 
     @property
@@ -186,6 +189,10 @@ class _Arms:
     def __init__(self, manifest: dict[str, Any], findings: Findings, source: str | None = None,
                  files: Path | None = None):
         kwargs = dict(manifest.get("config", {}).get("env_kwargs", {}))
+        # settings under which the run's episodes were in fact played (a chart run made where
+        # Tesseract could not run was made without the reader check, and is replayed so)
+        replay = (manifest.get("source") or {}).get("replay_settings")
+        kwargs.update(replay if isinstance(replay, dict) else {})
         if source is not None:
             kwargs["source"] = str(source)
         self._kwargs = {manifest.get("env", {}).get("id"): kwargs}
@@ -212,6 +219,7 @@ class _Arms:
             import gymnasium as gym
 
             from vicogym.errors import SourceError
+            from vicogym.ocr import ReaderUnavailable
 
             own = dict(self._kwargs.get(env_id) or {})
             cheaper = self.get(env_id).replay_settings()
@@ -220,6 +228,10 @@ class _Arms:
             kwargs = own if self.reprobes[env_id] else dict(own, k=1, actor="simulated", **cheaper)
             try:
                 self._envs[env_id] = gym.make(env_id, **kwargs).unwrapped
+            except ReaderUnavailable as exc:
+                self._findings.notes.append(f"{env_id}: episodes not replayed, they were played with the reader "
+                                          f"check, which cannot run here ({exc})")
+                self._envs[env_id] = None
             except (SourceError, OSError) as exc:
                 if self._source is not None:
                     raise
@@ -290,16 +302,19 @@ def _verify(out: Path, images: bool, source: str | Path | None, allow_unreplayed
             findings.add(path.name, "is not in the manifest (a shard from elsewhere, or a copy)")
     shape.check_totals(findings.rows, len(listed))
     _note_code(manifest, findings)
+    for (name, status), count in sorted(findings.not_run.items()):
+        findings.notes.append(f"{count} of {findings.rows} rows record that the {name} check did not run when they "
+                              f"were made ({status}); it is not run on them here either")
     if findings.rows == 0:
         findings.add(str(out), "holds no rows")
     if findings.unreplayed:
-        message = (f"{findings.unreplayed} of {findings.rows} rows were not replayed (their episodes' source cannot "
-                   f"be opened here); their seeds and edits are unchecked")
+        message = (f"{findings.unreplayed} of {findings.rows} rows were not replayed (their episodes cannot be played "
+                   f"here: see the notes); their seeds and edits are unchecked")
         if allow_unreplayed:
             findings.notes.append(message)
         else:
-            findings.add(str(out), f"{message}: pass --source DIR to replay them, or --allow-unreplayed to accept "
-                         "the other checks alone")
+            findings.add(str(out), f"{message}: make them playable as the notes say (--source DIR for a source "
+                         "that is elsewhere), or pass --allow-unreplayed to accept the other checks alone")
     return findings
 
 
@@ -621,6 +636,19 @@ def _check_row(row: dict[str, Any], shard: str, seen: dict[str, str], arms: _Arm
         problem = _image_problem(row, arm)
     if problem:
         findings.add(row_id, problem)
+    for name, status in _checks_recorded(row).items():
+        if status != "ran":  # a check the row never had is not run on it here either: said, not hidden
+            findings.not_run[(name, status)] += 1
+
+
+def _checks_recorded(row: dict[str, Any]) -> dict[str, str]:
+    """The checks a row's provenance records (see ``Arm.checks_run``); none if unreadable
+    (the provenance is checked elsewhere)."""
+    try:
+        checks = json.loads(row.get("provenance") or "{}").get("checks")
+    except (ValueError, TypeError, AttributeError, RecursionError):
+        return {}
+    return {str(k): str(v) for k, v in checks.items()} if isinstance(checks, dict) else {}
 
 
 def _reward_problem(row: dict[str, Any], arm: Any) -> str | None:
