@@ -24,6 +24,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from vicogym.legibility import TEXT_DRAWN, TEXT_FONT, legible_px
 from vicogym.validation import is_int, is_number
 
 Box = tuple[float, float, float, float]
@@ -33,9 +34,13 @@ UNIT_KINDS = ("form", "chart", "slide", "clevr", "image")
 #: what an answer is (the contract the executor is told) and how it is scored
 CONTRACTS = ("text", "number", "letter", "count")
 SCORERS = ("anls", "relaxed", "letter", "short", "exact")
-#: the cap height (view pixels) from which printed text is legible, and the extent from
-#: which a CLEVR object's colour, shape and size can be told
-LEGIBLE_TEXT_PX = 7.0
+#: the cap height (view pixels) from which printed text is legible: the legible size of the
+#: charts' font as the evidence arm shows it, measured with Tesseract (the cap height at which
+#: it reads a word right half of the time; ``vicogym.legibility``, ``assets/legibility.json``,
+#: made by ``benchmarks/legibility.py``; 7 px was assumed before), and the default for text
+#: whose font is unknown (FUNSD, JSONL files); form text carries its own font's size. And the
+#: extent from which a CLEVR object's colour, shape and size can be told (no reader measured it)
+LEGIBLE_TEXT_PX = legible_px(TEXT_FONT, TEXT_DRAWN)
 LEGIBLE_OBJECT_PX = 16.0
 #: how much a view's geometry may be off from a box and still show all of it (float rounding)
 SLACK_PX = 0.5

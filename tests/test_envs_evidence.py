@@ -20,7 +20,7 @@ from vicogym.evidence.executors import SimulatedExecutor, extract_action, make_e
 from vicogym.evidence.protocol import ERROR_CODES, parse_action
 from vicogym.evidence.skills import Skill, directives, load_skill
 from vicogym.renderers.evidence import RING_COLORS, RING_RADIUS
-from vicogym.structures.evidence import Note, Unit, crop_view, region_to_unit, shown_px, whole_view
+from vicogym.structures.evidence import LEGIBLE_TEXT_PX, Note, Unit, crop_view, region_to_unit, shown_px, whole_view
 
 
 @pytest.fixture
@@ -224,8 +224,10 @@ def test_evidence_is_supported_only_whole_and_large_enough():
 
 # -- executors, traces, replay -------------------------------------------------------------------
 def test_the_simulated_reader_rises_with_the_pixels_it_was_sent():
-    assert read_probability(0, 7) == 0.0
-    assert read_probability(3.5, 7) < 0.1 < 0.7 < read_probability(7, 7) < read_probability(11, 7)
+    text = LEGIBLE_TEXT_PX  # the measured curve of chart text: half the words read at its legible size
+    assert read_probability(0, text) == 0.0
+    assert read_probability(0.5 * text, text) < 0.1 < read_probability(text, text) == pytest.approx(0.5)
+    assert 0.5 < 0.9 < read_probability(1.5 * text, text) < read_probability(2 * text, text)
 
 
 def test_the_oracle_beats_direct_on_small_print(make, tmp_path):

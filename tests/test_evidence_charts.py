@@ -210,18 +210,22 @@ def test_evidence_boxes_lie_in_their_units_on_drawn_text(family, renderer):
             assert zoom_px(e.size, e.box, unit.max_scale, 768) >= e.legible
 
 
-def test_slides_need_the_right_slide_and_a_zoom_to_read_the_value():
-    """At the sheet and at a whole slide the chart's text is under the legible size; a
-    zoom onto the evidence shows it legibly (from geometry, as the env scores support)."""
+def test_slides_need_the_right_slide_and_a_zoom_shows_the_value_best():
+    """At the sheet the chart's text is under the legible size; a zoom onto the evidence
+    shows it legibly, and larger than the whole slide does (from geometry, as the env
+    scores support). A whole slide in 768 px shows chart text at about 4.4-6 px, around
+    the 4.6 px at which Tesseract reads it (assets/legibility.json), so it is often
+    legible there already: the 7 px once assumed put it under."""
     renderer = EvidenceRenderer()
     for seed in range(5):
         task, _ = renderer.prepare(drawn("slides", seed))
         sheet = sheet_view(0, list(enumerate(task.units)), 3, 768, LABEL_PX)
         wholes = [whole_view(1 + e.unit, e.unit, task.units[e.unit], 768) for e in task.evidence]
         assert support(task.evidence, [sheet])["share"] == 0.0
-        assert support(task.evidence, wholes)["share"] == 0.0
         zooms = [crop_view(50 + k, e.unit, task.units[e.unit], e.box, 768) for k, e in enumerate(task.evidence)]
         assert support(task.evidence, zooms)["all"]
+        whole, zoomed = support(task.evidence, wholes)["items"], support(task.evidence, zooms)["items"]
+        assert all(z["shown_px"] > w["shown_px"] for w, z in zip(whole, zoomed))
     renderer.close()
 
 

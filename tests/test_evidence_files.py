@@ -14,7 +14,7 @@ from vicogym.errors import SourceError
 from vicogym.renderers.evidence import EvidenceRenderer
 from vicogym.sources.evidence import TaskSource
 from vicogym.sources.evidence.files import CAP_PER_WORD_HEIGHT, load, load_funsd, load_jsonl
-from vicogym.structures.evidence import Task, crop_view, whole_view
+from vicogym.structures.evidence import LEGIBLE_TEXT_PX, Task, crop_view, whole_view
 
 WIDTH, HEIGHT = 600, 400
 
@@ -103,7 +103,7 @@ def test_a_funsd_folder_becomes_one_task_per_answered_unique_field(funsd):
     assert (task.contract, task.scorer, task.start, task.family) == ("text", "anls", "first", "funsd")
     (e,) = task.evidence
     assert list(e.box) == [110.0, 150.0, 250.0, 182.0]  # both lines of the value
-    assert e.size == pytest.approx(CAP_PER_WORD_HEIGHT * 14) and e.legible == 7.0
+    assert e.size == pytest.approx(CAP_PER_WORD_HEIGHT * 14) and e.legible == LEGIBLE_TEXT_PX  # font unknown
     assert "Ann Lee" in task.meta["distractors"] and task.answer not in task.meta["distractors"]
     assert len({t.id for t in tasks}) == len(tasks)
     # the family check re-derives every answer from the page's entities
@@ -222,7 +222,7 @@ def test_a_jsonl_file_becomes_tasks(jsonl):
     assert (first.id, first.contract, first.scorer, first.start) == ("set-1", "text", "anls", "first")
     assert first.units[0].spec["path"] == str((jsonl / "img" / "a.png").resolve())
     assert (first.units[0].width, first.units[0].height, first.units[0].max_scale) == (WIDTH, HEIGHT, 1.0)
-    assert list(first.evidence[0].box) == [90.0, 50.0, 160.0, 64.0] and first.evidence[0].legible == 7.0
+    assert list(first.evidence[0].box) == [90.0, 50.0, 160.0, 64.0] and first.evidence[0].legible == LEGIBLE_TEXT_PX
     assert (pick.id, pick.answer, pick.contract, pick.start, pick.options) == ("pick-1", "B", "letter", "sheet",
                                                                             ("the first", "the second"))
     assert pick.meta["distractors"] == ["A"] and pick.meta["line"] == 3

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from vicogym.answers import levenshtein
 from vicogym.checks.evidence import check_task
 from vicogym.checks.evidence.forms import check, needs_zoom, overlaps, problems
+from vicogym.legibility import legible_px
 from vicogym.programs.evidence import score_answer
 from vicogym.programs.evidence.forms import anls, field_label, pair_fields
 from vicogym.renderers.evidence import EvidenceRenderer, cut
@@ -57,7 +58,9 @@ def test_a_task_asks_one_field_and_answers_its_value_exactly():
             assert set(asked["options"]) - {task.answer} <= set(task.meta["distractors"])
         value, label = task.evidence
         assert list(value.box) == asked["evidence_box"] and list(label.box) == asked["label_box"]
-        assert value.legible == label.legible == 7.0
+        # each item is legible at its own font's measured size (assets/legibility.json)
+        assert value.legible == max(legible_px(spec["texts"][i]["font"]) for i in asked["value_ids"])
+        assert label.legible == max(legible_px(spec["texts"][i]["font"]) for i in asked["label_ids"])
         assert score_answer(task.scorer, task.answer.upper(), task.answer) == 1.0
 
 

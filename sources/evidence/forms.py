@@ -46,8 +46,9 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from vicogym.legibility import legible_px
 from vicogym.programs.evidence.forms import field_label
-from vicogym.structures.evidence import LEGIBLE_TEXT_PX, Evidence, Task, Unit
+from vicogym.structures.evidence import Evidence, Task, Unit
 from vicogym.validation import did_you_mean, is_int, is_number, pick
 
 #: the fonts a page may use (matplotlib ships them) and their bold faces for headings
@@ -844,9 +845,12 @@ def draw(rng: np.random.Generator, settings: Mapping[str, Any] | None = None) ->
     unit = Unit("form", width, height, spec, title=spec["texts"][0]["text"].title(),
                 max_scale=float(settings["max_scale"]))
     label = asked["label"]
+    # each item is legible where Tesseract reads its font (the hardest of its lines' fonts)
+    value_px = max(legible_px(spec["texts"][i]["font"]) for i in asked["value_ids"])
+    label_px = max(legible_px(spec["texts"][i]["font"]) for i in asked["label_ids"])
     evidence = (
-        Evidence(0, tuple(asked["evidence_box"]), asked["value_cap"], LEGIBLE_TEXT_PX, f"the value of '{label}'"),
-        Evidence(0, tuple(asked["label_box"]), asked["label_cap"], LEGIBLE_TEXT_PX, f"the label '{label}'"))
+        Evidence(0, tuple(asked["evidence_box"]), asked["value_cap"], value_px, f"the value of '{label}'"),
+        Evidence(0, tuple(asked["label_box"]), asked["label_cap"], label_px, f"the label '{label}'"))
     digest = hashlib.sha256(json.dumps([spec, asked["id"], question], sort_keys=True).encode()).hexdigest()[:16]
     meta = {"field": asked["id"], "label": asked["label"], "layout": layout, "distractors": distractors,
             "program": "vicogym.programs.evidence.forms.pair_fields", "entities": entities(spec)}

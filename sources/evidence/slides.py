@@ -4,10 +4,11 @@ about two slides' charts together.
 
 The executor starts with a thumbnail sheet of the deck (``start="sheet"``): at thumbnail
 size no title or number can be read (the sheet labels carry the titles, cut to the
-thumbnail's width), so it must find the slide a question names, open it, and zoom onto
-its chart: a whole slide fitted into a 768 px view shows the chart's data labels at about
-4-5 px, under the 7 px at which text is legible, and a zoom onto the chart shows them at
-8-11 px (at most ``max_scale`` = 2 times the unit's pixels, 14-18 px).
+thumbnail's width), so it must find the slide a question names and open it. A whole
+slide fitted into a 768 px view shows the chart's data labels at about 4.4-6 px, around
+the 4.6 px at which Tesseract reads chart text half of the time (``LEGIBLE_TEXT_PX``,
+measured), so often legibly already; a zoom onto the chart shows them at 8-11 px (at most
+``max_scale`` = 2 times the unit's pixels, 14-18 px).
 
 Charts come from the chart arm's procedural generator (:func:`vicogym.sources.chart.procedural_seed`)
 and are drawn with data labels, in chart types and sizes chosen so that the labels do not

@@ -55,14 +55,39 @@ def extract_action(text: str) -> str:
 
 
 # -- the simulated executor ---------------------------------------------------------------
-def read_probability(shown_px: float, legible: float) -> float:
+def read_probability(shown_px: float, legible: float, text: bool | None = None) -> float:
     """The chance the simulated reader reads one piece of evidence right, from the detail
-    it was shown (view pixels) against the size at which it is legible: 0 when it was not
-    shown at all; about 0.06 at half the legible size, 0.77 at it, 0.99 at 1.5 times."""
+    it was shown (``shown_px``, view pixels) against the size at which it is legible
+    (``legible``, view pixels, already scaled by the reader's acuity); 0 when it was not
+    shown at all.
+
+    Text follows the legibility curves measured with Tesseract
+    (:mod:`vicogym.legibility`): ``1 / (1 + exp(-s (shown_px / legible - 1)))``, with ``s =
+    k * c50`` of the measured curve whose legible size ``c50`` is nearest ``legible``. Text
+    evidence carries its font's ``c50`` as ``legible``, so this is that font's fitted curve,
+    ``1 / (1 + exp(-k (shown_px - c50)))``, and a reader of acuity ``a`` (``legible = a *
+    c50``) reads at ``shown_px`` about what Tesseract reads at ``shown_px / a`` (exactly
+    when the nearest curve is the font's own). It is a stand-in fitted to Tesseract's word
+    accuracy (a strong model reads smaller text), applied to a whole piece of evidence as if
+    it were one word.
+
+    CLEVR objects keep a stand-in with no measurement behind it (no reader of objects is at
+    hand): about 0.06 at half the legible size, 0.77 at it, 0.99 at 1.5 times. ``text``
+    says which kind the evidence is; left ``None``, a legible size under twice the largest
+    measured text ``c50`` is text (objects are legible from 16 px; a reader whose acuity
+    moves one kind past that line is read with the other's curve)."""
+    from vicogym import legibility
+
     if shown_px <= 0:
         return 0.0
-    ratio = shown_px / legible
-    return float(min(0.99, max(0.01, 1.0 / (1.0 + math.exp(-8.0 * (ratio - 0.85))))))
+    measured = legibility.curves()
+    if text is None:
+        text = legible < 2.0 * max(c.c50 for c in measured)
+    if not text:
+        ratio = shown_px / legible
+        return float(min(0.99, max(0.01, 1.0 / (1.0 + math.exp(-8.0 * (ratio - 0.85))))))
+    nearest = min(measured, key=lambda c: (abs(c.c50 - legible), c.drawn, c.font))
+    return legibility.logistic(nearest.k * nearest.c50 * (shown_px / legible - 1.0))
 
 
 #: how often the simulated reader confuses the order of frames it compares without
