@@ -262,6 +262,14 @@ def test_derive_answers_each_kind_and_refuses_what_has_no_single_answer():
     assert recolor.answer == "yellow" and [s[0] for s in recolor.seen] == [1, 3, 4]  # named in frame 1
     first = sequences.derive(frames, {"kind": "first_frame", "object": {"color": "yellow"}})
     assert first.answer == "4"
+    # evidence: what settles the answer, not only what changed
+    added = sequences.derive(frames, {"kind": "added", "frames": [1, 5]}).seen
+    assert [s[:2] for s in added] == [(1, k) for k in range(4)] + [(5, k) for k in (0, 1, 2, 3, 4)]
+    assert [s[2] for s in added if s[2].startswith("added")] == ["added small green sphere"]
+    removed = sequences.derive(frames, {"kind": "removed", "frames": [2, 6]}).seen
+    assert [s[:2] for s in removed] == [(2, k) for k in range(4)] + [(6, k) for k in (0, 1, 2, 4)]
+    assert first.seen[0] == (4, 1, "yellow thing")  # the first yellow thing, then every object before it
+    assert sorted(s[:2] for s in first.seen[1:]) == sorted((n + 1, k) for n in range(3) for k in frames[n].ids)
     with pytest.raises(InvalidEdit, match="added or removed"):
         sequences.derive(frames, {"kind": "moved", "frames": [1, 3]})
     with pytest.raises(InvalidEdit, match="2 objects moved"):
