@@ -716,41 +716,48 @@ def _positions(structure: ChartStructure, cells: list[tuple[str, str]]) -> list[
     return out
 
 
-def text_pixels(image: np.ndarray, label: Mapping[str, Any], margin: int = READ_MARGIN_PX) -> np.ndarray:
+def text_pixels(image: np.ndarray, label: Mapping[str, Any], margin: int = READ_MARGIN_PX,
+                marks: Sequence[Sequence[float]] = ()) -> np.ndarray:
     """The pixels a reader reads one printed text from, as gray ink on white: the image cut
     at the text's box plus ``margin``, each pixel's luminance distance from the cut's
     background (the most common luminance on its edge), so that text on a coloured mark
     (a pie's wedge, a stacked segment) reads as it does on white paper: framed in white, as
     the reader frames every image, the coloured cut would draw a box whose edges Tesseract
-    reads as brackets. On white the result is the plain gray image. A turned text (a
+    reads as brackets. On white the result is the plain gray image. Pixels of ``marks``
+    (boxes of what is not this text: a taller neighbouring bar the text touches, an axis
+    line, the text below) are blanked, as a reader looks past a bar's edge beside a label
+    rather than reading it as "|"; marks and texts that run into the glyphs are refused
+    before this (``overlap``). A turned text (a
     category label with ``rotation``) is turned back level about its centre and cut to its
     own size (``label["size"]``): its box also holds its neighbours' ends."""
     angle = label.get("rotation")
     x0, y0, x1, y1 = label["box"]
     if not angle:
-        return _ink_on_white(_cut(image, x0 - margin, y0 - margin, x1 + margin, y1 + margin))
+        return _ink_on_white(image, (x0 - margin, y0 - margin, x1 + margin, y1 + margin), marks)
     from PIL import Image
 
     cx, cy = (x0 + x1) / 2.0, (y0 + y1) / 2.0
     w, h = label["size"]
     half = float(np.hypot(w, h)) / 2.0 + margin + 2.0
     left, top = max(0, int(np.floor(cx - half))), max(0, int(np.floor(cy - half)))
-    around = _ink_on_white(_cut(image, cx - half, cy - half, cx + half, cy + half))
+    around = _ink_on_white(image, (cx - half, cy - half, cx + half, cy + half), marks)
     level = np.asarray(Image.fromarray(around).rotate(-float(angle), resample=Image.BICUBIC,
                                                       center=(cx - left, cy - top), fillcolor=255))
-    return _cut(level, cx - left - w / 2.0 - margin, cy - top - h / 2.0 - margin, cx - left + w / 2.0 + margin,
-                cy - top + h / 2.0 + margin)
+    return level[_span(cy - top - h / 2.0 - margin, cy - top + h / 2.0 + margin, level.shape[0]),
+                 _span(cx - left - w / 2.0 - margin, cx - left + w / 2.0 + margin, level.shape[1])]
 
 
-def _cut(image: np.ndarray, x0: float, y0: float, x1: float, y1: float) -> np.ndarray:
-    """The whole pixels that ``[x0, y0, x1, y1]`` touches, within the image (at least one)."""
-    height, width = image.shape[:2]
-    left, top = min(max(0, int(np.floor(x0))), width - 1), min(max(0, int(np.floor(y0))), height - 1)
-    right, bottom = max(min(width, int(np.ceil(x1))), left + 1), max(min(height, int(np.ceil(y1))), top + 1)
-    return image[top:bottom, left:right]
+def _span(start: float, end: float, size: int) -> slice:
+    """The whole pixels ``[start, end]`` touches, within ``size`` (at least one)."""
+    first = min(max(0, int(np.floor(start))), size - 1)
+    return slice(first, max(min(size, int(np.ceil(end))), first + 1))
 
 
-def _ink_on_white(pixels: np.ndarray) -> np.ndarray:
+def _ink_on_white(image: np.ndarray, box: Sequence[float], marks: Sequence[Sequence[float]]) -> np.ndarray:
+    """The image's pixels that ``box`` touches as ink on white (see :func:`text_pixels`),
+    those of ``marks`` blank."""
+    rows, cols = _span(box[1], box[3], image.shape[0]), _span(box[0], box[2], image.shape[1])
+    pixels = image[rows, cols]
     if pixels.ndim == 3:
         rgb = pixels[..., :3].astype(np.int32)
         # ITU-R 601 luma, as PIL's (and so the reader's) conversion to gray computes it
@@ -759,7 +766,34 @@ def _ink_on_white(pixels: np.ndarray) -> np.ndarray:
         luma = pixels.astype(np.int32)
     edge = np.concatenate([luma[0], luma[-1], luma[:, 0], luma[:, -1]])
     background = int(np.bincount(edge, minlength=256).argmax())
-    return np.ascontiguousarray(255 - np.abs(luma - background)).astype(np.uint8)
+    ink = (255 - np.abs(luma - background)).astype(np.uint8)
+    for mx0, my0, mx1, my1 in marks:
+        mark_rows = _span(my0 - rows.start, my1 - rows.start, ink.shape[0])
+        mark_cols = _span(mx0 - cols.start, mx1 - cols.start, ink.shape[1])
+        if my1 > rows.start and my0 < rows.stop and mx1 > cols.start and mx0 < cols.stop:
+            ink[mark_rows, mark_cols] = 255
+    return np.ascontiguousarray(ink)
+
+
+def _not_this_text(facts: Any, label: Mapping[str, Any], spec: Any) -> list[list[float]]:
+    """Boxes of what ``label``'s pixels may touch besides its own glyphs: the other texts
+    (whose boxes may touch its own by a pixel, see :func:`check_text`), and but for pies
+    the marks other than its own and the plot's frame (the axis lines, 1 px either side of
+    the plot box's edges; a wedge's box is no wedge, and a pie's labels sit inside them).
+    Gridlines stay (blanking those beside a text was tried: Tesseract then misread more
+    texts, not fewer), and so do the boxes of turned labels, which hold their neighbours'
+    ends."""
+    boxes = [other["box"] for other in facts.labels
+             if other is not label and not other.get("rotation") and not label.get("rotation")]
+    if spec.chart_type != "pie":
+        own = (label.get("row"), label.get("series")) if label["kind"] == "data_label" else None
+        boxes += [m["box"] for m in facts.marks if m["box"] is not None and (m["row"], m["series"]) != own]
+        px0, py0, px1, py1 = facts.facts["plot_box"]
+        boxes += [[px0 - 1, py0, px0 + 1, py1], [px1 - 1, py0, px1 + 1, py1], [px0, py0 - 1, px1, py0 + 1],
+                  [px0, py1 - 1, px1, py1 + 1]]
+    x0, y0, x1, y1 = label["box"]
+    reach = READ_MARGIN_PX + 1
+    return [b for b in boxes if b[0] < x1 + reach and b[2] > x0 - reach and b[1] < y1 + reach and b[3] > y0 - reach]
 
 
 def check_reading(structure: ChartStructure, rule: Mapping[str, Any], facts: Any,
@@ -768,7 +802,7 @@ def check_reading(structure: ChartStructure, rule: Mapping[str, Any], facts: Any
     pixels in, the text it reads out; Tesseract in the arm) does not read as drawn, compared
     in :func:`printed_form`."""
     for label in needed_texts(structure, rule, facts):
-        seen = read(text_pixels(facts.image, label))
+        seen = read(text_pixels(facts.image, label, marks=_not_this_text(facts, label, structure.spec)))
         if printed_form(seen) != printed_form(label["text"]):
             box = ", ".join(f"{v:g}" for v in label["box"])
             raise InvalidEdit("unread_text", f"Tesseract reads the {_kind(label)} {label['text']!r} at [{box}] as "
