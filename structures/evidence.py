@@ -406,6 +406,8 @@ def sheet_view(view_id: int, units: Sequence[tuple[int, Unit]], cols: int, max_s
             tiles.append(Tile(index, unit.frame, scales[k], (c * (cell_w + gap), top + label_px), label))
         top += label_px + max(tiles[k].size[1] for k in row) + gap
     width = max(t.rect[2] for t in tiles)
+    if label_px:  # a labelled cell keeps its width when its thumbnail is smaller: its label has the room
+        width = max(width, max(t.at[0] for t in tiles) + cell_w)
     height = max(t.rect[3] for t in tiles)
     shown = tuple(n for n in notes if any(t.unit == n.unit and _inside(t.crop, n.at) for t in tiles))
     return View(view_id, int(width), int(height), tuple(tiles), shown, dict(made_by or {}), dict(style or {}))

@@ -9,11 +9,15 @@ vision-language model reads smaller text than it does, so "Tesseract reads it" m
 careful reader can, while "Tesseract does not" proves nothing by itself.
 
 How an image is read (one documented procedure, used everywhere): the pixels are turned to
-gray, framed by a white border of :data:`BORDER` pixels (Tesseract needs a margin to find a
-text's edges), enlarged :data:`UPSCALE` times with bicubic resampling (Tesseract's models
-are trained on text with a cap height of about 20-30 pixels; a reader that enlarges reads
-smaller text, and the curves measure this reader, whatever the image's size), and read
-by Tesseract's LSTM engine in the page segmentation mode the call names. One engine is
+gray, cleared of graphics that are not text (:func:`without_graphics`: bright colours,
+which marks are drawn in and print is not, then solid blocks, long thin rules and large
+empty frames, which Tesseract's page layout otherwise takes for a picture and reads
+nothing in or beside), framed by a white border of
+:data:`BORDER` pixels (Tesseract needs a margin to find a text's edges), enlarged
+:data:`UPSCALE` times with bicubic resampling (Tesseract's models are trained on text with
+a cap height of about 20-30 pixels; a reader that enlarges reads smaller text, and the
+curves measure this reader, whatever the image's size), and read by Tesseract's LSTM
+engine in the page segmentation mode the call names. One engine is
 kept open per thread and mode (opening one costs about 0.1 s; a line then costs about
 0.01-0.03 s).
 """
@@ -101,20 +105,65 @@ def prepare(image: Any) -> tuple[Any, float]:
     it was enlarged."""
     from PIL import Image
 
-    if isinstance(image, Image.Image):
-        pixels = np.asarray(image.convert("L"))
-    else:
-        pixels = np.asarray(image)
-        if pixels.ndim == 3:
-            pixels = np.asarray(Image.fromarray(np.ascontiguousarray(pixels[..., :3]).astype(np.uint8)).convert("L"))
-        elif pixels.ndim != 2:
-            raise ValueError(f"expected an image as an H x W or H x W x 3 array, got shape {pixels.shape}")
-    pixels = np.ascontiguousarray(pixels.astype(np.uint8))
+    pixels = np.asarray(image.convert("RGB") if isinstance(image, Image.Image) else image)
+    if pixels.ndim == 3:
+        rgb = np.ascontiguousarray(pixels[..., :3]).astype(np.uint8)
+        pixels = np.asarray(Image.fromarray(without_colour(rgb)).convert("L"))
+    elif pixels.ndim != 2:
+        raise ValueError(f"expected an image as an H x W or H x W x 3 array, got shape {pixels.shape}")
+    pixels = without_graphics(np.ascontiguousarray(pixels.astype(np.uint8)))
     framed = np.pad(pixels, BORDER, constant_values=255)
     picture = Image.fromarray(framed)
     factor = float(UPSCALE)
     picture = picture.resize((round(picture.width * factor), round(picture.height * factor)), Image.BICUBIC)
     return picture, factor
+
+
+#: how dark a gray pixel is taken for ink when graphics are told from text
+INK_BELOW = 200
+#: a pixel this far from gray (its largest channel less its smallest) and this bright (its
+#: largest channel) is a mark's colour, not print: every palette colour of the charts
+#: is, while the inks of text (black, dark gray, navy) are not
+CHROMA, BRIGHT = 50, 130
+
+
+def without_colour(rgb: np.ndarray) -> np.ndarray:
+    """``rgb`` with its bright colours painted white (:data:`CHROMA`, :data:`BRIGHT`):
+    a chart's bars, wedges and swatches go, the dark print on them stays."""
+    high, low = rgb.max(axis=2).astype(np.int16), rgb.min(axis=2).astype(np.int16)
+    coloured = (high - low > CHROMA) & (high > BRIGHT)
+    if not coloured.any():
+        return rgb
+    out = rgb.copy()
+    out[coloured] = 255
+    return out
+
+
+def without_graphics(gray: np.ndarray) -> np.ndarray:
+    """``gray`` with the ink that is not text painted white: connected components at
+    least twice a glyph's height (the median component's) both ways that fill 70% of
+    their box (a bar, a filled swatch), rules eight glyph heights long and under a third
+    of one thick, and frames eight glyph heights both ways that fill under a tenth of
+    their box. Glyphs, check boxes and underline-free text are kept as they are."""
+    import cv2
+
+    ink = (gray < INK_BELOW).astype(np.uint8)
+    n, labels, stats, _ = cv2.connectedComponentsWithStats(ink, connectivity=8)
+    if n <= 2:
+        return gray
+    heights = stats[1:, cv2.CC_STAT_HEIGHT]
+    glyph = float(np.median(heights[heights > 2])) if (heights > 2).any() else 1.0
+    x, y, w, h, area = (stats[1:, k] for k in range(5))
+    fill = area / np.maximum(1, w * h)
+    solid = (w >= 2 * glyph) & (h >= 2 * glyph) & (fill >= 0.7)
+    rule = ((w >= 8 * glyph) & (h <= glyph / 3)) | ((h >= 8 * glyph) & (w <= glyph / 3))
+    frame = (w >= 8 * glyph) & (h >= 8 * glyph) & (fill < 0.1)
+    drop = np.flatnonzero(solid | rule | frame) + 1
+    if not len(drop):
+        return gray
+    out = gray.copy()
+    out[np.isin(labels, drop)] = 255
+    return out
 
 
 class Reader:
@@ -169,7 +218,10 @@ class Reader:
                 par, line = par + 1, -1
             if iterator.IsAtBeginningOf(tesserocr.RIL.TEXTLINE):
                 line += 1
-            text = iterator.GetUTF8Text(level)
+            try:  # an image with no text leaves the iterator on an empty element
+                text = iterator.GetUTF8Text(level)
+            except RuntimeError:
+                text = None
             box = iterator.BoundingBox(level)
             if text and text.strip() and box is not None:
                 x0, y0, x1, y1 = (v / factor - BORDER for v in box)

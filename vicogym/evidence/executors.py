@@ -167,9 +167,14 @@ class SimulatedExecutor:
         self.directives = (frozenset({"zoom_evidence", "find_units", "answer_format"}) if self.policy == "oracle"
                            else skill.directives if self.policy == "skill" else frozenset())
         self.phase, self.done_items, self.seen_units = "start", 0, set()
+        self.reviewed = -1  # the evidence item whose unit was last sent again
         self.noted = self.composed = self.zoomed_largest = False
         self.mono_rings = self.timestamped = False
         self.failure: str | None = None
+
+    def observe(self, images: Sequence[Mapping[str, Any]]) -> None:
+        """What the executor takes in of the images it is sent (before it acts)."""
+        self._saw(images)
 
     def _saw(self, images: Sequence[Mapping[str, Any]]) -> None:
         for image in images:
@@ -183,7 +188,7 @@ class SimulatedExecutor:
     # the episode, one action at a time ------------------------------------------------------
     def act(self, request: Mapping[str, Any], info: Mapping[str, Any]) -> str:
         images = request["images"]
-        self._saw(images)
+        self.observe(images)
         budget = request["budget"]
         if budget["steps"] <= 1:
             return self._answer(info)
@@ -224,6 +229,10 @@ class SimulatedExecutor:
             while self.done_items < len(evidence):
                 e, taken = self._group(evidence, request)
                 spot = self._fraction_of(e, images, margin=0.25)
+                if spot is None and self.reviewed != self.done_items and budget["steps"] > 2:
+                    # its unit left the request (older views drop out): send it whole again, then zoom
+                    self.reviewed = self.done_items
+                    return json.dumps({"action": "view", "units": [e["unit"]]})
                 self.done_items += taken
                 if spot is None:
                     continue
@@ -467,6 +476,8 @@ class DirectExecutor:
 
     @property
     def spec(self) -> str:
+        if isinstance(self.inner, OCRExecutor):
+            return "direct:" + self.inner.spec
         return "direct" if isinstance(self.inner, SimulatedExecutor) else self.inner.spec
 
     def begin(self, task: Mapping[str, Any], skill: Skill, rng: np.random.Generator) -> None:
@@ -480,14 +491,14 @@ class DirectExecutor:
 
     def act(self, request: Mapping[str, Any], info: Mapping[str, Any]) -> str:
         if isinstance(self.inner, SimulatedExecutor):
-            self.inner._saw(request["images"])
+            self.inner.observe(request["images"])
             return self.inner._answer(info)
         return self.inner.act(request, info)
 
 
 EXECUTOR_SPECS = ("simulated", "simulated:skill", "simulated:largest", "simulated:oracle",
-                  "simulated:skill,acuity=1.3", "direct",
-                  "direct:openai:MODEL@URL", "openai:MODEL@URL")
+                  "simulated:skill,acuity=1.3", "direct", "ocr", "ocr:skill", "ocr:largest", "ocr:oracle",
+                  "direct:ocr", "direct:openai:MODEL@URL", "openai:MODEL@URL")
 
 
 def make_executor(spec: Any, **settings: Any) -> Any:
@@ -498,6 +509,10 @@ def make_executor(spec: Any, **settings: Any) -> Any:
         return SimulatedExecutor(**simulated_settings(spec), **settings)
     if spec == "direct" or spec.startswith("direct,"):
         return DirectExecutor(SimulatedExecutor(**simulated_settings("simulated:skill" + spec[len("direct"):])))
+    if spec == "ocr" or spec.startswith(("ocr:", "ocr,")):
+        return OCRExecutor(**simulated_settings(spec), **settings)
+    if spec == "direct:ocr" or spec.startswith("direct:ocr,"):
+        return DirectExecutor(OCRExecutor(**simulated_settings("ocr:skill" + spec[len("direct:ocr"):])))
     if spec.startswith("direct:openai:"):
         from vicogym.clients import parse_spec
 
@@ -510,8 +525,8 @@ def make_executor(spec: Any, **settings: Any) -> Any:
 
 
 def simulated_settings(spec: str) -> dict[str, Any]:
-    """The settings of a ``simulated[:POLICY][,name=value...]`` spec (``direct,...``
-    takes the same settings)."""
+    """The settings of a ``simulated[:POLICY][,name=value...]`` spec (``direct,...`` and
+    ``ocr[:POLICY],...`` take the same settings)."""
     head, *pairs = spec.split(",")
     out: dict[str, Any] = {"policy": head.partition(":")[2] or "skill"}
     for pair in pairs:
@@ -525,6 +540,56 @@ def simulated_settings(spec: str) -> dict[str, Any]:
         except ValueError:
             raise ValueError(f"executor {spec!r}: {name} must be a number, got {value!r}") from None
     return out
+
+
+# -- the simulated policy with a real reader ------------------------------------------------------
+@dataclass
+class OCRExecutor(SimulatedExecutor):
+    """The ``ocr`` executor (``ocr``, ``ocr:skill``, ``ocr:largest``, ``ocr:oracle``, and
+    Direct's ``direct:ocr``): the simulated executor's policy, a stand-in that decides
+    which views to ask for (it knows where the evidence lies, finds a unit and lands a
+    zoom with the simulated ``locate`` and ``zoom_hit``, follows its skill's directives),
+    with a real reader: every image it is sent is read by Tesseract (:mod:`vicogym.ocr`)
+    as it arrives, and its answer is what :mod:`vicogym.evidence.reading`'s documented
+    procedure reads in them (a form's field, one slide's value, highest or lowest value,
+    or the category with it). Its score measures what can be read in the pixels it was
+    sent; where the reader finds no answer, :attr:`failure` says why (``unsupported``
+    for a question of another kind, ``missed_unit``, ``unreadable``). It makes no
+    format slips (the simulated reader's ``format_slip`` is not used)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        from vicogym import ocr
+
+        ocr.require()
+
+    @property
+    def spec(self) -> str:
+        return "ocr" + super().spec[len("simulated"):]
+
+    def begin(self, task: Mapping[str, Any], skill: Skill, rng: np.random.Generator) -> None:
+        super().begin(task, skill, rng)
+        self.read: dict[int, Any] = {}
+
+    def observe(self, images: Sequence[Mapping[str, Any]]) -> None:
+        from vicogym import ocr
+        from vicogym.evidence.reading import Seen
+
+        super().observe(images)
+        for image in images:
+            if image["id"] not in self.read:
+                pixels = np.asarray(image["pixels"])
+                self.read[image["id"]] = Seen(image["view"], pixels, ocr.reader().words(pixels))
+
+    def reply(self, info: Mapping[str, Any]) -> str:
+        from vicogym.evidence.reading import read_field, read_slide
+
+        question = str(self.task["question"])
+        seen = [self.read[k] for k in sorted(self.read)]
+        reading = read_slide(question, seen) if question.startswith("In the slide titled") else \
+            read_field(question, seen)
+        self.failure = reading.failure
+        return reading.answer
 
 
 def timed(fn: Any, *args: Any) -> tuple[Any, float]:
