@@ -347,15 +347,17 @@ class ChartEnv(VicoEnv):
 
     ``gymnasium.make("vicogym/Chart-v0", k=8, max_turns=3, source="procedural",
     actor="simulated", invalid_penalty=-1.0, reward_shape="band", sweet_zone=(0.35, 0.65),
-    dpi=80, scorer="relaxed", templates=None, max_tries=16, rewriter_max_ops=2)``;
-    ``templates`` restricts procedural questions to the given template ids;
-    ``max_tries`` bounds the procedural tables drawn per seed and the edits tried by
-    ``sample_edit``; ``actor`` may also be an object with
-    ``answer(image, question, k, rng=..., context=...)``.
+    dpi=80, scorer="relaxed", templates=None, max_tries=16, rewriter_max_ops=2,
+    reader_check="auto")``; ``templates`` restricts procedural questions to the given
+    template ids; ``max_tries`` bounds the procedural tables drawn per seed and the edits
+    tried by ``sample_edit``; ``actor`` may also be an object with
+    ``answer(image, question, k, rng=..., context=...)``; ``reader_check`` (``auto``,
+    ``required``, ``off``): whether Tesseract must read the printed texts each answer
+    depends on (``auto``: where it can run; every sample records whether it ran).
 
     ## Version History
 
-    - v0: initial release.
+    - v0: initial release; the reader check (``unread_text``) added within v0.
     """
 
     env_id = "vicogym/Chart-v0"
