@@ -170,7 +170,12 @@ class EvidenceEnv(gym.Env):
     :data:`vicogym.evidence.protocol.ERROR_CODES` (or ``malformed``, ``bad_field``,
     ``bad_value``). ``info`` always carries the **evidence support** of the views sent so
     far (``support``: per evidence item the detail shown in view pixels and whether it was
-    legible; exact, from geometry), the sent views' geometry and provenance (``views``),
+    legible; exact, from geometry; over every view sent in the episode, those that have
+    left the request included, since the executor saw them and its replies, notes and
+    conversation may carry what it read), the same over the current request's views
+    alone (``support_now``: what the executor can still look at), whether the task's
+    start hides its answer (``hidden``: :meth:`hidden_report`'s measurement, for a family
+    that promises it), the sent views' geometry and provenance (``views``),
     the step and the task's id and family; at the end ``score``, ``answer`` and
     ``outcome`` (``answered``, ``out_of_steps``).
     """
@@ -570,8 +575,9 @@ class EvidenceEnv(gym.Env):
 
     def _info(self) -> dict[str, Any]:
         task = self.task
-        return {"task_id": task.id, "family": task.family, "step": self.steps, "hidden": copy.deepcopy(task.meta.get("hidden")),
-                "support": support(task.evidence, self.views),
+        return {"task_id": task.id, "family": task.family, "step": self.steps,
+                "hidden": copy.deepcopy(task.meta.get("hidden")),
+                "support": support(task.evidence, self.views), "support_now": support(task.evidence, self.visible()),
                 "views": [v.to_dict() for v in self.visible()], "contract": task.contract}
 
     def request(self) -> dict[str, Any]:

@@ -80,13 +80,16 @@ def _rounded(box: Box) -> list[float]:
 class Evidence:
     """One thing that must be seen to answer: ``what`` (a short description), in ``unit``
     at ``box``; its detail is ``size`` unit pixels (a text's cap height) and becomes
-    legible at ``legible`` view pixels."""
+    legible at ``legible`` view pixels. ``ink``, where known, is the box of the glyphs
+    themselves inside ``box`` (which keeps a margin): a view that shows all of the ink
+    shows the item, even where it cuts the margin."""
 
     unit: int
     box: Box
     size: float
     legible: float
     what: str = ""
+    ink: Box | None = None
 
     def __post_init__(self) -> None:
         if not is_int(self.unit, 0):
@@ -95,14 +98,27 @@ class Evidence:
         for name in ("size", "legible"):
             if not is_number(getattr(self, name)) or getattr(self, name) <= 0:
                 raise ValueError(f"expected evidence {name} as a positive number, got {getattr(self, name)!r}")
+        if self.ink is not None:
+            object.__setattr__(self, "ink", box_of(self.ink, "evidence ink box"))
+            if not contains(self.box, self.ink):
+                raise ValueError(f"expected the evidence ink box {list(self.ink)} inside its box {list(self.box)}")
+
+    @property
+    def shown_by(self) -> Box:
+        """What a view must show all of to show the item: its ink, else its box."""
+        return self.ink if self.ink is not None else self.box
 
     def to_dict(self) -> dict[str, Any]:
-        return {"unit": self.unit, "box": _rounded(self.box), "size": round(float(self.size), 4),
-                "legible": float(self.legible), "what": self.what}
+        out = {"unit": self.unit, "box": _rounded(self.box), "size": round(float(self.size), 4),
+               "legible": float(self.legible), "what": self.what}
+        if self.ink is not None:
+            out["ink"] = _rounded(self.ink)
+        return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Evidence":
-        return cls(d["unit"], tuple(d["box"]), d["size"], d["legible"], d.get("what", ""))
+        return cls(d["unit"], tuple(d["box"]), d["size"], d["legible"], d.get("what", ""),
+                   tuple(d["ink"]) if d.get("ink") is not None else None)
 
 
 @dataclass(frozen=True)
@@ -448,11 +464,12 @@ def point_to_unit(view: View, x: float, y: float) -> tuple[int, tuple[float, flo
 
 def shown_px(evidence: Evidence, view: View) -> float:
     """How many view pixels ``evidence``'s detail spans in ``view`` (0 when no tile shows
-    all of its box); a unit is never shown with more detail than its own pixels hold
-    beyond ``max_scale`` (the scale is capped when the view is made)."""
+    all of its ink, or its box where its ink is not known); a unit is never shown with
+    more detail than its own pixels hold beyond ``max_scale`` (the scale is capped when
+    the view is made)."""
     best = 0.0
     for tile in view.tiles:
-        if tile.unit == evidence.unit and contains(tile.crop, evidence.box):
+        if tile.unit == evidence.unit and contains(tile.crop, evidence.shown_by):
             w, _ = tile.size
             best = max(best, evidence.size * w / (tile.crop[2] - tile.crop[0]))
     return best

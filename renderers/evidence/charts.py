@@ -262,22 +262,24 @@ class RegionRenderer:
                 evidence.append(given)  # another kind's evidence: its own renderer completes it
                 continue
             box = self.evidence_box(unit, t)
-            evidence.append(Evidence(t["unit"], box, float(t["size"]), LEGIBLE_TEXT_PX, t["what"]))
+            ink = self.evidence_box(unit, t, pad=0.0)
+            evidence.append(Evidence(t["unit"], box, float(t["size"]), LEGIBLE_TEXT_PX, t["what"], ink))
         return replace(task, evidence=tuple(evidence)), {}
 
-    def evidence_box(self, unit: Unit, t: Mapping[str, Any]) -> Box:
+    def evidence_box(self, unit: Unit, t: Mapping[str, Any], pad: float = EVIDENCE_PAD) -> Box:
         """The unit-pixel box of evidence target ``t`` in ``unit``'s render (the union of
-        its label boxes, padded by :data:`EVIDENCE_PAD`, inside the unit)."""
+        its label boxes, padded by ``pad``, :data:`EVIDENCE_PAD` by default; unpadded, the
+        texts' own extents: the item's ink), inside the unit."""
         facts = self.facts(unit)
         boxes = find_boxes(facts, t, ChartStructure.from_dict(unit.spec["chart"]).spec.chart_type)
         if not boxes:
             raise ValueError(f"unit {t['unit']}'s rendered chart shows no {t['what']}")
         x0, y0, x1, y1 = self.chart_box(unit)
         f = float(unit.max_scale)
-        bx0 = x0 + min(b[0] for b in boxes) / f - EVIDENCE_PAD
-        by0 = y0 + min(b[1] for b in boxes) / f - EVIDENCE_PAD
-        bx1 = x0 + max(b[2] for b in boxes) / f + EVIDENCE_PAD
-        by1 = y0 + max(b[3] for b in boxes) / f + EVIDENCE_PAD
+        bx0 = x0 + min(b[0] for b in boxes) / f - pad
+        by0 = y0 + min(b[1] for b in boxes) / f - pad
+        bx1 = x0 + max(b[2] for b in boxes) / f + pad
+        by1 = y0 + max(b[3] for b in boxes) / f + pad
         return (max(0.0, bx0), max(0.0, by0), min(float(unit.width), bx1), min(float(unit.height), by1))
 
     def close(self) -> None:

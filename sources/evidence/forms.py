@@ -149,6 +149,13 @@ def text_box(name: str, px: int, text: str, x: float, y: float) -> list[float]:
     return [x + min(0.0, left) - ph, y - up - pv, x + max(advance, right) + ph, y + down + pv]
 
 
+def ink_box(text: Mapping[str, Any]) -> list[float]:
+    """The box of a placed text's glyphs themselves (its ``box`` keeps a margin around
+    the font's tallest and deepest glyphs)."""
+    left, top, right, bottom = _face(text["font"], text["px"]).getbbox(text["text"], anchor="ls")
+    return [text["x"] + left, text["y"] + top, text["x"] + right, text["y"] + bottom]
+
+
 def box_height(name: str, px: int) -> float:
     up, down = line_extent(name, px)
     return up + down + 2 * pads(px)[1]
@@ -848,9 +855,15 @@ def draw(rng: np.random.Generator, settings: Mapping[str, Any] | None = None) ->
     # each item is legible where Tesseract reads its font (the hardest of its lines' fonts)
     value_px = max(legible_px(spec["texts"][i]["font"]) for i in asked["value_ids"])
     label_px = max(legible_px(spec["texts"][i]["font"]) for i in asked["label_ids"])
+    texts = spec["texts"]
+    value_ink = [ink_box(texts[i]) for i in asked["value_ids"]]
+    if layout == "checkbox":  # the check is part of what must be seen
+        value_ink.append(spec["boxes"][dict(map(tuple, asked["choices"]))[asked["value_ids"][0]]]["box"])
     evidence = (
-        Evidence(0, tuple(asked["evidence_box"]), asked["value_cap"], value_px, f"the value of '{label}'"),
-        Evidence(0, tuple(asked["label_box"]), asked["label_cap"], label_px, f"the label '{label}'"))
+        Evidence(0, tuple(asked["evidence_box"]), asked["value_cap"], value_px, f"the value of '{label}'",
+                 tuple(_union(value_ink))),
+        Evidence(0, tuple(asked["label_box"]), asked["label_cap"], label_px, f"the label '{label}'",
+                 tuple(_union([ink_box(texts[i]) for i in asked["label_ids"]]))))
     digest = hashlib.sha256(json.dumps([spec, asked["id"], question], sort_keys=True).encode()).hexdigest()[:16]
     meta = {"field": asked["id"], "label": asked["label"], "layout": layout, "distractors": distractors,
             "program": "vicogym.programs.evidence.forms.pair_fields", "entities": entities(spec)}
