@@ -17,12 +17,15 @@ raster (``max_scale`` 1.0): a zoom shows the full-resolution pixels and no more.
 
 Every object is placed so that it shows legibly at full resolution (inside the frame,
 enough visible pixels, its box at least the legible extent); a question is kept when every
-object its program reads (:func:`~vicogym.programs.clevr.asked_objects`: the ones it
-singles out and the ones it counts) lies in the detail band, none of its relations is too
-close to call, and it is not degenerate. Attributes the engine does not show (material
-under Workbench) and any the family setting ``unasked`` names are never asked, and neither
-is an object's size (:data:`LEFT_OUT_TEMPLATES`: the objects in the band are the small
-ones). These screens run on a pure projection of the scene (:func:`estimate`: the
+object it is about (:func:`~vicogym.programs.clevr.asked_objects`: the ones it singles out
+and the ones it counts) lies in the detail band, none of its relations is too close to
+call, and it is not degenerate. Its evidence is every object its answer depends on
+(:func:`~vicogym.programs.clevr.evidence_objects`: also each object a count rules out),
+listed in a reader's sweep order (:func:`neighbour_order`). Attributes the engine does not
+show (material under Workbench) and any the family setting ``unasked`` names are never
+asked; a size is named only where every large object shows at least 1.4 times every small
+one (:func:`~vicogym.structures.clevr.size_problem`), and never asked for
+(:data:`LEFT_OUT_TEMPLATES`). These screens run on a pure projection of the scene (:func:`estimate`: the
 objects' outlines projected through the camera and painted far to near), which matches
 Blender's mask pass to a pixel or two; the renderer's ``prepare`` then draws the unit once
 at full resolution and the evidence boxes come from its mask pass, and
@@ -83,10 +86,11 @@ EXTRAS = ("bpy",)
 #: what each engine's images do not show: the CLEVR renderer's ``UNSHOWN``, restated here
 #: since a source may not import a renderer (a test holds the two equal)
 ENGINE_UNSHOWN: Mapping[str, frozenset[str]] = {"cycles": frozenset(), "workbench": frozenset({"material"})}
-#: templates left out by default: ``zero_hop_exist``, whose "no" points at no object (no
-#: evidence to zoom onto), and those that ask an object's size, since the objects in the
-#: detail band are the small ones (a large one shows about twice as wide, above the band):
-#: their answer would be known before looking
+#: templates left out by default: ``zero_hop_exist``, whose "no" singles out and counts no
+#: object (nothing that needs a zoom), and those that ask an object's size, since the objects
+#: in the detail band are the small ones (where sizes are named at all, every large object
+#: shows at least 1.4 times every small one, above the band's top): their answer would be
+#: known before looking
 LEFT_OUT_TEMPLATES = ("zero_hop_exist", "zero_hop_query_size", "three_hop_query_size", "comparison_size")
 
 CAMERA_DISTANCE = 80.0  # scene units from the middle of the floor: far, so sizes vary little with depth
