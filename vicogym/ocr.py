@@ -128,15 +128,35 @@ CHROMA, BRIGHT = 50, 130
 
 
 def without_colour(rgb: np.ndarray) -> np.ndarray:
-    """``rgb`` with its bright colours painted white (:data:`CHROMA`, :data:`BRIGHT`):
-    a chart's bars, wedges and swatches go, the dark print on them stays."""
+    """``rgb`` with its marks painted white: the connected areas of bright colour
+    (:data:`CHROMA`, :data:`BRIGHT`) taller than two glyphs or wider than four (a chart's
+    bars, wedges and swatches go; coloured print, whose glyphs are glyph-sized, and the
+    dark print on a mark stay). A glyph's height is the median height of the dark ink's
+    connected areas."""
+    import cv2
+
     high, low = rgb.max(axis=2).astype(np.int16), rgb.min(axis=2).astype(np.int16)
-    coloured = (high - low > CHROMA) & (high > BRIGHT)
+    coloured = ((high - low > CHROMA) & (high > BRIGHT)).astype(np.uint8)
     if not coloured.any():
         return rgb
+    glyph = _glyph_height((high < INK_BELOW).astype(np.uint8))
+    n, labels, stats, _ = cv2.connectedComponentsWithStats(coloured, connectivity=8)
+    big = np.flatnonzero((stats[1:, cv2.CC_STAT_HEIGHT] > 2 * glyph) | (stats[1:, cv2.CC_STAT_WIDTH] > 4 * glyph)) + 1
+    if not len(big):
+        return rgb
     out = rgb.copy()
-    out[coloured] = 255
+    out[np.isin(labels, big)] = 255
     return out
+
+
+def _glyph_height(ink: np.ndarray) -> float:
+    """The median height of ``ink``'s connected areas taller than 2 px (a glyph's)."""
+    import cv2
+
+    n, _, stats, _ = cv2.connectedComponentsWithStats(ink, connectivity=8)
+    heights = stats[1:n, cv2.CC_STAT_HEIGHT]
+    heights = heights[heights > 2]
+    return float(np.median(heights)) if len(heights) else 1.0
 
 
 def without_graphics(gray: np.ndarray) -> np.ndarray:
@@ -151,8 +171,7 @@ def without_graphics(gray: np.ndarray) -> np.ndarray:
     n, labels, stats, _ = cv2.connectedComponentsWithStats(ink, connectivity=8)
     if n <= 2:
         return gray
-    heights = stats[1:, cv2.CC_STAT_HEIGHT]
-    glyph = float(np.median(heights[heights > 2])) if (heights > 2).any() else 1.0
+    glyph = _glyph_height(ink)
     x, y, w, h, area = (stats[1:, k] for k in range(5))
     fill = area / np.maximum(1, w * h)
     solid = (w >= 2 * glyph) & (h >= 2 * glyph) & (fill >= 0.7)

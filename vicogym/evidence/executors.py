@@ -476,8 +476,8 @@ class DirectExecutor:
 
     @property
     def spec(self) -> str:
-        if isinstance(self.inner, OCRExecutor):
-            return "direct:" + self.inner.spec
+        if isinstance(self.inner, OCRExecutor):  # direct:ocr[,settings]: the policy is Direct's own
+            return "direct:ocr" + self.inner.spec[len("ocr:skill"):]
         return "direct" if isinstance(self.inner, SimulatedExecutor) else self.inner.spec
 
     def begin(self, task: Mapping[str, Any], skill: Skill, rng: np.random.Generator) -> None:
