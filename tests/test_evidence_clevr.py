@@ -57,7 +57,8 @@ def test_a_detail_task_asks_the_program_of_its_scene_about_objects_in_the_detail
         assert evidence_checks.rederive(task) == task.answer
         asked = clevr_programs.asked_objects(scene, program)
         evidence = clevr_programs.evidence_objects(scene, program)
-        assert [e["object"] for e in task.meta["evidence_objects"]] == evidence and asked
+        listed = [e["object"] for e in task.meta["evidence_objects"]]
+        assert sorted(listed) == evidence and listed == detail.neighbour_order(scene, evidence) and asked
         assert set(asked) <= set(evidence)
         assert "material" in task.meta["unasked"] and "material" not in clevr_programs.attributes_read(program)
         assert task.meta["template"] not in detail.LEFT_OUT_TEMPLATES
