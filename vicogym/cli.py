@@ -519,7 +519,8 @@ def evidence_run(
     tasks: str = typer.Argument(..., help="task families (forms, slides, multichart, clevr_detail, clevr_sequence, "
                                 "all; comma-separated) or data (funsd:FOLDER, jsonl:FILE)"),
     executor: str = typer.Option("simulated", "--executor", help="simulated | simulated:largest | simulated:oracle | "
-                                 "direct | direct:openai:MODEL@URL | openai:MODEL@URL [simulated]"),
+                                 "direct | ocr | ocr:largest | ocr:oracle | direct:ocr | direct:openai:MODEL@URL | "
+                                 "openai:MODEL@URL [simulated]"),
     skill: Optional[str] = typer.Option(None, "--skill", help="a skill folder (reader.md, answer_contract.md, "
                                         "view_contract.md, protocol.json, interface.json) or a built-in skill: "
                                         "initial, direct [none]"),
@@ -556,10 +557,10 @@ CRAFT_ACTIONS = ("report", "transfer", "grammar")
 @app.command(context_settings={"allow_interspersed_args": True})
 def craft(
     ctx: typer.Context,
-    args: Optional[list[str]] = typer.Argument(None, help="TASKS (families or data, comma-separated) [forms,slides,"
-                                               "multichart]; or `report DIR...`, `transfer DIR...`, `grammar`"),
+    args: Optional[list[str]] = typer.Argument(None, help="TASKS (families or data, comma-separated) [forms,slides]; "
+                                               "or `report DIR...`, `transfer DIR...`, `grammar`"),
     executor: str = typer.Option("simulated", "--executor", help="the frozen executor: simulated[:POLICY][,acuity=X]"
-                                 " | openai:MODEL@URL [simulated]"),
+                                 " | ocr[:POLICY] (Tesseract reads) | openai:MODEL@URL [simulated]"),
     optimizer: str = typer.Option("guided", "--optimizer", help="guided | random | openai:MODEL@URL [guided]"),
     modes: str = typer.Option("text,interface,joint", "--modes", help="search modes, comma-separated: text, "
                               "interface, joint, alternating, staged [text,interface,joint]"),

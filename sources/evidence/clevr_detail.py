@@ -467,3 +467,50 @@ def make_task(scene: Scene, question: str, rule: Mapping[str, Any], answer: str,
                 contract="count" if rule.get("template") and clevr_programs.TEMPLATE_BY_ID[
                     rule["template"]].answer == "count" else "text",
                 scorer="short", start="first", meta=meta)
+
+
+# -- counterfactuals ------------------------------------------------------------------------------
+#: the attributes a counterfactual changes, in the order tried: those a downscale hides
+#: soonest first (a silhouette's corners, a surface's sheen) and colour last
+COUNTERFACTUAL_ATTRIBUTES = ("shape", "material", "color")
+
+
+def counterfactuals(task: Task, rng: np.random.Generator, n: int = 6) -> list[Task]:
+    """Up to ``n`` tasks that differ from ``task`` in one attribute of one object its
+    answer depends on (its shape, material where the engine shows it, or colour), each
+    with another answer that the program gives on the changed scene (the scene drawn
+    again, where it stands). What the hidden check draws the start of: whether the
+    downscaled scene shows which is true."""
+    from dataclasses import replace as changed
+
+    scene = Scene.from_dict(task.meta["scene"])
+    program = clevr_programs.normalize_program(task.meta["program"])
+    unasked = set(task.meta.get("unasked", ()))
+    objects = [item["object"] for item in task.meta["evidence_objects"]]
+    candidates = [(k, a, v) for a in COUNTERFACTUAL_ATTRIBUTES if a not in unasked for k in objects
+                  for v in ATTRIBUTES[a] if v != getattr(scene.objects[k], a)]
+    order = sorted(rng.permutation(len(candidates)), key=lambda i: COUNTERFACTUAL_ATTRIBUTES.index(candidates[i][1]))
+    out: list[Task] = []
+    for i in order:
+        k, attribute, value = candidates[int(i)]
+        objects_ = list(scene.objects)
+        objects_[k] = changed(objects_[k], **{attribute: value})
+        other = scene.with_objects(tuple(objects_))
+        try:
+            answer = clevr_programs.answer_text(clevr_programs.execute(other, program))
+        except InvalidEdit:
+            continue
+        if answer == task.answer:
+            continue
+        unit = task.units[0]
+        spec = {key: v for key, v in unit.spec.items() if key not in ("png", "facts")}
+        out.append(Task(task.id, task.family, task.question, answer,
+                        (Unit(unit.kind, unit.width, unit.height, {**spec, "scene": other.to_dict()}, unit.title,
+                              unit.max_scale),),
+                        (), task.contract, task.scorer, (), task.options, task.start,
+                        {**task.meta, "scene": other.to_dict(), "evidence_objects": [],
+                         "counterfactual": f"object {k}'s {attribute} {getattr(scene.objects[k], attribute)} -> "
+                                           f"{value}"}, task.start_scale))
+        if len(out) == n:
+            break
+    return out
