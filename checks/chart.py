@@ -517,7 +517,11 @@ def difficulty_features(structure: ChartStructure, render: Any, rule: Mapping[st
       length, wedge size) of those marks, else ``None``;
     - ``label_density``: share of the image covered by text boxes;
     - ``data_labels``: whether values are printed on the marks;
-    - ``op``: the question's operation (its reasoning cost is :data:`OP_COST`).
+    - ``op``: the question's operation (its reasoning cost is :data:`OP_COST`);
+    - ``text_cap_px``: the smallest cap height (image pixels) of the printed texts the
+      answer depends on (:func:`needed_texts`), else ``None``; :func:`difficulty` leaves it
+      out: a stand-in actor reads it on the legibility curve fitted to Tesseract
+      (:mod:`vicogym.legibility`).
     """
     visible = [m for m in render.marks if m["box"] is not None]
     values = sorted(_compared_values(structure, rule), reverse=True)
@@ -544,7 +548,18 @@ def difficulty_features(structure: ChartStructure, render: Any, rule: Mapping[st
         "label_density": text_area / float(h * w),
         "data_labels": bool(structure.spec.data_labels),
         "op": op,
+        "text_cap_px": min((cap_px(lab, render) for lab in needed_texts(structure, rule, render)), default=None),
     }
+
+
+#: the cap height of DejaVu Sans (matplotlib's default font, in which the renderer prints)
+#: per pixel of font size: 1493 of its 2048 units, as :mod:`vicogym.legibility` measures it
+CAP_RATIO = 0.729
+
+
+def cap_px(label: Mapping[str, Any], facts: Any) -> float:
+    """The cap height, in image pixels, of a printed text of the renderer's facts."""
+    return round(float(label["size_pt"]) / 72.0 * float(facts.facts["dpi"]) * CAP_RATIO, 3)
 
 
 def difficulty(features: Mapping[str, Any]) -> float:

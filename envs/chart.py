@@ -227,7 +227,7 @@ class ChartArm(Arm):
         t = structure.table
         distractors = list(t.rows) + list(t.series) + [format_number(v) for v in t.all_values() if v is not None]
         return {"answer": sample.answer, "features": features, "difficulty": chart_checks.difficulty(features),
-                "distractors": distractors}
+                "distractors": distractors, "text_cap_px": features["text_cap_px"]}
 
     def score(self, prediction: str, target: str) -> float:
         return self._scorer(prediction, target)

@@ -97,7 +97,9 @@ def _axis_number(x: float, _pos: Any = None) -> str:
 
 @dataclass(frozen=True)
 class ChartFacts:
-    """One rendered chart. Boxes are ``[x0, y0, x1, y1]`` in image pixels, origin top-left."""
+    """One rendered chart. Boxes are ``[x0, y0, x1, y1]`` in image pixels, origin top-left;
+    each label also carries its font size in points (``size_pt``; ``facts["dpi"]`` turns it
+    into pixels)."""
 
     image: np.ndarray
     marks: list[dict[str, Any]]
@@ -407,7 +409,7 @@ class ChartRenderer:
             drawn = artists.draw(renderer, locs, texts, gridlines and kind == "value_tick")
             for loc, text, label in zip(locs, texts, drawn):
                 if text:
-                    fact = {"kind": kind, "text": text, "value": loc,
+                    fact = {"kind": kind, "text": text, "value": loc, "size_pt": float(label.get_fontsize()),
                             "box": _box(label.get_window_extent(renderer), frame.height)}
                     if kind == "category" and frame.key.rotation:
                         # a turned label's box is wider than its glyphs: report the unturned size too
@@ -448,6 +450,7 @@ class ChartRenderer:
             "colors": {name: rgb255(c) for name, c in zip(names, frame.colors)},
             "plot_box": frame.plot_box,
             "image_size": [int(image.shape[1]), int(image.shape[0])],
+            "dpi": self.dpi,
             "missing_glyphs": {lab["text"]: m for lab in labels if (m := self.missing_glyphs(lab["text"]))},
         }
         return ChartFacts(image=image, marks=marks, labels=labels, value_limits=limits, facts=facts)
@@ -486,6 +489,7 @@ class ChartRenderer:
                 text.set_verticalalignment(va)
                 fig.draw_artist(text)
                 labels.append({"kind": "data_label", "text": text.get_text(), "row": t.rows[i], "series": t.series[j],
+                               "size_pt": float(text.get_fontsize()),
                                "box": _box(text.get_window_extent(renderer), frame.height)})
         return marks, labels
 
@@ -681,6 +685,7 @@ def _measure(frame: _Frame) -> None:
     for kind, artist in texts:
         if artist.get_visible() and artist.get_text():
             frame.static_labels.append({"kind": kind, "text": artist.get_text(),
+                                        "size_pt": float(artist.get_fontsize()),
                                         "box": _box(artist.get_window_extent(renderer), frame.height)})
 
 

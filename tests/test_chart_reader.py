@@ -229,3 +229,31 @@ def test_verify_reads_again_what_rows_say_was_read(read_run, tesseract, monkeypa
     assert not findings.ok
     assert any("which cannot be checked here" in reason and MISSING in reason for _, reason in findings.problems)
     assert any("played with the reader check, which cannot run here" in note for note in findings.notes)
+
+
+def test_the_simulated_actor_reads_the_smallest_needed_text_on_the_fitted_curve():
+    from vicogym.legibility import TEXT_DRAWN, TEXT_FONT, read_probability
+    from vicogym.policies import SimulatedActor
+    from vicogym.sources.evidence.forms import cap_ratio
+
+    assert chart_checks.CAP_RATIO == pytest.approx(cap_ratio(TEXT_FONT), abs=1e-3)
+    env = _lookup_env(reader_check="off")
+    for step in (SMALL, LARGE):
+        env.reset(seed=2)
+        env.step(step)  # refused at 6 pt by the reader check only: here it is off
+        sample, facts = env.sample, env._render_out.facts
+        features = chart_checks.difficulty_features(sample.structure, facts, sample.label_rule)
+        needed = chart_checks.needed_texts(sample.structure, sample.label_rule, facts)
+        sizes = {lab["kind"]: lab["size_pt"] for lab in needed}
+        assert features["text_cap_px"] == pytest.approx(sizes["data_label"] / 72 * 80 * chart_checks.CAP_RATIO,
+                                                        abs=1e-3)  # data labels print smallest
+        assert env.arm.actor_context(sample, env._render_out)["text_cap_px"] == features["text_cap_px"]
+    env.close()
+    actor, sharp = SimulatedActor(), SimulatedActor(acuity=0.7)
+    plain = actor.p_correct(1.0)
+    assert actor.p_correct(1.0, None) == plain
+    assert actor.p_correct(1.0, 3.5) < actor.p_correct(1.0, 5.0) < actor.p_correct(1.0, 8.0) <= plain
+    assert actor.p_correct(1.0, 5.0) == pytest.approx(plain * read_probability(5.0, TEXT_FONT, drawn=TEXT_DRAWN))
+    assert sharp.p_correct(1.0, 5.0) > actor.p_correct(1.0, 5.0)
+    with pytest.raises(ValueError, match="expected acuity > 0, got 0"):
+        SimulatedActor(acuity=0)

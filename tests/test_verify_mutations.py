@@ -111,7 +111,9 @@ def _mutations(rows):
     """One corruption per row, each on a different row of the kind it needs."""
     pool = {kind: [r for r in rows if r["label_rule"] == kind] for kind in ("cell", "program", "invariant")}
     donor = pool["cell"][-1]  # a row whose question, seed and source_id others borrow
-    cells = [r for r in pool["cell"] if r["source_id"] != donor["source_id"]]
+    # records about one chart share its table: a donor's seed or question must differ to corrupt
+    cells = [r for r in pool["cell"] if r["source_id"] != donor["source_id"]
+             and r["seed_structure"] != donor["seed_structure"]]
 
     def take(kind):
         return (cells if kind == "cell" else pool[kind]).pop(0)

@@ -48,32 +48,50 @@ class Rewriter(Protocol):
 
 @dataclass(frozen=True)
 class SimulatedActor:
-    """A stand-in actor whose accuracy falls with the sample's visual difficulty.
+    """A stand-in actor whose accuracy falls with the sample's visual difficulty and, where
+    the answer depends on printed text, with that text's size.
+
+    Its chance of being right is ``p_correct(difficulty)`` times, where the environment
+    names the smallest cap height of the texts the answer depends on
+    (``context["text_cap_px"]``, e.g. the chart arm's), the chance of reading a word of that
+    size on the legibility curve fitted to Tesseract (:func:`vicogym.legibility.read_probability`,
+    chart text as matplotlib draws it): a stand-in fitted to Tesseract, which is a floor: a
+    strong model reads smaller text.
 
     Arguments:
         skill: the difficulty at which the actor is right half of the time (default 2.0).
         sharpness: slope of the logistic curve (default 1.5).
+        acuity: how many times the pixels Tesseract needs the actor needs to read text
+            (default 1.0: as Tesseract; 0.7 reads text 30% smaller).
     """
 
     skill: float = 2.0
     sharpness: float = 1.5
+    acuity: float = 1.0
 
     def __post_init__(self) -> None:
-        for name in ("skill", "sharpness"):
+        for name in ("skill", "sharpness", "acuity"):
             v = getattr(self, name)
             if not is_number(v):
                 raise TypeError(f"expected {name} to be a finite number, got {v!r}")
         if self.sharpness <= 0:
             raise ValueError(f"expected sharpness > 0, got {self.sharpness}")
+        if self.acuity <= 0:
+            raise ValueError(f"expected acuity > 0, got {self.acuity}")
 
-    def p_correct(self, difficulty: float) -> float:
-        return 1.0 / (1.0 + math.exp(-self.sharpness * (self.skill - difficulty)))
+    def p_correct(self, difficulty: float, text_cap_px: float | None = None) -> float:
+        p = 1.0 / (1.0 + math.exp(-self.sharpness * (self.skill - difficulty)))
+        if text_cap_px is None:
+            return p
+        from vicogym.legibility import TEXT_DRAWN, TEXT_FONT, read_probability
+
+        return p * read_probability(float(text_cap_px), TEXT_FONT, self.acuity, drawn=TEXT_DRAWN)
 
     def answer(self, image: np.ndarray, question: str, k: int, *, rng: np.random.Generator,
                context: Mapping[str, Any]) -> list[str]:
         if "answer" not in context or "difficulty" not in context:
             raise ValueError("SimulatedActor needs context['answer'] and context['difficulty'] from the environment")
-        p = self.p_correct(float(context["difficulty"]))
+        p = self.p_correct(float(context["difficulty"]), context.get("text_cap_px"))
         truth = str(context["answer"])
         distractors = [str(d) for d in context.get("distractors", ()) if str(d) != truth]
         if context.get("closed") and distractors:  # the answer's kind is a closed set: wrong answers come from it
