@@ -45,7 +45,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from vicogym.answers import normalize_text, parse_number
+from vicogym.answers import levenshtein, normalize_text, parse_number
 from vicogym.ocr import Word, lines
 
 #: how alike a run of read words must be to a label to be taken for it (1 - the
@@ -106,17 +106,11 @@ class Reading:
 
 
 def similarity(a: str, b: str) -> float:
-    """1 - the edit distance of ``a`` and ``b`` over the longer one's length."""
+    """1 - the edit distance of ``a`` and ``b`` (case left out) over the longer one's length."""
     a, b = a.lower(), b.lower()
     if not a or not b:
         return float(a == b)
-    previous = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        current = [i]
-        for j, cb in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
-        previous = current
-    return 1.0 - previous[-1] / max(len(a), len(b))
+    return 1.0 - levenshtein(a, b) / max(len(a), len(b))
 
 
 _NUMBER = re.compile(r"^[-\u2212]?\$?\d[\d,]*(?:\.\d+)?%?$")
