@@ -255,7 +255,7 @@ class VicoEnv(gym.Env):
         draws; the rejections on the way, by code. A seed named by ``options["index"]`` is
         not redrawn."""
         rejections: Counter = Counter()
-        last: InvalidEdit | None = None
+        last: str | None = None  # the message, not the exception: its traceback would keep this frame alive
         for _ in range(self.config.max_tries):
             drawn = self.arm.draw_seed(self.np_random, options)
             for variant in self.arm.seed_variants(drawn):
@@ -263,7 +263,7 @@ class VicoEnv(gym.Env):
                     self.arm.screen(variant.structure, variant.label_rule)  # no render for a surely rejected seed
                 except InvalidEdit as exc:
                     rejections[exc.code] += 1
-                    last = exc
+                    last = str(exc)
                     continue
                 text, render = self._render(variant.structure)
                 try:
@@ -271,7 +271,7 @@ class VicoEnv(gym.Env):
                     self.arm.validate(variant.structure, render, variant.label_rule)
                 except InvalidEdit as exc:
                     rejections[exc.code] += 1
-                    last = exc
+                    last = str(exc)
                     continue
                 return variant, text, render, dict(sorted(rejections.items()))
             if "index" in options:
