@@ -26,7 +26,8 @@ import vicogym  # noqa: F401
 from vicogym.adapters import MAX_PIXELS, feedback, fit_image, rewriter_prompt
 from vicogym.serve import VicoAction, VicoEnvClient, make_app, open_sessions, uvicorn_config
 
-CHART = {"k": 2, "dpi": 40, "max_turns": 4, "reader_check": "off"}  # small and fast; the reader check is tested elsewhere
+# small and fast: at 40 dpi the reader check would refuse every chart (it is tested on its own)
+CHART = {"k": 2, "dpi": 40, "max_turns": 4, "reader_check": "off"}
 EVIDENCE = {"tasks": "forms", "view_size": 256, "max_images": 4}
 LIMIT = 64 * 1024
 #: how long a test waits for the server to do something it will do (start, free a session)
