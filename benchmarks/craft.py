@@ -50,7 +50,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from vicogym.evidence.craft import CraftConfig, craft, transfer
-    from vicogym.evidence.report import HEADER, rows_of, transfer_rows, write_report
+    from vicogym.evidence.report import HEADER, executor_kind, rows_of, transfer_rows, write_report
 
     out = Path(args.out)
     executors = {"base": "simulated", "weak": f"simulated:skill,acuity={args.weak_acuity:g}"}
@@ -66,7 +66,7 @@ def main() -> None:
                              repeats=args.repeats, seed=args.seed, env_settings=settings)
         craft(out / name, config)
         runs[name] = out / name
-        print(f"{executor}: searched and tested in {time.perf_counter() - start:.0f} s")
+        print(f"{executor} ({executor_kind(executor)}): searched and tested in {time.perf_counter() - start:.0f} s")
     result, page = write_report([runs["base"]])
     for family in result["families"] + ["all"]:
         print(f"\n{family}")

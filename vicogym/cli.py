@@ -634,6 +634,7 @@ def craft(
 def _craft_report(dirs: list[str], out: Optional[str]) -> None:
     report = _workflow("evidence.report")
     result, page = report.write_report(dirs, out)
+    console.print(f"executor {result['executor']['spec']}: {result['executor']['kind']}")
     for family in result["families"] + ["all"]:
         table = Table(*report.HEADER, title=family)
         for row in report.rows_of(result, family):
@@ -655,6 +656,8 @@ def _craft_transfer(dirs: list[str]) -> None:
     for row in report.transfer_rows(matrix):
         table.add_row(*row)
     console.print(table)
+    for spec in matrix["executors"]:
+        console.print(f"{spec}: {report.executor_kind(spec)}")
     console.print(f"wrote {Path(dirs[0]) / 'transfer.json'}")
 
 

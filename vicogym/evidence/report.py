@@ -205,6 +205,19 @@ def check_pooled(dirs: Sequence[str | Path]) -> list[dict[str, Any]]:
     return runs
 
 
+def executor_kind(spec: str) -> str:
+    """What reads in the runs of ``spec``, said beside every number they report: a
+    stand-in or a real reader."""
+    head = spec.split(",")[0].split(":")[0]
+    if head == "simulated":
+        return ("a stand-in, not a model: the simulated executor (it knows where the evidence lies and reads it "
+                "with a curve fitted to Tesseract's legibility)")
+    if head == "ocr":
+        return ("Tesseract reads every view (a real reader, and a floor: a strong model reads smaller text); which "
+                "views it asks for is the simulated policy, a stand-in")
+    return "a model behind an OpenAI-compatible server"
+
+
 def write_report(dirs: Sequence[str | Path], out: str | Path | None = None, seed: int = 0
                  ) -> tuple[dict[str, Any], Path]:
     """The table's numbers and the report page (``index.html``) written for ``dirs``."""
@@ -218,7 +231,8 @@ def write_report(dirs: Sequence[str | Path], out: str | Path | None = None, seed
              f"<h1>Craft report</h1><p>{html.escape(', '.join(str(d) for d in dirs))}: executor "
              f"{html.escape(runs[0]['identity']['executor'])}, optimizer "
              f"{html.escape(runs[0]['identity']['optimizer'])}; seeds "
-             f"{', '.join(str(r['identity']['seed']) for r in runs)} (the strata)</p>"]
+             f"{', '.join(str(r['identity']['seed']) for r in runs)} (the strata)</p>",
+             f"<p>The executor: {html.escape(executor_kind(runs[0]['identity']['executor']))}.</p>"]
     for family in result["families"] + ["all"]:
         heads = "".join(f"<th>{html.escape(h)}</th>" for h in HEADER)
         parts.append(f"<h2>{html.escape(family)}</h2><table><tr>{heads}</tr>")
@@ -232,6 +246,8 @@ def write_report(dirs: Sequence[str | Path], out: str | Path | None = None, seed
     for name in names:
         parts.append(f"<h2>{html.escape(name)}</h2><img src='{html.escape(name)}' alt='{html.escape(name)}'>")
     (folder / "index.html").write_text("\n".join(parts), encoding="utf-8")
+    result["executor"] = {"spec": runs[0]["identity"]["executor"],
+                          "kind": executor_kind(runs[0]["identity"]["executor"])}
     (folder / "table.json").write_text(json.dumps(result, indent=1, sort_keys=True), encoding="utf-8")
     return result, folder / "index.html"
 
