@@ -3,8 +3,9 @@ small to read in the default view and readable when zoomed onto.
 
 The scene is CLEVR's (its shapes, colours, materials, sizes and spacing rules, questions
 from the arm's templates and programs, :mod:`vicogym.programs.clevr`), seen from a camera
-80 scene units away (far, so that an object's extent varies little with its depth and a
-large object shows about twice a small one anywhere), its objects spread across the whole
+80 scene units away (far, so that an object's extent varies less with its depth; even so
+large and small overlap in more than half the scenes, measured by ``apparent_sizes``, and a
+question names a size only where they separate), its objects spread across the whole
 picture (each centre drawn at a random pixel and put on the floor under it). The lens is
 chosen from the resolution and the view size the task is made for (``view_size``, the
 environment's): a small object in the middle shows inside the **detail band**, the object
