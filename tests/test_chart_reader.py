@@ -187,11 +187,9 @@ def test_reader_check_setting_is_validated():
 
 
 @pytest.fixture(scope="module")
-def read_run(tmp_path_factory):
+def read_run(tmp_path_factory, tesseract):
     from vicogym.runs import generate as workflow
 
-    if ocr.unavailable() is not None:
-        pytest.skip(f"needs Tesseract: {ocr.unavailable()}")
     out = tmp_path_factory.mktemp("reader-run")
     workflow.generate(workflow.GenerateConfig(n=2, out=str(out), seed=3, max_episodes=8,
                                               env_kwargs={"k": 2, "templates": ["lookup", "pair_sum"]}),

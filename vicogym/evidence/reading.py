@@ -40,7 +40,7 @@ A question of another kind, a slide it cannot find, a label it cannot read: no a
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -102,7 +102,6 @@ class Reading:
 
     answer: str = ""
     failure: str | None = None
-    notes: list[str] = field(default_factory=list)
 
 
 def similarity(a: str, b: str) -> float:
@@ -177,11 +176,11 @@ def read_field(question: str, seen: Sequence[Seen], unit: int = 0) -> Reading:
     the module notes)."""
     quoted = _QUOTED.findall(question)
     if not quoted:
-        return Reading(failure="unsupported", notes=["the question names no label in quotes"])
+        return Reading(failure="unsupported")
     label = quoted[0]
     views = sorted((s for s in seen if s.detail(unit) > 0), key=lambda s: -s.detail(unit))
     if not views:
-        return Reading(failure="missed_unit", notes=[f"no view of unit {unit}"])
+        return Reading(failure="missed_unit")
     for s in views:
         words = s.tile_words(unit)
         found = find_phrase(words, label, wrap=True)
@@ -198,7 +197,7 @@ def read_field(question: str, seen: Sequence[Seen], unit: int = 0) -> Reading:
         value = _value_of(found[0], [w for w in words if w not in found[0]], None)
         if value:
             return Reading(value)
-    return Reading(failure="unreadable", notes=[f"the label {label!r} and a value beside or below it were not read"])
+    return Reading(failure="unreadable")
 
 
 def unit_words(views: Sequence[Seen], unit: int) -> list[Word]:
@@ -319,10 +318,10 @@ def read_slide(question: str, seen: Sequence[Seen]) -> Reading:
     """The answer to a one-slide question, read from the slide's views (see the module notes)."""
     match = _SLIDE.match(question.strip())
     if match is None:
-        return Reading(failure="unsupported", notes=["not a question about one slide's chart"])
+        return Reading(failure="unsupported")
     unit = find_unit(match["title"], seen)
     if unit is None:
-        return Reading(failure="missed_unit", notes=[f"no sheet label read as the slide {match['title']!r}"])
+        return Reading(failure="missed_unit")
     series = match["series"] or match["series2"] or match["series3"]
     views = sorted((s for s in seen if s.detail(unit) > 0 and len(s.view["tiles"]) == 1),
                    key=lambda s: -s.detail(unit))
@@ -343,7 +342,7 @@ def read_slide(question: str, seen: Sequence[Seen]) -> Reading:
             continue
         best = (max if match["arg"] == "highest" else min)(pairs, key=lambda p: parse_number(p[1]))
         return Reading(best[0])
-    return Reading(failure="unreadable", notes=[f"no value of {series!r} read in the views of unit {unit}"])
+    return Reading(failure="unreadable")
 
 
 def find_unit(title: str, seen: Sequence[Seen]) -> int | None:
