@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import struct
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterator
 
@@ -68,37 +70,90 @@ def json_lines(lines: list[str], where: str, hint: str = "") -> Iterator[tuple[i
             yield number, parse_json(line, f"{where}:{number}", hint)
 
 
-def inside(base: Path, ref: str, where: str, what: str = "file") -> Path:
-    """The path ``ref`` names relative to ``base``; ``SourceError`` (at ``where``) when it is
-    absolute or climbs out of ``base`` (a source reads only its own folder's files)."""
+#: the longest file name and path the package opens (Linux's NAME_MAX and PATH_MAX, in bytes)
+MAX_NAME_BYTES, MAX_PATH_BYTES = 255, 4096
+
+
+def _safe(ref: str) -> str:
+    """``ref`` as an error may print it: control characters escaped, cut to 120 characters."""
+    shown = repr(ref)
+    return shown if len(shown) <= 120 else shown[:100] + f"...' ({len(ref)} characters)"
+
+
+def check_name(ref: Any, where: str, what: str = "file") -> str:
+    """``ref`` when it can name a file: a non-empty string with no NUL byte, no name longer
+    than 255 bytes and no path longer than 4096; ``SourceError`` at ``where`` otherwise."""
     if not isinstance(ref, str) or not ref.strip():
-        raise SourceError(f"{where}: expected a relative path to a {what}, got {ref!r}")
+        raise SourceError(f"{where}: expected a relative path to a {what} as a string, got {_safe(ref)[:80]}")
+    if "\x00" in ref:
+        raise SourceError(f"{where}: the {what} path {_safe(ref)} holds a NUL byte; remove it")
+    try:
+        encoded = [part.encode("utf-8") for part in re.split(r"[/\\]", ref)]
+    except UnicodeEncodeError:
+        raise SourceError(f"{where}: the {what} path {_safe(ref)} is not valid Unicode; rename the file") from None
+    if max(len(part) for part in encoded) > MAX_NAME_BYTES or len(ref.encode("utf-8")) > MAX_PATH_BYTES:
+        raise SourceError(f"{where}: the {what} path {_safe(ref)} is longer than a file name may be "
+                          f"({MAX_NAME_BYTES} bytes a name, {MAX_PATH_BYTES} a path); shorten it")
+    return ref
+
+
+def contained(base: Path, path: Path, where: str, what: str = "file") -> Path:
+    """``path`` with every symlink resolved, when that lies inside ``base`` (itself resolved);
+    ``SourceError`` at ``where`` otherwise, saying no more about the outside than that."""
+    try:
+        root, resolved = base.resolve(), path.resolve()
+    except (OSError, RuntimeError):  # a symlink loop, or a component that cannot be read
+        raise SourceError(f"{where}: the {what} {_safe(str(path))} cannot be resolved (a symlink loop or an "
+                          f"unreadable folder); replace it with a regular file inside {base}") from None
+    if not resolved.is_relative_to(root):
+        raise SourceError(f"{where}: the {what} {_safe(str(path))} lies outside the source folder {base}; a source "
+                          f"reads only files inside its folder (copy the {what} into it; links out are refused)")
+    return resolved
+
+
+def inside(base: Path, ref: str, where: str, what: str = "file") -> Path:
+    """The file ``ref`` names relative to ``base``, every symlink resolved; ``SourceError``
+    (at ``where``) when it is absolute, climbs out with ``..``, or resolves outside ``base``
+    (a source reads only its own folder's files)."""
+    check_name(ref, where, what)
     parts = PurePosixPath(ref.replace("\\", "/"))
     if parts.is_absolute() or os.path.isabs(ref) or ".." in parts.parts or (len(ref) > 1 and ref[1] == ":"):
-        raise SourceError(f"{where}: {what} {ref!r} lies outside {base}; a source reads only files inside its folder "
-                          f"(copy or link the {what} into it and give its path relative to {base})")
-    return base / Path(*parts.parts)
+        raise SourceError(f"{where}: the {what} {_safe(ref)} lies outside the source folder {base}; a source reads "
+                          f"only files inside its folder (copy the {what} into it and give its path relative to it)")
+    return contained(base, base / Path(*parts.parts), where, what)
+
+
+def image_size(path: Path, where: str, formats: tuple[str, ...] | None = None) -> tuple[int, int]:
+    """``(width, height)`` of the image file at ``path`` read from its header, after its size
+    on disk is checked; ``SourceError`` at ``where`` when it is no image (of ``formats``, when
+    given) or has more than ``MAX_IMAGE_PIXELS`` pixels. Nothing is decoded."""
+    from PIL import Image
+
+    check_size(path, LIMITS["image"], "image")
+    try:
+        with Image.open(path) as header:
+            (width, height), kind = header.size, header.format
+    except Image.DecompressionBombError:  # Pillow's own bound (about 179 MP) is far above ours
+        width, height, kind = None, None, None
+    except (OSError, ValueError, SyntaxError, struct.error):
+        raise SourceError(f"{where}: {_safe(str(path))} is not an image file that can be read; "
+                          f"give a PNG or JPEG") from None
+    if width is None or width * height > MAX_IMAGE_PIXELS:
+        shape = f"is {width} x {height} pixels" if width else "has over 179 million pixels"
+        raise SourceError(f"{where}: {_safe(str(path))} {shape}, more than the {MAX_IMAGE_PIXELS / 1e6:g} MP an "
+                          f"image may have; downscale it")
+    if formats is not None and kind not in formats:
+        raise SourceError(f"{where}: {_safe(str(path))} is a {kind} image; use {' or '.join(formats)}")
+    return int(width), int(height)
 
 
 def read_image(path: Path, ref: str) -> np.ndarray:
     """An image file decoded by OpenCV (channels as stored, BGR), after its size on disk and
     its pixel count (read from the header) are checked."""
     import cv2
-    from PIL import Image
 
-    check_size(path, LIMITS["image"], "image")
-    try:
-        with Image.open(path) as header:
-            width, height = header.size
-    except Image.DecompressionBombError:  # Pillow's own bound (about 179 MP) is far above ours
-        width, height = None, None
-    except (OSError, ValueError, SyntaxError):
-        raise SourceError(f"image {ref!r}: {path} is not an image file that can be read") from None
-    if width is None or width * height > MAX_IMAGE_PIXELS:
-        shape = f"is {width} x {height} pixels" if width else "has over 179 million pixels"
-        raise SourceError(f"image {ref!r}: {path} {shape}, more than the {MAX_IMAGE_PIXELS / 1e6:g} MP an image "
-                          f"may have; downscale it")
+    image_size(path, f"image {_safe(ref)}")
     image = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
     if image is None:
-        raise SourceError(f"image {ref!r}: {path} is not an image OpenCV can read")
+        raise SourceError(f"image {_safe(ref)}: {_safe(str(path))} is not an image OpenCV can read; give a PNG or JPEG")
     return image
