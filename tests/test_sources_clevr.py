@@ -185,7 +185,7 @@ def test_deep_or_unreadable_scene_files_are_named(tmp_path):
     folder, _ = _release(tmp_path, None)
     path = folder / "scenes" / "CLEVR_val_scenes.json"
     path.write_text('{"scenes": ' + "[" * 100_000 + "]" * 100_000 + "}")
-    with pytest.raises(SourceError, match="CLEVR_val_scenes.json: JSON nested deeper than the parser follows"):
+    with pytest.raises(SourceError, match="CLEVR_val_scenes.json:1: JSON nested deeper than the parser follows"):
         ReleaseSource(folder, 64, 48)
     path.write_text('{"info": {}, "scenes": [{"image_index": "x", "objects": []}]}')
     with pytest.raises(SourceError, match=r"CLEVR_val_scenes.json: scenes\[0\]"):

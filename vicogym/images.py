@@ -16,6 +16,9 @@ import numpy as np
 from vicogym.validation import is_int
 
 POLICY_MODES = ("fixed", "pad", "letterbox")
+#: the most pixels an image the package decodes may have, checked on its header first (40 MP:
+#: a 7300 x 5500 photo; a render is far smaller)
+MAX_IMAGE_PIXELS = 40_000_000
 
 
 @dataclass(frozen=True)
@@ -96,12 +99,35 @@ def encode_png(image: np.ndarray, compression: int = 3) -> bytes:
     return imagecodecs.png_encode(array, level=compression, filter=imagecodecs.PNG.FILTER.UP)
 
 
+def image_header(data: bytes) -> tuple[int, int]:
+    """``(width, height)`` an encoded image's header declares; ``ValueError`` when it is no
+    image, or has more than :data:`MAX_IMAGE_PIXELS` pixels. Nothing is decoded."""
+    import io
+    import struct
+
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(data)) as header:
+            width, height = header.size
+    except Image.DecompressionBombError:
+        width = height = None
+    except (OSError, ValueError, SyntaxError, struct.error, EOFError):
+        raise ValueError("expected PNG bytes, could not read an image header") from None
+    if width is None or width * height > MAX_IMAGE_PIXELS:
+        shape = f"{width} x {height} pixels" if width else "over 179 million pixels"
+        raise ValueError(f"expected an image of at most {MAX_IMAGE_PIXELS / 1e6:g} MP, got one of {shape}")
+    return int(width), int(height)
+
+
 def decode_png(data: bytes) -> np.ndarray:
-    """The RGB array of PNG bytes; ``ValueError`` when they are not a decodable image."""
+    """The RGB array of PNG bytes; ``ValueError`` when they are not a decodable image or
+    their header declares more than :data:`MAX_IMAGE_PIXELS` pixels."""
     import cv2
 
     if not isinstance(data, (bytes, bytearray, memoryview)) or not data:
         raise ValueError("expected PNG bytes, got none")
+    image_header(bytes(data))
     image = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), cv2.IMREAD_COLOR)
     if image is None:
         raise ValueError("expected PNG bytes, could not decode")
