@@ -10,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from vicogym.structures.evidence import Evidence, Task, Unit
+from vicogym.sources.evidence.files import image_unit
+from vicogym.structures.evidence import Evidence, Task
 
 DEFAULTS = {"folder": None, "units": 1, "width": 800, "height": 600, "start": None}
 EXTRAS = ()
@@ -36,7 +37,7 @@ def draw(rng: np.random.Generator, settings) -> Task:
         sha = hashlib.sha256(data.tobytes()).hexdigest()
         path = folder / f"{sha}.png"
         path.write_bytes(data.tobytes())
-        units.append(Unit("image", w, h, {"path": str(path), "sha256": sha}, f"photo {k}", 1.0))
+        units.append(image_unit(path, "the toy family", f"photo {k}"))  # checked, so the renderer opens it
         if k == holder:
             evidence.append(Evidence(k, (x, y - 11, x + 40, y + 2), 9.0, 7.0, "the number"))
     start = settings["start"] or ("first" if settings["units"] == 1 else "sheet")

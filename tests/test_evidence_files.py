@@ -151,18 +151,18 @@ def _one_error(load, words):
         assert word in str(caught.value), (word, str(caught.value))
 
 @pytest.mark.parametrize("records, raw, image, words", [
-    (None, '{"form": [ {"id": 1,', True, ["bad.json", "line 1", "malformed JSON"]),
+    (None, '{"form": [ {"id": 1,', True, ["bad.json:1", "not valid JSON", "column 21"]),
     (None, '[1, 2]', True, ["bad.json", "'form' list"]),
     (broken(lambda r: r[3].pop("box")), None, True, ["bad.json", "entity 3", "field 'box' is missing"]),
     (broken(lambda r: r[2].update(text=5)), None, True, ["entity 2", "field 'text'", "expected a string"]),
     (broken(lambda r: r[2].update(id="two")), None, True, ["entity #2", "field 'id'"]),
     (broken(lambda r: r[4].update(label="key")), None, True, ["entity 4", "field 'label'"]),
-    (broken(lambda r: r[5].update(box=[90, 107, 190])), None, True, ["entity 5", "field 'box'", "four numbers"]),
+    (broken(lambda r: r[5].update(box=[90, 107, 190])), None, True, ["entity 5", "field 'box'", "four finite numbers"]),
     (broken(lambda r: r[5].update(box=[190, 107, 90, 121])), None, True, ["entity 5", "x0 <= x1"]),
     (broken(lambda r: r[7].update(box=[110, 150, 700, 164])), None, True, ["entity 7", "field 'box'",
                                                                            "outside the image (600x400)"]),
-    (broken(lambda r: r[7]["words"][0].update(box=[-5, 150, 20, 164])), None, True, ["entity 7", "'words' #0",
-                                                                                     "outside"]),
+    (broken(lambda r: r[7]["words"][0].update(box=[-5, 150, 20, 164])), None, True,
+     ["entity 7", "words[0].box", "outside"]),
     (broken(lambda r: r[1].update(linking=[[1, 99]])), None, True, ["entity 1", "field 'linking'", "entity 99"]),
     (broken(lambda r: r[1].update(linking=[1, 2])), None, True, ["entity 1", "field 'linking'"]),
     (broken(lambda r: r.append(entity(2, (1, 1, 2, 2), "x", "other"))), None, True, ["entity 2", "repeats"]),
@@ -183,7 +183,7 @@ def test_empty_or_misnamed_funsd_folders_are_refused(tmp_path):
     with pytest.raises(SourceError, match="no page has a field with a value"):
         load_funsd(tmp_path)
     (tmp_path / "images" / "bad.png").write_bytes(b"not a png")
-    with pytest.raises(SourceError, match="bad.png is not a readable image"):
+    with pytest.raises(SourceError, match="bad.png is not an image file that can be read"):
         load_funsd(tmp_path)
     with pytest.raises(SourceError, match="no loader 'funds'; did you mean 'funsd'"):
         load("funds", tmp_path)
@@ -215,7 +215,7 @@ def test_a_jsonl_file_becomes_tasks(jsonl):
         GOOD, "",
         {"units": ["img/a.png", "img/b.jpg"], "question": "Which image shows a total?", "answer": "the second",
          "options": ["the first", "the second"], "metric": "letter", "id": "pick-1"},
-        {"units": [str((jsonl / "img" / "b.jpg").resolve())], "question": "Total?", "answer": 5,
+        {"units": ["./img/b.jpg"], "question": "Total?", "answer": 5,
          "metric": "relaxed", "golds": ["5.0"]},
     ])
     first, pick, number = load("jsonl", path)
@@ -231,26 +231,27 @@ def test_a_jsonl_file_becomes_tasks(jsonl):
 
 
 @pytest.mark.parametrize("lines, words", [
-    ([GOOD, '{"units": ["img/a.png"], "question": '], ["set.jsonl", "line 2", "malformed JSON"]),
-    (['[1, 2]'], ["line 1", "expected a JSON object"]),
-    ([{k: v for k, v in GOOD.items() if k != "question"}], ["line 1", "field 'question' is missing"]),
-    ([{**GOOD, "units": "img/a.png"}], ["line 1", "field 'units'", "list of image paths"]),
+    ([GOOD, '{"units": ["img/a.png"], "question": '], ["set.jsonl:2", "not valid JSON"]),
+    (['[1, 2]'], ["set.jsonl:1", "expected a JSON object"]),
+    ([{k: v for k, v in GOOD.items() if k != "question"}], ["set.jsonl:1", "field 'question' is missing"]),
+    ([{**GOOD, "units": "img/a.png"}], ["set.jsonl:1", "field 'units'", "list of image paths"]),
     ([{**GOOD, "question": ["What?"]}], ["field 'question'", "non-empty string"]),
     ([{**GOOD, "answer": None}], ["field 'answer'"]),
     ([{**GOOD, "metric": "anl"}], ["field 'metric'", "did you mean 'anls'"]),
     ([{**GOOD, "anwser": "x"}], ["field 'anwser'", "did you mean 'answer'"]),
-    ([{**GOOD, "units": ["img/missing.png"]}], ["line 1", "field 'units' #0", "missing.png does not exist"]),
+    ([{**GOOD, "units": ["img/missing.png"]}], ["set.jsonl:1", "field units[0]", "missing.png does not exist"]),
     ([{**GOOD, "evidence": [{"unit": 0, "box": [90, 50, 700, 64], "size": 9}]}],
-     ["field 'evidence' #0", "field 'box'", "outside unit 0's image (600x400)"]),
+     ["field evidence[0].box", "outside unit 0's image (600x400)"]),
     ([{**GOOD, "evidence": [{"unit": 1, "box": [90, 50, 160, 64], "size": 9}]}],
-     ["field 'evidence' #0", "field 'unit'", "0..0"]),
+     ["field evidence[0].unit", "0..0"]),
     ([{**GOOD, "evidence": [{"unit": 0, "box": [90, 50, 160, 64]}]}], ["field 'size' is missing"]),
-    ([{**GOOD, "evidence": [{"unit": 0, "box": [90, 50, 160, 64], "size": -1}]}], ["field 'size'", "positive"]),
+    ([{**GOOD, "evidence": [{"unit": 0, "box": [90, 50, 160, 64], "size": -1}]}],
+     ["field evidence[0].size", "positive"]),
     ([{**GOOD, "evidence": {"unit": 0}}], ["field 'evidence'", "expected a list"]),
     ([{**GOOD, "metric": "letter", "options": ["x", "y"]}], ["field 'answer'", "option's letter"]),
     ([{**GOOD, "metric": "letter"}], ["field 'options'", "at least two options"]),
     ([{**GOOD, "options": "x"}], ["field 'options'", "list of non-empty strings"]),
-    ([{**GOOD, "id": "q"}, {**GOOD, "id": "q"}], ["line 2", "field 'id'", "already the id of line 1"]),
+    ([{**GOOD, "id": "q"}, {**GOOD, "id": "q"}], ["set.jsonl:2", "field 'id'", "already the id of line 1"]),
     ([{**GOOD, "id": 3}], ["field 'id'"]),
     (["", "  "], ["set.jsonl", "holds no records"]),
 ])
