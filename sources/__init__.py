@@ -272,15 +272,15 @@ def contained(base: Path, path: Path, where: str, what: str = "file") -> Path:
     raise _outside(base, shown, where, what)
 
 
-def inside(base: Path, ref: str, where: str, what: str = "file") -> Path:
-    """The file ``ref`` names relative to ``base``, every symlink resolved; ``SourceError``
-    (at ``where``) when it is absolute, climbs out with ``..``, or resolves outside ``base``
-    (a source reads only its own folder's files)."""
+def inside(base: Path, ref: str, where: str, what: str = "file", under: str = "") -> Path:
+    """The file ``ref`` names relative to ``base`` (to its subfolder ``under``, when given),
+    every symlink resolved; ``SourceError`` (at ``where``) when it is absolute, climbs out
+    with ``..``, or resolves outside ``base`` (a source reads only its own folder's files)."""
     check_name(ref, where, what)
     parts = PurePosixPath(ref.replace("\\", "/"))
     if parts.is_absolute() or os.path.isabs(ref) or ".." in parts.parts or (len(ref) > 1 and ref[1] == ":"):
         raise _outside(base, _safe(ref), where, what)
-    return _walk(_root(base, where), list(parts.parts), _safe(ref), where, what)
+    return _walk(_root(base, where), [*PurePosixPath(under).parts, *parts.parts], _safe(ref), where, what)
 
 
 def image_size(path: Path, where: str, formats: tuple[str, ...] | None = None) -> tuple[int, int]:
@@ -332,3 +332,26 @@ def read_rgb(path: Path, where: str, formats: tuple[str, ...] = IMAGE_FORMATS) -
         raise SourceError(f"{where}: {place(path)} cannot be decoded (a damaged or truncated file); save it again "
                           f"as a PNG or JPEG")
     return cv2.cvtColor(image, cv2.COLOR_BGR2RGB, dst=image)
+
+
+def source_path(source: Any, expected: str) -> tuple[Path, str]:
+    """The path a ``source`` setting names and what lies there: ``"folder"``, ``"file"`` or
+    ``"none"``; ``SourceError`` saying ``expected`` when it can name no path (not a string,
+    blank, a NUL byte, a name too long) or cannot be looked at."""
+    if not isinstance(source, str) or not source.strip():
+        raise SourceError(f"expected source as {expected}, got {_safe(source)[:80]}")
+    try:
+        too_long = len(os.fsencode(source)) > MAX_PATH_BYTES or any(
+            len(os.fsencode(part)) > MAX_NAME_BYTES for part in Path(source).parts)
+    except UnicodeEncodeError:
+        too_long = True
+    if "\x00" in source or too_long:
+        raise SourceError(f"expected source as {expected}, got {_safe(source)}, which can name no file (a NUL byte, "
+                          f"a name longer than {MAX_NAME_BYTES} bytes, or not Unicode)")
+    path = Path(source)
+    try:
+        kind = "folder" if path.is_dir() else "file" if path.is_file() else "none" if not path.exists() else "other"
+    except (OSError, ValueError) as exc:
+        raise SourceError(f"source {_safe(source)}: cannot be looked at ({getattr(exc, 'strerror', None) or exc}); "
+                          f"expected {expected}") from None
+    return path, kind

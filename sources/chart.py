@@ -49,16 +49,29 @@ from vicogym.programs.chart import (
     execute,
     generate_question,
     invariant_rule,
-    mentions,
     presupposition,
     program_rule,
     question_references,
     relabel,
 )
-from vicogym.sources import LIMITS, check_size, inside, json_lines, read_text
+from vicogym.sources import (
+    LIMITS,
+    _safe,
+    contained,
+    decode_text,
+    inside,
+    json_lines,
+    one_line,
+    place,
+    read_bytes,
+    read_text,
+    source_path,
+)
 from vicogym.structures.chart import (
     MAX_DECIMALS,
     MAX_LABEL_CHARS,
+    MAX_ROWS,
+    MAX_SERIES,
     MAX_TITLE_CHARS,
     PALETTES,
     PERCENT_TOTAL_SLACK,
@@ -68,12 +81,42 @@ from vicogym.structures.chart import (
     Vocabulary,
     chart_type_fits,
     decimals_of,
-    label_key,
     reflect_into,
 )
+from vicogym.structures.chart import label_key as _label_key
 from vicogym.validation import pick
 
 TIER2_POLICIES = ("drop", "keep")
+
+
+def label_key(label: str) -> str:
+    """:func:`vicogym.structures.chart.label_key`, remembered for short texts: classifying a
+    record compares its question with every label of its table many times over."""
+    return _short_key(label) if len(label) <= 512 else _label_key(label)
+
+
+_short_key = lru_cache(maxsize=1 << 14)(_label_key)
+
+
+@lru_cache(maxsize=64)
+def _keys(labels: tuple[str, ...]) -> tuple[str, ...]:
+    """The keys of a table's row or series labels (worked out once per table)."""
+    return tuple(label_key(x) for x in labels)
+
+
+def mentions(text: str, label: str) -> bool:
+    """Whether ``text`` names ``label`` as whole words (:func:`vicogym.programs.chart.mentions`,
+    on remembered keys)."""
+    needle = label_key(label)
+    return bool(needle) and f" {needle} " in f" {label_key(text)} "
+
+#: the most lines a ChartQA CSV may have, blank ones and lines of multi-line cells included
+MAX_CSV_LINES = 1024
+#: the largest magnitude a ChartQA cell may have (beyond it a float no longer holds every whole number)
+MAX_CELL_VALUE = 1e15
+#: the longest question and label a ChartQA record may have (the environment's longest
+#: question setting; ChartQA's are under 200 and 50 characters)
+MAX_QUERY_CHARS, MAX_ANSWER_CHARS = 65_536, 1024
 _YEAR = re.compile(r"^(19|20)\d\d$")
 
 
@@ -216,7 +259,7 @@ def parse_cell(text: str) -> float | None:
 
 
 def _clean_label(text: str, limit: int = MAX_LABEL_CHARS) -> str:
-    label = " ".join(str(text).split())
+    label = " ".join("".join(c if c.isprintable() else " " for c in str(text)).split())  # no NUL, no line break
     return (label[: limit - 1] + "\u2026") if len(label) > limit else (label or "(blank)")
 
 
@@ -232,23 +275,41 @@ def _unique(labels: list[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _check_field_counts(path: Path) -> None:
-    """Every row has the header's number of fields (pandas would silently turn one field too
-    many on every row into an index column)."""
+def _scan_table(path: Path) -> str:
+    """The text of a ChartQA CSV after its size, encoding and shape are checked while it is
+    read row by row, before it is parsed: no more series columns than :data:`MAX_SERIES`, no
+    more data rows than :data:`MAX_ROWS` (no chart draws more), and every row with the
+    header's number of fields (pandas would silently turn one field too many on every row
+    into an index column)."""
     import csv
+    import io
 
+    where = place(path)
+    text = decode_text(read_bytes(path, LIMITS["csv"], "CSV table"), where, "CSV")
+    reader = csv.reader(io.StringIO(text, newline=""))
     try:
-        with path.open(encoding="utf-8", newline="") as handle:
-            reader = csv.reader(handle)
-            header = next(reader, None)
-            for row in reader:
-                if row and any(cell.strip() for cell in row) and header is not None and len(row) != len(header):
-                    raise SourceError(f"{path}:{reader.line_num}: expected {len(header)} fields as in the header, got "
-                                      f"{len(row)}; quote fields that contain commas")
-    except UnicodeDecodeError as exc:
-        raise SourceError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save the CSV as UTF-8") from None
+        header = next(reader, None)
+        if header is None:
+            raise SourceError(f"{where}: the file is empty; expected a header row (category, series ...) and data rows")
+        if len(header) - 1 > MAX_SERIES:
+            raise SourceError(f"{where}:1: {len(header) - 1} series columns, more than the {MAX_SERIES} a chart draws "
+                              f"(MAX_SERIES); keep at most {MAX_SERIES} columns beside the category column")
+        rows = 0
+        for row in reader:
+            if any(cell.strip() for cell in row) and len(row) != len(header):
+                raise SourceError(f"{where}:{reader.line_num}: expected {len(header)} fields as in the header, got "
+                                  f"{len(row)}; quote fields that contain commas")
+            rows += any(row)
+            if rows > MAX_ROWS:
+                raise SourceError(f"{where}:{reader.line_num}: more than the {MAX_ROWS} data rows a chart draws "
+                                  f"(MAX_ROWS); keep at most {MAX_ROWS} rows under the header")
+            if reader.line_num > MAX_CSV_LINES:
+                raise SourceError(f"{where}:{reader.line_num}: more than {MAX_CSV_LINES} lines, most of them blank; "
+                                  f"remove the blank lines")
     except csv.Error as exc:
-        raise SourceError(f"{path}: not a readable CSV file ({exc})") from None
+        raise SourceError(f"{where}:{reader.line_num + 1}: not a readable CSV file ({exc}); save it as "
+                          f"comma-separated text with quoted fields") from None
+    return text
 
 
 def mixed_scale(cells: Sequence[str]) -> bool:
@@ -264,39 +325,49 @@ def load_chartqa_table(path: str | Path, problems: list[str] | None = None) -> T
     Raises :class:`SourceError` naming the file, the line and what to change; what makes
     the table unfit to draw though it parses (a column that mixes scales) is appended to
     ``problems``."""
+    import io
+
     import pandas as pd
 
-    check_size(Path(path), LIMITS["csv"], "CSV table")  # a chart shows a few dozen cells; ChartQA's are < 10 KiB
-    _check_field_counts(Path(path))
+    path = Path(path)
+    where = place(path)
+    text = _scan_table(path)  # a chart shows a few dozen cells; ChartQA's are < 10 KiB
     try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8", skip_blank_lines=False)
-    except UnicodeDecodeError as exc:
-        raise SourceError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save the CSV as UTF-8") from None
+        frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, skip_blank_lines=False)
     except pd.errors.EmptyDataError:
         raise SourceError(
-            f"{path}: the file is empty; expected a header row (category, series ...) and data rows"
+            f"{where}: the file is empty; expected a header row (category, series ...) and data rows"
         ) from None
     except pd.errors.ParserError as exc:
-        reason = str(exc).replace("Error tokenizing data. C error: ", "").strip()
-        raise SourceError(f"{path}: {reason}; quote fields that contain commas so that every row has as many fields "
+        reason = one_line(str(exc).replace("Error tokenizing data. C error: ", "").strip())
+        raise SourceError(f"{where}: {reason}; quote fields that contain commas so that every row has as many fields "
                           f"as the header") from None
     if frame.shape[1] < 2:
         raise SourceError(
-            f"{path}:1: expected a category column and at least one series column, got {list(frame.columns)}"
+            f"{where}:1: expected a category column and at least one series column, got "
+            f"{_safe([str(c) for c in frame.columns])}"
         )
     frame = frame[~(frame == "").all(axis=1)]
     if frame.empty:
-        raise SourceError(f"{path}: no data rows; expected at least one row under the header")
+        raise SourceError(f"{where}: no data rows; expected at least one row under the header")
+    if frame.shape[1] - 1 > MAX_SERIES or frame.shape[0] > MAX_ROWS:  # the scan's count, as pandas splits the rows
+        raise SourceError(f"{where}: {frame.shape[0]} rows of {frame.shape[1] - 1} series, more than a chart draws "
+                          f"({MAX_ROWS} rows, {MAX_SERIES} series); make the table smaller")
     raw = [str(c) for c in frame.columns]
     values = []
     for line, row in zip(frame.index, frame.iloc[:, 1:].itertuples(index=False)):
         parsed = []
         for column, text in zip(raw[1:], row):
             try:
-                parsed.append(parse_cell(text))
+                value = parse_cell(text)
             except ValueError:
-                raise SourceError(f"{path}:{line + 2}: column {column!r} holds {text!r}; expected a number (1,327.7 / "
-                                  f"80% / 0.26M) or a missing-value mark (empty, -, nan)") from None
+                raise SourceError(f"{where}:{line + 2}: column {_safe(column)} holds {_safe(text)}; expected a number "
+                                  f"(1,327.7 / 80% / 0.26M) or a missing-value mark (empty, -, nan)") from None
+            if value is not None and abs(value) > MAX_CELL_VALUE:
+                raise SourceError(f"{where}:{line + 2}: column {_safe(column)} holds {_safe(text)}, beyond the "
+                                  f"{MAX_CELL_VALUE:g} a chart's axis prints exactly; give the column in a larger unit "
+                                  f"(millions, billions)")
+            parsed.append(value)
         values.append(tuple(parsed))
     if problems is not None:
         problems += [f"column {c!r} mixes values with and without an M suffix" for c in raw[1:]
@@ -520,7 +591,7 @@ def _names_what_the_program_ignores(question: str, table: Table, series: str, us
 def _mentioned(question: str, labels: tuple[str, ...]) -> list[str]:
     """Labels the question names, in the order it names them."""
     text = f" {label_key(question)} "
-    found = [(text.find(f" {label_key(x)} "), x) for x in labels if label_key(x) and mentions(question, x)]
+    found = [(text.find(f" {key} "), x) for x, key in zip(labels, _keys(labels)) if key and f" {key} " in text]
     return [x for _, x in sorted(found)]
 
 
@@ -628,6 +699,7 @@ def answers_agree(computed: float | str, label: str) -> bool:
 UNNAMED = re.compile(r"Unnamed: \d+")
 
 
+@lru_cache(maxsize=32)
 def garbled(table: Table) -> bool:
     """A table that lost its shape on extraction: a series whose header is blank (it would
     be drawn as "Unnamed: 4" in the legend), a multi-series row of zeros only (a
@@ -667,10 +739,20 @@ def derivable(table: Table, label: str, question: str) -> bool:
     (a "rise" stored as 70 where the chart prints 71% and no 70 follows) is one the chart
     cannot show a reader."""
     target = parse_number(label)
-    if target is None or label_key(label) in {label_key(x) for x in (*table.rows, *table.series)}:
+    if target is None or label_key(label) in {*_keys(table.rows), *_keys(table.series)}:
         return True  # not a number, or a drawn label (a year that names a row)
     if " how many " in f" {label_key(question)} " and target == int(target) and 0 <= target <= len(table.rows):
         return True  # a count of rows meeting some condition: at most every row
+    places = len(label.strip().split(".")[1]) if "." in label.strip() else 0
+    tolerance = 0.5 * 10.0 ** -places + 1e-9 * abs(target)  # answers_agree's, at once for every candidate
+    with np.errstate(all="ignore"):
+        return bool(np.any(np.abs(_derived_values(table) - target) <= tolerance))
+
+
+@lru_cache(maxsize=32)
+def _derived_values(table: Table) -> np.ndarray:
+    """Every value :func:`derivable` accepts on ``table`` (worked out once per table: a
+    source's records share their tables)."""
     columns = [[v for v in table.column(s) if v is not None] for s in table.series]
     rows = [[v for v in row if v is not None] for row in table.values]
     candidates: list[float] = [float(len(table.rows))]
@@ -679,18 +761,30 @@ def derivable(table: Table, label: str, question: str) -> bool:
         if values:
             ranked = sorted(values)
             candidates += values + [float(statistics.median(values)), max(values) - min(values)]
-            candidates += [math.fsum(ranked[-k:]) for k in (2, 3)] + [math.fsum(ranked[:k]) for k in (2, 3)]  # top k
-            aggregates += [max(values), min(values), math.fsum(values), math.fsum(values) / len(values)]
-    aggregates += [math.fsum(row) for row in rows if row]
+            candidates += [_fsum(ranked[-k:]) for k in (2, 3)] + [_fsum(ranked[:k]) for k in (2, 3)]  # top k
+            aggregates += [max(values), min(values), _fsum(values), _fsum(values) / len(values)]
+    aggregates += [_fsum(row) for row in rows if row]
     candidates += aggregates
+    found = [np.array(candidates, dtype=float)]
     for group in columns + rows + [aggregates]:
-        candidates += [math.fsum(group)] if group else []
-        for i, a in enumerate(group):
-            for b in group[i + 1:]:
-                candidates += [abs(a - b), a + b, (a + b) / 2.0]
-                candidates += [a / b] if b else []
-                candidates += [b / a] if a else []
-    return any(answers_agree(c, label) for c in candidates)
+        if not group:
+            continue
+        values = np.array(group, dtype=float)
+        first, second = np.triu_indices(len(values), k=1)  # every pair once, as a, b in the group's order
+        a, b = values[first], values[second]
+        with np.errstate(all="ignore"):
+            found += [np.array([_fsum(group)]), np.abs(a - b), a + b, (a + b) / 2.0, (a / b)[b != 0], (b / a)[a != 0]]
+    result = np.concatenate(found)
+    result.setflags(write=False)
+    return result
+
+
+def _fsum(values: Sequence[float]) -> float:
+    """``math.fsum``, or the plain sum (infinite) where the exact one passes the largest float."""
+    try:
+        return math.fsum(values)
+    except OverflowError:
+        return float(sum(values))
 
 
 def extremes_combined(table: Table, label: str, question: str) -> bool | None:
@@ -875,7 +969,7 @@ def undrawn_reference(table: Table, question: str) -> str | None:
     average; "over" and "under" count only before a number ("over the years" compares
     nothing)."""
     plain = unicodedata.normalize("NFKC", question).casefold()
-    labels = [label_key(x) for x in (*table.rows, *table.series, table.index_name) if label_key(x)]
+    labels = [x for x in (*_keys(table.rows), *_keys(table.series), label_key(table.index_name)) if x]
     phrases = [p for side in THRESHOLD_PHRASES.values() for p in side if p not in ("over", "under")]
     # "80 years and above", "or more": a range's open end, not a comparison
     pattern = rf"(?<!\band )(?<!\bor )\b(?:{'|'.join(re.escape(p) for p in phrases)})\b(.{{0,60}})"
@@ -974,28 +1068,42 @@ RECORD_KEYS = ("imgname", "query", "label")
 
 def load_chartqa_records(folder: str | Path) -> list[ChartQARecord]:
     """The records of ``qa.jsonl``; :class:`SourceError` names the line of a bad one."""
-    qa_path = Path(folder) / "qa.jsonl"
+    folder = Path(folder)
+    qa_path = inside(folder, "qa.jsonl", place(folder), "records file")
+    shown = place(folder / "qa.jsonl")
     if not qa_path.is_file():
         raise SourceError(
-            f"expected ChartQA records at {qa_path} (one JSON object per line with imgname, query, label)"
+            f"expected ChartQA records at {shown} (one JSON object per line with imgname, query, label)"
         )
     records = []
     lines = read_text(qa_path, what="records file").splitlines()
-    for n, data in json_lines(lines, str(qa_path), "; each line must be one object with imgname, query, label"):
+    for n, data in json_lines(lines, shown, "; each line must be one object with imgname, query, label"):
         if not isinstance(data, dict):
             raise SourceError(
-                f"{qa_path}:{n}: expected a JSON object with imgname, query, label, got {type(data).__name__}"
+                f"{shown}:{n}: expected a JSON object with imgname, query, label, got {type(data).__name__}"
             )
         missing = [k for k in RECORD_KEYS if k not in data]
         if missing:
-            raise SourceError(f"{qa_path}:{n}: missing {missing}; each record needs imgname, query and label")
+            raise SourceError(f"{shown}:{n}: missing {missing}; each record needs imgname, query and label")
         wrong = [k for k in RECORD_KEYS if not isinstance(data[k], (str, int, float)) or isinstance(data[k], bool)]
         if wrong:
-            raise SourceError(f"{qa_path}:{n}: {wrong[0]} must be a string, got {data[wrong[0]]!r}")
-        records.append(ChartQARecord(str(data["imgname"]), str(data["query"]), str(data["label"]),
-                                     str(data.get("source", "")), n))
+            raise SourceError(f"{shown}:{n}: {wrong[0]} must be a string, got {_safe(data[wrong[0]])}")
+        imgname, query, label = (str(data[k]) for k in RECORD_KEYS)
+        if not imgname.isprintable() or not imgname.strip():
+            raise SourceError(f"{shown}:{n}: imgname {_safe(imgname)} is no file name (blank, or holding a control "
+                              f"character); give the table's name, e.g. \"two_col_1.png\"")
+        for key, value, most in (("query", query, MAX_QUERY_CHARS), ("label", label, MAX_ANSWER_CHARS)):
+            if len(value) > most:
+                raise SourceError(f"{shown}:{n}: {key} of {len(value)} characters, more than the {most} a record's "
+                                  f"{key} may have; shorten it")
+        number = parse_number(label)
+        if number is not None and not math.isfinite(number):
+            raise SourceError(f"{shown}:{n}: label {_safe(label)} is a number too large for a float; give the answer "
+                              f"as the chart prints it")
+        source = data.get("source", "")
+        records.append(ChartQARecord(imgname, query, label, source if isinstance(source, str) else "", n))
     if not records:
-        raise SourceError(f"{qa_path}: no records; expected one JSON object per line with imgname, query, label")
+        raise SourceError(f"{shown}: no records; expected one JSON object per line with imgname, query, label")
     return records
 
 
@@ -1007,8 +1115,9 @@ class ChartQASource:
         if tier2 not in TIER2_POLICIES:
             raise ValueError(f"expected tier2 in {TIER2_POLICIES}, got {tier2!r}")
         self.folder = Path(folder)
-        if not (self.folder / "tables").is_dir():
-            raise SourceError(f"expected a ChartQA folder with tables/*.csv and qa.jsonl, got {self.folder}")
+        tables = contained(self.folder, self.folder / "tables", place(self.folder), "tables folder")
+        if not tables.is_dir():
+            raise SourceError(f"expected a ChartQA folder with tables/*.csv and qa.jsonl, got {place(self.folder)}")
         self.records = load_chartqa_records(self.folder)
         self._tables: dict[str, Table] = {}
         self.unfit: dict[str, list[str]] = {}  # tables that parse but cannot be drawn as they are
@@ -1016,33 +1125,36 @@ class ChartQASource:
         for record in self.records:
             stem = _stem(record.imgname)
             if stem not in self._tables:
-                path = inside(self.folder / "tables", f"{stem}.csv",
-                              f"{self.folder / 'qa.jsonl'}:{record.line}: imgname {record.imgname!r}", "table")
-                if not path.is_file():
-                    raise SourceError(f"{self.folder / 'qa.jsonl'}:{record.line}: imgname {record.imgname!r} has no "
-                                      f"table at {path}; add the CSV or remove the record")
+                where = f"{place(self.folder / 'qa.jsonl')}:{record.line}: imgname {_safe(record.imgname)}"
                 problems: list[str] = []
-                self._tables[stem] = load_chartqa_table(path, problems)
+                self._tables[stem] = load_chartqa_table(self._table_path(stem, where), problems)
                 if problems:
                     self.unfit[stem], unfit_reason[stem] = problems, "mixed_scale"
         for record in self.records:  # one record that gives the cells a scale shows their "%" is extraction junk
             stem = _stem(record.imgname)
             if stem not in self.unfit and unit_conflict(self._tables[stem], record.query):
-                self.unfit[stem] = [f"{record.imgname}: cells read as percentages but {self.folder / 'qa.jsonl'}:"
-                                    f"{record.line} gives them a scale ({record.query!r})"]
+                self.unfit[stem] = [f"{record.imgname}: cells read as percentages but "
+                                    f"{place(self.folder / 'qa.jsonl')}:{record.line} gives them a scale "
+                                    f"({_safe(record.query)})"]
                 unfit_reason[stem] = "unit_conflict"
         self.classified = [Classified("dropped", reason=unfit_reason[_stem(r.imgname)])
                            if _stem(r.imgname) in self.unfit
                            else classify_record(self.table(r.imgname), r.query, r.label, tier2) for r in self.records]
         self.usable = [i for i, c in enumerate(self.classified) if c.status != "dropped"]
 
+    def _table_path(self, stem: str, where: str) -> Path:
+        """The CSV of ``stem``, resolved inside the folder (a ``tables/`` that is a link out
+        is refused as any other path out)."""
+        path = inside(self.folder, f"{stem}.csv", where, "table", under="tables")
+        if not path.is_file():
+            raise SourceError(f"{where} has no table at {place(self.folder / 'tables' / f'{stem}.csv')}; add the CSV "
+                              f"or remove the record")
+        return path
+
     def table(self, imgname: str) -> Table:
         stem = _stem(imgname)
         if stem not in self._tables:
-            path = inside(self.folder / "tables", f"{stem}.csv", f"imgname {imgname!r}", "table")
-            if not path.is_file():
-                raise SourceError(f"no table for {imgname!r} at {path}")
-            self._tables[stem] = load_chartqa_table(path)
+            self._tables[stem] = load_chartqa_table(self._table_path(stem, f"imgname {_safe(imgname)}"))
         return self._tables[stem]
 
     def summary(self) -> dict[str, Any]:
@@ -1073,7 +1185,7 @@ class ChartQASource:
         for i, record in enumerate(self.records):
             if f"{record.imgname}#L{record.line}" == source_id:
                 return i
-        raise KeyError(f"no record {source_id!r} in {self.folder / 'qa.jsonl'}")
+        raise KeyError(f"no record {_safe(source_id)} in {place(self.folder / 'qa.jsonl')}")
 
 
 def _stem(imgname: str) -> str:
@@ -1100,10 +1212,12 @@ def make_source(source: str, templates: tuple[str, ...] | None = None, max_tries
     """``"procedural"`` or a path to a ChartQA-format folder."""
     if source == "procedural":
         return ProceduralSource(templates, max_tries)
-    if Path(source).is_dir():
-        return ChartQASource(source, tier2)
-    raise SourceError(f"expected source 'procedural' or a ChartQA folder (tables/ + qa.jsonl), got {source!r}"
-                      + (", which does not exist" if not Path(source).exists() else ", which is no folder"))
+    expected = "'procedural' or a ChartQA folder (tables/ + qa.jsonl)"
+    path, kind = source_path(source, expected)
+    if kind == "folder":
+        return ChartQASource(path, tier2)
+    raise SourceError(f"expected source {expected}, got {_safe(source)}"
+                      + (", which does not exist" if kind == "none" else ", which is no folder"))
 
 
 __all__ = ["ChartQASource", "ProceduralSource", "classify_record", "load_chartqa_table", "make_source", "parse_cell",
