@@ -339,14 +339,14 @@ def source_path(source: Any, expected: str) -> tuple[Path, str]:
     ``"none"``; ``SourceError`` saying ``expected`` when it can name no path (not a string,
     blank, a NUL byte, a name too long) or cannot be looked at."""
     if not isinstance(source, str) or not source.strip():
-        raise SourceError(f"expected source as {expected}, got {_safe(source)[:80]}")
+        raise SourceError(f"expected source {expected}, got {_safe(source)[:80]}")
     try:
         too_long = len(os.fsencode(source)) > MAX_PATH_BYTES or any(
             len(os.fsencode(part)) > MAX_NAME_BYTES for part in Path(source).parts)
     except UnicodeEncodeError:
         too_long = True
     if "\x00" in source or too_long:
-        raise SourceError(f"expected source as {expected}, got {_safe(source)}, which can name no file (a NUL byte, "
+        raise SourceError(f"expected source {expected}, got {_safe(source)}, which can name no file (a NUL byte, "
                           f"a name longer than {MAX_NAME_BYTES} bytes, or not Unicode)")
     path = Path(source)
     try:
