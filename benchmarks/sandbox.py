@@ -8,7 +8,9 @@ response of a few hundred characters).
   verifying a round's responses);
 - admission: ``discovery.admit`` of the bank's good proposals (their cases and the
   adversarial responses, 20-40 calls in one child each), the cost discovery adds to a
-  synthesis round per proposal.
+  synthesis round per proposal;
+- the view's check (new side only): what a process pays once, before its first child,
+  to compare the staged view with the host's files byte for byte.
 
 The two sides alternate in rounds; each line prints both rates and their ratio (new /
 old: above 1 is faster). The old module is read from git (``--old-commit``) or a file
@@ -60,6 +62,27 @@ def per_second(fn, count: int) -> float:
     start = time.perf_counter()
     fn()
     return count / (time.perf_counter() - start)
+
+
+def view_check(rounds: int) -> tuple[float, int, float]:
+    """The staged view's check (``sandbox._view_problem``), median milliseconds over
+    ``rounds``, with the view's file count and megabytes."""
+    found = []
+    stage = sandbox._stage
+    sandbox._stage = lambda files, links: found.append((files, links)) or stage(files, links)
+    try:
+        sandbox._view.__wrapped__(sandbox.ALLOWED_MODULES)
+    finally:
+        sandbox._stage = stage
+    files, links = found[0]
+    view = Path(stage(files, links)).parent
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        problem = sandbox._view_problem(view, files, links)
+        times.append((time.perf_counter() - start) * 1000)
+        assert problem == "", problem
+    return statistics.median(times), len(files), sum(Path(f).stat().st_size for f in files) / 1e6
 
 
 def forget(ids) -> None:
@@ -124,6 +147,9 @@ def main() -> None:
     new_admit = statistics.median(rates["admit"]["new"])
     print(f"  admission costs {1000 / new_admit:.0f} ms per proposal with the walls "
           f"({statistics.mean(calls_per_admission.values()):.0f} verifier calls in one child each)")
+    check_ms, count, megabytes = view_check(args.rounds)
+    print(f"  the staged view's check costs {check_ms:.0f} ms once per process ({count} files, {megabytes:.0f} MB "
+          f"compared with the host's)")
     sys.stdout.flush()
 
 

@@ -82,6 +82,15 @@ def read_everything(open_, ctx, report):
     return report
 
 
+def forge(value):
+    """An answer line under the current call's own nonce (read from the driver's globals),
+    holding ``value`` as it is, then the end."""
+    os = unlock().__import__("os")
+    nonce = driver_globals()["call"]["n"].encode()
+    os.write(1, b'{"n": "' + nonce + b'", "ok": true, "value": ' + value + b"}\n")
+    os._exit(0)
+
+
 def system(os_, ctx):
     status = os_.system("touch " + ctx["marker"])
     if status:
@@ -365,12 +374,19 @@ def attack(ctx):
     "leases, locks and watches on the view's files": r'''
 def attack(ctx):
     b = unlock()
-    os, fcntl_ = b.__import__("os"), b.__import__("ctypes").CDLL(None, use_errno=True)
+    ctypes = b.__import__("ctypes")
+    os, fcntl_ = b.__import__("os"), ctypes.CDLL(None, use_errno=True)
     path = b.__import__("json").__file__
     fd = os.open(path, os.O_RDONLY)
+    lock = ctypes.create_string_buffer(64)  # a struct flock of zeros: a read lock on the whole file (l_pid 0 for OFD)
     report = {}
     for name, call in (("lease", lambda: fcntl_.fcntl(fd, 1024, 0)), ("notify", lambda: fcntl_.fcntl(fd, 1026, 0)),
-                       ("flock", lambda: fcntl_.flock(fd, 2)), ("inotify", lambda: fcntl_.inotify_init1(0))):
+                       ("flock", lambda: fcntl_.flock(fd, 2)), ("inotify", lambda: fcntl_.inotify_init1(0)),
+                       ("record lock F_SETLK", lambda: fcntl_.fcntl(fd, 6, lock)),
+                       ("record lock F_SETLKW", lambda: fcntl_.fcntl(fd, 7, lock)),
+                       ("record lock F_GETLK", lambda: fcntl_.fcntl(fd, 5, lock)),
+                       ("OFD lock F_OFD_SETLK", lambda: fcntl_.fcntl(fd, 37, lock)),
+                       ("OFD lock F_OFD_GETLK", lambda: fcntl_.fcntl(fd, 36, lock))):
         result = call()
         report[name] = {"ok": result >= 0, "value": result}
     attempt(report, "append to a view file", lambda: os.open(path, os.O_WRONLY | os.O_APPEND))
@@ -453,6 +469,24 @@ def attack(ctx):
     os.write(1, b"y" * 65536 + b"\n")
     os._exit(0)
 ''', "ran past"),
+    # numbers strict JSON does not carry, written under the call's own nonce (the driver
+    # would refuse to write them): the parent names what is wrong, never hands back inf
+    "infinities forged under the call's nonce": (r'''
+def attack(ctx):
+    forge(b"[1e999, -1e999]")
+''', "NonFiniteNumber: 1e999 is beyond a float's range"),
+    "a 900,000-digit float forged under the call's nonce": (r'''
+def attack(ctx):
+    forge(b"9" * 900000 + b".5")
+''', "NonFiniteNumber: 999999999999... (900002 characters)", 1_000_000),
+    "NaN forged under the call's nonce": (r'''
+def attack(ctx):
+    forge(b'{"x": NaN}')
+''', "NonFiniteNumber: NaN is no JSON number"),
+    "a 900,000-digit integer forged under the call's nonce": (r'''
+def attack(ctx):
+    forge(b"-" + b"7" * 900000)
+''', "IntegerTooLong: an integer of 900000 digits", 1_000_000),
     "an oversized value forged past the driver's check": (r'''
 def attack(ctx):
     os = unlock().__import__("os")
@@ -760,6 +794,20 @@ def test_the_walls_are_the_ones_described():
     for absent in absents:
         assert not any(absent in p for p in view), absent
     assert len(first) % 8 == 0 and len(second) % 8 == 0 and first != second
+
+
+def test_the_first_filter_names_every_record_lock_command_of_this_machine():
+    """``fcntl`` record locks (classic and open-file-description) are refused by their
+    commands as the kernel numbers them; the commands an interpreter needs are not."""
+    import fcntl
+
+    locks = {getattr(fcntl, name) for name in ("F_GETLK", "F_SETLK", "F_SETLKW", "F_GETLK64", "F_SETLK64",
+                                               "F_SETLKW64", "F_OFD_GETLK", "F_OFD_SETLK", "F_OFD_SETLKW")
+             if hasattr(fcntl, name)}
+    assert locks and locks <= set(sandbox._REFUSED_FCNTL)
+    assert {fcntl.F_SETLEASE, fcntl.F_NOTIFY} <= set(sandbox._REFUSED_FCNTL)
+    needed = {fcntl.F_GETFD, fcntl.F_SETFD, fcntl.F_GETFL, fcntl.F_SETFL, fcntl.F_DUPFD, fcntl.F_DUPFD_CLOEXEC}
+    assert not needed & set(sandbox._REFUSED_FCNTL)
 
 
 def test_where_the_walls_cannot_stand_no_code_runs_and_the_message_names_what_to_install(monkeypatch):

@@ -15,8 +15,13 @@ firejail, a setuid program with a much larger attack surface), and that child ha
 - a root file system of nothing but a read-only view of the interpreter, the shared
   libraries it loads, and the files of the modules it may import (the allow-listed ones,
   what they import, and the ``encodings`` package), found once per process by a probe
-  and staged once per content as copies in the user's cache
-  (``~/.cache/vicogym/sandbox``), so that a child costs a few mounts; a new hostname;
+  and staged once per content as copies in a folder of the user's alone (the cache,
+  ``~/.cache/vicogym/sandbox``, or where that cannot be written,
+  ``vicogym-sandbox-<uid>`` in the system's temporary folder, refused when another user
+  holds that name), so that a child costs a few mounts; a staged view is compared with
+  the host's files, byte for byte, before a process first uses it, and staged anew when
+  anything differs (so a view planted or changed by someone else is never mounted); a
+  new hostname;
   a private, empty, 1 MiB ``/tmp``; no ``/proc``, no ``/dev``, no network device but its own
   loopback; an empty environment;
 - a seccomp filter (compiled by libseccomp, through its Python bindings or ``pyseccomp``)
@@ -26,8 +31,9 @@ firejail, a setuid program with a much larger attack surface), and that child ha
   writing, every call that changes the file system (links, renames, removals, modes,
   owners, times, extended attributes, ``truncate``, ``mknod``), mounts and namespaces,
   ``io_uring``, ``bpf``, ``perf_event_open``, ``userfaultfd``, keyrings and module loading,
-  System V and POSIX IPC (memory outside the address-space limit), locks, leases and
-  watches, and answers ENOSYS to every call added since Linux 5.1 that it does not name
+  System V and POSIX IPC (memory outside the address-space limit), locks (``flock`` and
+  ``fcntl``'s record locks, classic and open-file-description), leases and watches, and
+  answers ENOSYS to every call added since Linux 5.1 that it does not name
   (so a new kernel's calls are refused until named); and a second filter the driver
   loads before it reads the code that refuses ``execve``, ``execveat``, ``prctl`` and
   ``seccomp`` (bwrap must still ``exec`` the interpreter once);
@@ -38,9 +44,15 @@ The parent kills the whole sandbox (bwrap, and with it the PID namespace) at the
 wall-clock time-out, and measures each call's time itself: the code cannot switch the
 clock off. Everything the child prints is the code's claim, never trusted: the parent
 reads at most a fixed number of bytes per line, checks its depth in one linear pass,
-parses it as strict JSON (no NaN, no lone surrogates), checks each line's shape, nonce
-and value size, and reports anything else as the code's failure (``ok=False``), never
-as an exception of its own.
+parses it as strict JSON (no ``NaN`` or ``Infinity``, no number beyond a float's range
+such as ``1e999``, no integer of more than :data:`MAX_INT_DIGITS` digits, no lone
+surrogates), checks each line's shape, nonce and value size, and reports anything else
+as the code's failure (``ok=False``, its error naming what was wrong:
+:class:`NonFiniteNumber`, :class:`IntegerTooLong`, ...), never as an exception of its
+own. The error texts it passes on (the code's exception messages, the child's standard
+error) are at most :data:`MAX_ERROR` characters, with every character that is not
+printable written as its Python escape (``\\x1b``, ``\\x00``, ``\\n``, ``\\u202e``), so
+that no escape sequence reaches a terminal and each error is one line.
 
 Inside the walls the old in-process restrictions stay as a second layer that names
 problems early (an audit hook refusing sockets, subprocesses, writes and imports outside
@@ -64,6 +76,7 @@ import secrets
 import selectors
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -79,8 +92,11 @@ from vicogym.validation import is_number
 #: modules a verifier may import: text processing only (the standard library's)
 ALLOWED_MODULES = ("re", "json", "math", "string", "collections", "itertools", "functools", "unicodedata",
                    "statistics", "fractions", "decimal")
-#: the most characters of an error message the parent keeps from the child
+#: the most characters of an error message the parent passes on from the child (escapes included)
 MAX_ERROR = 500
+#: the most digits of an integer the parent parses in a child's line (CPython's own limit
+#: for decimal conversion, :func:`sys.get_int_max_str_digits`, by default)
+MAX_INT_DIGITS = 4300
 #: the deepest nesting of arrays and objects the parent parses in a child's line
 MAX_DEPTH = 32
 #: bytes of a child's line beyond the value itself (the envelope, an error message)
@@ -96,6 +112,17 @@ INSTALL_HINT = ("install bubblewrap and libseccomp (Debian/Ubuntu: apt-get insta
 class SandboxUnavailable(VicogymError, RuntimeError):
     """The operating-system sandbox cannot start on this machine, so model-written code is
     not run at all; the message names what to install or allow."""
+
+
+class NonFiniteNumber(ValueError):
+    """A child's line held ``NaN``, ``Infinity`` or a number beyond a float's range (it
+    would parse to ``inf``): no strict JSON value. Named in the call's error, never
+    raised to the caller."""
+
+
+class IntegerTooLong(ValueError):
+    """A child's line held an integer of more than :data:`MAX_INT_DIGITS` digits. Named
+    in the call's error, never raised to the caller."""
 
 
 @dataclass(frozen=True)
@@ -248,11 +275,17 @@ _REFUSED_CALLS = (
     "fanotify_mark", "lookup_dcookie", "uselib", "ustat", "sysfs", "sysinfo",
     # memory outside the address-space limit (System V, POSIX queues)
     "shmget", "shmat", "shmctl", "msgget", "msgsnd", "semget", "semop", "semtimedop", "mq_open", "mq_unlink",
-    # locks and watches (the view's files are the child's own copies, but no use either way)
+    # locks and watches (the view's files are copies, shared by this user's children: no use to a verifier
+    # either way); fcntl's record locks and leases are refused by their commands, below
     "flock", "inotify_init", "inotify_init1", "inotify_add_watch",
 )
-#: ``fcntl`` commands refused: leases and directory notifications (F_SETLEASE, F_NOTIFY)
-_REFUSED_FCNTL = (1024, 1026)
+#: ``fcntl`` (and ``fcntl64``) commands refused, as the kernel numbers them on x86 and ARM
+#: (asm-generic): record locks, classic and open-file-description, taken or asked about
+#: (F_GETLK, F_SETLK, F_SETLKW, their 64-bit forms, F_OFD_GETLK, F_OFD_SETLK,
+#: F_OFD_SETLKW), leases and directory notifications (F_SETLEASE, F_NOTIFY). The
+#: interpreter and the allowed modules use none of them (only F_GETFD, F_SETFD, F_GETFL,
+#: F_DUPFD_CLOEXEC and the like, which stay allowed).
+_REFUSED_FCNTL = (5, 6, 7, 12, 13, 14, 36, 37, 38, 1024, 1026)
 #: every call numbered from here on (the numbers all architectures share since Linux 5.1:
 #: pidfds, io_uring, the new mount API, clone3, openat2, landlock, fchmodat2, listmount,
 #: and whatever comes next) is answered ENOSYS unless named above
@@ -278,9 +311,9 @@ def _seccomp_module() -> Any:
 def _compile(refused: Sequence[str], absent: Sequence[str] = (), first: bool = False) -> bytes:
     """A seccomp program (classic BPF, as bwrap and ``PR_SET_SECCOMP`` take it) that allows
     every call but ``refused`` (EPERM) and ``absent`` (ENOSYS); the ``first`` one also
-    refuses ``open`` and ``openat`` for writing (EACCES), ``fcntl`` leases and
-    notifications, and answers ENOSYS to every call numbered in :data:`_NEW_CALLS` it does
-    not name."""
+    refuses ``open`` and ``openat`` for writing (EACCES), ``fcntl`` record locks, leases
+    and notifications (:data:`_REFUSED_FCNTL`), and answers ENOSYS to every call numbered
+    in :data:`_NEW_CALLS` it does not name."""
     seccomp = _seccomp_module()
     program = seccomp.SyscallFilter(seccomp.ALLOW)
     program.set_attr(seccomp.Attr.CTL_OPTIMIZE, 2)  # a binary tree: hundreds of rules, a few tests per call
@@ -301,8 +334,9 @@ def _compile(refused: Sequence[str], absent: Sequence[str] = (), first: bool = F
         for name, flags in (("open", 1), ("openat", 2)):
             for bit in (os.O_WRONLY, os.O_RDWR, os.O_CREAT, os.O_TRUNC, os.O_APPEND):
                 rule(seccomp.ERRNO(errno.EACCES), name, seccomp.Arg(flags, seccomp.MASKED_EQ, bit, bit))
-        for command in _REFUSED_FCNTL:
-            rule(seccomp.ERRNO(errno.EPERM), "fcntl", seccomp.Arg(1, seccomp.EQ, command))
+        for name in ("fcntl", "fcntl64"):  # (fcntl64: 32-bit architectures only)
+            for command in _REFUSED_FCNTL:
+                rule(seccomp.ERRNO(errno.EPERM), name, seccomp.Arg(1, seccomp.EQ, command))
         for number in _NEW_CALLS:
             if number not in named:
                 program.add_rule(seccomp.ERRNO(errno.ENOSYS), number)
@@ -416,16 +450,54 @@ def _view(allowed: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(args)
 
 
-def _cache_folder() -> Path:
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "vicogym" / "sandbox"
-    base.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return base
+def _private_folder(path: Path) -> str:
+    """Make ``path`` a folder (with its parents) where it is none yet; why it is not one of
+    this user's alone, that no one else can write or swap ('' when it is)."""
+    try:
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        info = os.lstat(path)
+    except OSError as exc:
+        return f"{path} cannot be made ({exc.strerror or exc})"
+    if not stat.S_ISDIR(info.st_mode):
+        return f"{path} is no folder (a link or a file stands there)"
+    if info.st_uid != os.geteuid():
+        return f"{path} belongs to another user (uid {info.st_uid})"
+    if info.st_mode & 0o022:
+        return f"{path} can be written by other users (mode {stat.S_IMODE(info.st_mode):o})"
+    return ""
+
+
+def _staging_folder() -> Path:
+    """Where views are staged: the user's cache (``$XDG_CACHE_HOME/vicogym/sandbox``), or,
+    where that is not a folder of the user's alone (it cannot be written, say),
+    ``vicogym-sandbox-<uid>`` in the system's temporary folder, a folder of its own (never
+    the shared temporary folder itself: anyone can put a ``view-...`` there).
+    :class:`SandboxUnavailable` when neither is the user's alone (another user holds the
+    name in the temporary folder, say)."""
+    import tempfile
+
+    try:
+        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "vicogym" / "sandbox"
+        problem = _private_folder(cache)
+    except (RuntimeError, KeyError) as exc:  # (no home folder to be found)
+        cache, problem = None, f"the cache cannot be found ({exc})"
+    if not problem:
+        return cache
+    fallback = Path(tempfile.gettempdir()) / f"vicogym-sandbox-{os.geteuid()}"
+    also = _private_folder(fallback)
+    if also:
+        raise SandboxUnavailable(f"the sandbox has no folder of this user's alone to stage its view in: {problem}, "
+                                 f"and {also}; set XDG_CACHE_HOME to a folder you can write")
+    return fallback
 
 
 def _stage(files: Sequence[str], links: dict[str, str]) -> str:
     """A folder holding copies of ``files`` and ``links`` at their absolute paths beneath
-    it, built once per content and kept in the user's cache (its name is a digest of every
-    file's path, size and time; the :data:`KEPT_VIEWS` used last are kept)."""
+    it, built once per content and kept in a folder of the user's alone
+    (:func:`_staging_folder`; its name is a digest of every file's path, size and time;
+    the :data:`KEPT_VIEWS` used last are kept). A view found there is used only once
+    :func:`_view_problem` finds it a faithful copy of the host's files; otherwise it is
+    staged anew (and :class:`SandboxUnavailable` when even that is not)."""
     import hashlib
     import tempfile
 
@@ -435,16 +507,17 @@ def _stage(files: Sequence[str], links: dict[str, str]) -> str:
         digest.update(f"{path}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
     for where, target in sorted(links.items()):
         digest.update(f"{where}\0->{target}\n".encode())
-    try:
-        base = _cache_folder()
-    except OSError:
-        base = Path(tempfile.gettempdir())
+    base = _staging_folder()
     root = base / f"view-{digest.hexdigest()[:32]}"
-    if (root / ".complete").is_file():
-        os.utime(root)  # in use: the pruning below keeps the views used last
+    problem = _view_problem(root, files, links)
+    if not problem:
+        _touch(root)  # in use: the pruning below keeps the views used last
         return str(root / "root")
-    build = Path(tempfile.mkdtemp(prefix=".build-", dir=base))
+    build = None
     try:
+        if os.path.lexists(root):  # changed since it was staged, or planted: staged anew
+            _remove(root)
+        build = Path(tempfile.mkdtemp(prefix=".build-", dir=base))
         for path in files:  # copies, not links: a lock, lease or watch on them touches nothing of the host's
             target = build / "root" / path.lstrip("/")
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -457,16 +530,129 @@ def _stage(files: Sequence[str], links: dict[str, str]) -> str:
         (build / ".complete").write_text("")
         try:
             os.rename(build, root)
-        except OSError:  # another process staged the same view first
+        except OSError:  # another process staged the same view first (checked below, as any)
             shutil.rmtree(build, ignore_errors=True)
-        views = sorted(base.glob("view-*"), key=lambda p: p.stat().st_mtime, reverse=True)
-        for stale in views[KEPT_VIEWS:]:  # (an interpreter or its modules changed since)
-            shutil.rmtree(stale, ignore_errors=True)
+        build = None
+        _prune(base)
     except OSError as exc:
-        shutil.rmtree(build, ignore_errors=True)
+        if build is not None:
+            shutil.rmtree(build, ignore_errors=True)
         raise SandboxUnavailable(f"the sandbox's view could not be staged in {base} ({exc}); free some space or set "
                                  f"XDG_CACHE_HOME to a folder you can write") from None
+    problem = _view_problem(root, files, links)
+    if problem:
+        raise SandboxUnavailable(f"the sandbox's view {root} is no faithful copy of this machine's files even when "
+                                 f"staged anew ({problem}); set XDG_CACHE_HOME to a folder of your own")
     return str(root / "root")
+
+
+def _view_problem(view: Path, files: Sequence[str], links: dict[str, str]) -> str:
+    """Why the staged ``view`` must not be mounted ('' when it may): it is not a folder of
+    this user's alone (so no one else can change it once checked), was not staged to the
+    end, holds an entry more or less than ``files``, ``links`` and their folders, a link
+    that points elsewhere, or a file that is not this user's or whose bytes differ from the
+    host's. Read whole, once per process and view (about the size of the interpreter and
+    its libraries): a view someone planted or changed is found here, whatever its name,
+    sizes and times say."""
+    try:
+        info = os.lstat(view)
+    except FileNotFoundError:
+        return "none is staged"
+    except OSError as exc:
+        return f"it cannot be read ({exc.strerror or exc})"
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+        return "it is not a folder of this user's alone"
+    if not os.path.isfile(view / ".complete") or not os.path.isdir(view / "root") or os.path.islink(view / "root"):
+        return "it was not staged to the end"
+    wanted_files = {path.lstrip("/") for path in files}
+    wanted_dirs: set[str] = set()
+    for path in [*wanted_files, *(w.lstrip("/") for w in links)]:
+        while (path := os.path.dirname(path)) and path not in wanted_dirs:
+            wanted_dirs.add(path)
+    wanted_links = {w.lstrip("/"): text for w, text in links.items()
+                    if w.lstrip("/") not in wanted_files and w.lstrip("/") not in wanted_dirs}
+    found_files: set[str] = set()
+    found_dirs: set[str] = set()
+    found_links: dict[str, str] = {}
+    folders = [""]
+    try:
+        while folders:
+            folder = folders.pop()
+            with os.scandir(view / "root" / folder) as entries:
+                for entry in entries:
+                    name = os.path.join(folder, entry.name)
+                    if entry.is_symlink():
+                        found_links[name] = os.readlink(entry.path)
+                    elif entry.is_dir(follow_symlinks=False):
+                        found_dirs.add(name)
+                        folders.append(name)
+                    elif entry.is_file(follow_symlinks=False):
+                        found_files.add(name)
+                    else:
+                        return f"it holds /{name}, which is no file, folder or link"
+        for kind, found, wanted in (("file", found_files, wanted_files), ("folder", found_dirs, wanted_dirs),
+                                    ("link", set(found_links), set(wanted_links))):
+            if found != wanted:
+                extra, missing = sorted(found - wanted), sorted(wanted - found)
+                return f"it holds the {kind} /{extra[0]}, which it should not" if extra else \
+                    f"it lacks the {kind} /{missing[0]}"
+        for name, text in sorted(found_links.items()):
+            if text != wanted_links[name]:
+                return f"its link /{name} points to {text!r}, not {wanted_links[name]!r}"
+        for path in files:
+            if not _same_file(path, view / "root" / path.lstrip("/")):
+                return f"its copy of {path} differs from the host's"
+    except OSError as exc:
+        return f"it cannot be read ({exc})"
+    return ""
+
+
+def _same_file(host: str, copy: Path) -> bool:
+    """Whether ``copy`` is a plain file of this user's holding the bytes of ``host`` (opened
+    without following a link or waiting on a fifo, then checked by what was opened)."""
+    fd = os.open(copy, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as staged, open(host, "rb") as original:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or \
+                info.st_size != os.fstat(original.fileno()).st_size:
+            return False
+        while True:
+            chunk = original.read(1 << 20)
+            if chunk != staged.read(1 << 20):
+                return False
+            if not chunk:
+                return True
+
+
+def _touch(path: Path) -> None:
+    try:
+        os.utime(path)
+    except OSError:
+        pass
+
+
+def _remove(path: Path) -> None:
+    """A file, link or folder, gone (as far as this user may remove it)."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+
+
+def _prune(base: Path) -> None:
+    """All but the :data:`KEPT_VIEWS` views used last (an interpreter or its modules changed
+    since the others were staged)."""
+    views = []
+    for view in base.glob("view-*"):
+        try:
+            views.append((os.lstat(view).st_mtime, str(view)))
+        except OSError:  # (another process pruned it)
+            pass
+    for _, stale in sorted(views, reverse=True)[KEPT_VIEWS:]:
+        _remove(Path(stale))
 
 
 @lru_cache(maxsize=None)
@@ -558,7 +744,9 @@ def _too_deep(text: str, limit: int = MAX_DEPTH) -> bool:
 
 
 def _parse(line: bytes) -> tuple[Any, str]:
-    """A child's line as JSON, or ``(None, why not)``."""
+    """A child's line as JSON, or ``(None, why not)``: strict JSON only, so no ``NaN`` or
+    ``Infinity``, no number that would parse to an infinity (``1e999``), no integer longer
+    than :data:`MAX_INT_DIGITS` digits and no lone surrogate."""
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError:
@@ -566,19 +754,59 @@ def _parse(line: bytes) -> tuple[Any, str]:
     if _too_deep(text):
         return None, f"its answer nests deeper than {MAX_DEPTH} levels"
     try:
-        value = json.loads(text, parse_constant=_no_constant)
+        value = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float, parse_int=_bounded_int)
         json.dumps(value, ensure_ascii=False).encode("utf-8")  # lone surrogates are no text
     except (ValueError, RecursionError) as exc:  # (UnicodeEncodeError is a ValueError)
-        return None, f"its answer is not strict JSON ({type(exc).__name__}: {str(exc)[:80]})"
+        return None, f"its answer is not strict JSON ({type(exc).__name__}: {_printable(str(exc), 120)})"
     return value, ""
 
 
+def _literal(text: str) -> str:
+    """A number's text as an error names it: whole when short, else its start and length."""
+    return text if len(text) <= 24 else f"{text[:12]}... ({len(text)} characters)"
+
+
 def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is no JSON value")
+    raise NonFiniteNumber(f"{name} is no JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # (float() makes inf of what is beyond its range)
+        raise NonFiniteNumber(f"{_literal(text)} is beyond a float's range")
+    return value
+
+
+def _bounded_int(text: str) -> int:
+    digits = len(text) - text.startswith("-")
+    if digits > MAX_INT_DIGITS:
+        raise IntegerTooLong(f"an integer of {digits} digits, more than the {MAX_INT_DIGITS} allowed")
+    try:
+        return int(text)
+    except ValueError:  # (an interpreter whose own limit, sys.set_int_max_str_digits, is lower)
+        raise IntegerTooLong(f"an integer of {digits} digits, more than this interpreter converts") from None
+
+
+def _printable(text: str, limit: int = MAX_ERROR) -> str:
+    """``text`` safe to print: each character that is not printable (controls such as
+    ESC and NUL, newlines and tabs, C1 controls, bidirectional overrides, separators) as
+    its Python escape (``\\x1b``, ``\\x00``, ``\\n``, ``\\u202e``), so that no escape
+    sequence reaches a terminal and the text is one line; at most ``limit`` characters,
+    ending in an ellipsis where it was cut."""
+    pieces: list[str] = []
+    size = 0
+    for i, char in enumerate(text):
+        piece = char if char.isprintable() else repr(char)[1:-1]
+        if size + len(piece) > (limit if i + 1 == len(text) else limit - 1):  # (room for the ellipsis)
+            pieces.append("\u2026")
+            break
+        pieces.append(piece)
+        size += len(piece)
+    return "".join(pieces)
 
 
 def _error_text(value: Any) -> str:
-    return value[:MAX_ERROR] if isinstance(value, str) else f"an error of type {type(value).__name__}"
+    return _printable(value) if isinstance(value, str) else f"an error of type {type(value).__name__}"
 
 
 def _loaded(message: Any, nonce: str) -> tuple[bool, str]:
@@ -781,7 +1009,7 @@ def _ended(child: _Child, why: str, timeout: float) -> str:
     reason = child.finish(0.5)
     if reason.startswith(("CPU", "file size")) or "SIGKILL" in reason:
         return f"killed: {reason}"
-    detail = child.stderr.decode("utf-8", "replace").strip()[-300:]
+    detail = _printable(child.stderr.decode("utf-8", "replace").strip()[-300:], 300)
     return f"the sandbox ended without an answer ({reason or 'exit 0'})" + (f": {detail}" if detail else "")
 
 
