@@ -5,10 +5,13 @@ of the same settings and seeds."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import socket
 import threading
 import time
+import weakref
+from concurrent.futures import ThreadPoolExecutor
 
 import gymnasium as gym
 import numpy as np
@@ -24,7 +27,17 @@ from websockets.sync.client import connect as ws_connect
 
 import vicogym  # noqa: F401
 from vicogym.adapters import MAX_PIXELS, feedback, fit_image, rewriter_prompt
-from vicogym.serve import VicoAction, VicoEnvClient, make_app, open_sessions, uvicorn_config
+from vicogym.envs.chart import ChartEnv
+from vicogym.serve import (
+    Environments,
+    ServerFull,
+    VicoAction,
+    VicoEnvClient,
+    capacity,
+    make_app,
+    open_sessions,
+    uvicorn_config,
+)
 
 # small and fast: at 40 dpi the reader check would refuse every chart (it is tested on its own)
 CHART = {"k": 2, "dpi": 40, "max_turns": 4, "reader_check": "off"}
@@ -282,6 +295,209 @@ def test_sessions_over_the_limit_are_refused_clearly(serve_env):
     with served.client().sync() as fourth:
         assert fourth.reset(seed=3).observation.error is None
     a.close()
+
+
+def rss_mib() -> float:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) / 1024 for line in status if line.startswith("VmRSS:"))
+
+
+@pytest.fixture
+def live_charts(monkeypatch):
+    """The chart environments made from now on that are still in memory (a weak set)."""
+    alive: weakref.WeakSet = weakref.WeakSet()
+    init = ChartEnv.__init__
+
+    def counted(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        alive.add(self)
+
+    monkeypatch.setattr(ChartEnv, "__init__", counted)
+    return alive
+
+
+def test_a_burst_above_the_bound_gets_typed_refusals_and_memory_stays_bounded(serve_env, live_charts):
+    bound = 4
+    served = serve_env("vicogym/Chart-v0", CHART, max_sessions=bound)
+    url = served.url
+    most = [len(live_charts)]
+    sampling = threading.Event()
+
+    def sample() -> None:  # the most chart environments in memory at once, looked at every few ms
+        while not sampling.wait(0.002):
+            most[0] = max(most[0], len(live_charts))
+
+    def http_resets(n: int, seed: int) -> list:
+        with ThreadPoolExecutor(n) as pool:
+            return list(pool.map(lambda i: requests.post(f"{url}/reset", json={"seed": seed + i}, timeout=PATIENCE_S),
+                                 range(n)))
+
+    async def ws_session(i: int) -> str:
+        client = served.client()
+        try:
+            await client.connect()
+            obs = (await client.reset(seed=500 + i)).observation
+            if obs.error is not None:
+                assert obs.error.code == "server_full" and "--max-sessions" in obs.error.message, obs.error
+                return "full"
+            obs = (await client.step(VicoAction(edit=toggle_gridlines(obs.structure)))).observation
+            assert obs.error is None, obs.error
+            return "ok"
+        except RuntimeError as exc:  # a session over the bound is refused with an error frame
+            assert "CAPACITY_REACHED" in str(exc) and "--max-sessions" in str(exc), exc
+            return "refused"
+        finally:
+            await client.close()
+
+    async def ws_sessions(n: int) -> list[str]:
+        return await asyncio.gather(*(ws_session(i) for i in range(n)))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    before = rss_mib()
+    answers = http_resets(64, 0) + http_resets(64, 64)
+    with ThreadPoolExecutor(1) as side:  # more HTTP resets while sessions above the bound open
+        extra = side.submit(http_resets, 64, 128)
+        sessions = asyncio.run(ws_sessions(3 * bound))
+        answers += extra.result()
+    grown = rss_mib() - before
+    sampling.set()
+    sampler.join()
+
+    assert most[0] <= bound, f"{most[0]} chart environments in memory at once, over the bound of {bound}"
+    counts = capacity(served.app)
+    assert counts["peak"] <= bound and counts["in_use"] + counts["warm"] <= bound, counts
+    assert grown < 768, f"the process grew {grown:.0f} MiB during the burst"
+
+    kinds = []
+    for response in answers:
+        body = response.json()
+        if response.status_code == 200:
+            assert body["observation"]["error"] is None and body["observation"]["image_png_b64"], body
+            kinds.append("ok")
+        else:
+            assert response.status_code == 503 and body["code"] == "server_full", (response.status_code, body)
+            assert f"maximum of {bound}" in body["detail"] and "--max-sessions" in body["detail"]
+            assert body["max_sessions"] == bound and response.headers["retry-after"] == "1"
+            kinds.append("full")
+    assert "ok" in kinds and "full" in kinds
+    assert sessions.count("ok") >= 1, sessions  # the rest were refused or answered server_full, as checked
+    wait_until(lambda: open_sessions(served.app) == 0, "the sessions to give their environments back")
+    assert requests.get(f"{url}/capacity").json()["in_use"] == 0
+    reset = requests.post(f"{url}/reset", json={"seed": 1})  # the server goes on
+    assert reset.status_code == 200 and reset.json()["observation"]["error"] is None
+
+
+def test_unused_environments_are_closed_after_the_ttl(serve_env, live_charts):
+    served = serve_env("vicogym/Chart-v0", CHART, max_sessions=3, session_ttl_s=0.5)
+    with served.client().sync() as a, served.client().sync() as b:
+        a.reset(seed=1)
+        b.reset(seed=2)
+        assert capacity(served.app)["in_use"] == 2
+    wait_until(lambda: capacity(served.app)["warm"] == 0, "the unused environments to be closed")
+    wait_until(lambda: gc.collect() >= 0 and len(live_charts) == 0, "the closed environments to leave memory")
+    assert capacity(served.app)["in_use"] == 0
+    with served.client().sync() as c:  # and new ones are made when needed
+        assert c.reset(seed=3).observation.error is None
+
+
+class Stub:
+    def __init__(self):
+        self.closed = False
+
+    def close(self):
+        self.closed = True
+
+
+class StubEnvironments(Environments):
+    def build(self):
+        return Stub()
+
+
+def test_environments_lend_within_the_bound_and_sessions_go_first():
+    envs = StubEnvironments("vicogym/Chart-v0", {}, limit=2, keep_warm_s=None)
+    a, b = envs.lend(), envs.lend()
+    with pytest.raises(ServerFull, match=r"maximum of 2 environments \(2 in use.*--max-sessions"):
+        envs.lend()
+    with pytest.raises(ServerFull):
+        envs.lend(wait_s=0.05)
+    got = []
+    waiter = threading.Thread(target=lambda: got.append(envs.lend(wait_s=PATIENCE_S)))
+    waiter.start()
+    wait_until(lambda: envs._waiting == 1, "the session to wait")
+    envs.give_back(a)
+    with pytest.raises(ServerFull):  # a caller that does not wait gets nothing while a session waits
+        envs.lend()
+    waiter.join(PATIENCE_S)
+    assert got == [a] and not a.closed and envs.counts() == {"max_sessions": 2, "in_use": 2, "warm": 0, "peak": 2}
+    envs.give_back(b)
+    assert envs.lend() is b  # the warm one, not a new one
+    envs.give_back(b)
+    envs.close()
+    assert b.closed and not a.closed
+    envs.give_back(a)  # given back after close: closed at once
+    assert a.closed and envs.counts()["warm"] == 0
+
+    expiring = StubEnvironments("vicogym/Chart-v0", {}, limit=1, keep_warm_s=0.05)
+    c = expiring.lend()
+    expiring.give_back(c)
+    wait_until(lambda: c.closed, "the unused environment to be closed")
+    assert expiring.counts()["warm"] == 0 and not expiring.lend().closed
+
+
+@pytest.fixture
+def raising_after_the_end(monkeypatch):
+    """Chart environments that raise RuntimeError on a step after their episode ended (as
+    Gymnasium allows: it leaves the case undefined)."""
+    step_result, reset = ChartEnv.step_result, ChartEnv.reset
+
+    def ending_step(self, action):
+        if getattr(self, "_test_ended", False):
+            raise RuntimeError("the episode has ended; call reset() first")
+        result = step_result(self, action)
+        self._test_ended = bool(result.terminated or result.truncated)
+        return result
+
+    def fresh_reset(self, *args, **kwargs):
+        self._test_ended = False
+        return reset(self, *args, **kwargs)
+
+    monkeypatch.setattr(ChartEnv, "step_result", ending_step)
+    monkeypatch.setattr(ChartEnv, "reset", fresh_reset)
+
+
+def test_acting_after_the_end_is_a_typed_error_over_the_websocket(serve_env, raising_after_the_end):
+    served = serve_env("vicogym/Chart-v0", CHART)
+    with served.client().sync() as client:
+        obs = client.reset(seed=3).observation
+        for _ in range(CHART["max_turns"]):  # the episode ends by truncation
+            result = client.step(VicoAction(edit=toggle_gridlines(obs.structure)))
+            obs = result.observation
+        assert result.done and obs.metadata["truncated"]
+        for _ in range(2):
+            result = client.step(VicoAction(edit={"op": "stop"}))
+            assert result.done and result.observation.error.code == "episode_over", result.observation.error
+        assert client.reset(seed=4).observation.error is None  # the session goes on
+        assert client.step(VicoAction(edit={"op": "stop"})).observation.metadata["stopped"]
+        assert client.step(VicoAction(edit={"op": "stop"})).observation.error.code == "episode_over"
+
+
+def test_acting_after_the_end_is_a_typed_error_over_http(serve_env, raising_after_the_end, monkeypatch):
+    # OpenEnv's /reset and /step are stateless (a fresh environment per call), so /step never
+    # sees an ended episode; its web interface's /web/reset and /web/step play one over HTTP
+    monkeypatch.setenv("ENABLE_WEB_INTERFACE", "true")
+    served = serve_env("vicogym/Chart-v0", CHART)
+    url = served.url
+    assert requests.post(f"{url}/web/reset", json={"seed": 3}).json()["observation"]["error"] is None
+    stop = requests.post(f"{url}/web/step", json={"action": {"edit": {"op": "stop"}}}).json()
+    assert stop["done"] and stop["observation"]["metadata"]["stopped"]
+    for _ in range(2):
+        after = requests.post(f"{url}/web/step", json={"action": {"edit": {"op": "stop"}}})
+        assert after.status_code == 200 and after.json()["done"]
+        assert after.json()["observation"]["error"]["code"] == "episode_over", after.json()
+    step = requests.post(f"{url}/step", json={"action": {"edit": {"op": "stop"}}})
+    assert step.status_code == 200 and step.json()["observation"]["error"]["code"] == "no_episode"
+    assert requests.get(f"{url}/health").json()["status"] == "healthy"
 
 
 def test_an_idle_session_expires_and_frees_its_place(serve_env):

@@ -3,35 +3,49 @@
 :func:`make_app` builds the FastAPI app with OpenEnv's own ``create_app``: the WebSocket
 session endpoint ``/ws`` (one :class:`VicoEnvironment`, so one vicogym environment, per
 connection), and OpenEnv's stateless HTTP routes ``/reset``, ``/step``, ``/state``,
-``/schema``, ``/health``, ``/metadata`` (each HTTP call gets a fresh environment, so a
-multi-step episode needs the WebSocket; :class:`VicoEnvClient` speaks it).
+``/schema``, ``/health``, ``/metadata`` (OpenEnv makes a fresh :class:`VicoEnvironment` for
+each HTTP call and closes it when the call returns, so a multi-step episode needs the
+WebSocket; :class:`VicoEnvClient` speaks it), plus ``GET /capacity`` (the environments
+held, :func:`capacity`).
 
 One action type serves every kind of environment (:data:`vicogym.registry.ENV_KINDS`):
 ``edit`` for the edit environments (Chart, CLEVR, Natural: an edit as JSON text or an
 object; a model's whole reply is parsed leniently, as :func:`vicogym.clients.parse_edit`
 does), ``action`` for ``vicogym/Evidence-v0`` (``{"action": "zoom", ...}``), and
 ``response`` for ``vicogym/Instruct-v0``. Every answer is an observation: a rejected edit
-or action, a step before ``reset``, a step after the episode ended or after the session
-expired come back with ``error`` set (``{code, message, op, field}``), never as a server
+or action, a step before ``reset``, a step after the episode ended (the server knows it
+ended and answers ``episode_over`` without asking the environment, whatever the
+environment would raise), after the session expired, or an environment's unexpected
+error come back with ``error`` set (``{code, message, op, field}``), never as a server
 error. Wrong JSON types in the action are OpenEnv's validation error (HTTP 422, a
 ``VALIDATION_ERROR`` frame on the WebSocket).
 
-Limits: at most ``max_sessions`` sessions at once (OpenEnv's ``max_concurrent_envs``; a
-session over it is refused with ``CAPACITY_REACHED``), a session idle for ``session_ttl_s``
-seconds is closed and its environment released (OpenEnv's idle reaper, which looks every
-``max(ttl / 4, 5)`` seconds), and a request body or WebSocket message over
-``max_request_bytes`` is answered with 413 (HTTP) or a ``REQUEST_TOO_LARGE`` error frame
-(the session stays open); uvicorn closes the connection on a message over four times the
-limit (:func:`uvicorn_config`).
+Limits: ``max_sessions`` bounds the vicogym environments the server holds, all of them
+(:class:`Environments`, one per app): a WebSocket session's from its first reset to its
+end, an HTTP ``/reset``'s for that call, and the unused ones kept warm for the next
+session. Over the bound, an HTTP reset is answered at once with 503 (``code:
+server_full``, ``Retry-After``), and a WebSocket session over ``max_sessions`` is refused
+(OpenEnv's ``CAPACITY_REACHED`` frame, worded with what to do); a session the server
+admitted waits for an environment an HTTP call holds (those calls get none while it
+waits). A session idle for ``session_ttl_s`` seconds is closed and its environment given
+back (OpenEnv's idle reaper, which looks every ``max(ttl / 4, 5)`` seconds), and an
+environment unused for ``session_ttl_s`` seconds is closed and its memory returned. A
+request body or WebSocket message over ``max_request_bytes`` is answered with 413 (HTTP)
+or a ``REQUEST_TOO_LARGE`` error frame (the session stays open); uvicorn closes the
+connection on a message over four times the limit (:func:`uvicorn_config`).
 """
 
 from __future__ import annotations
 
 import base64
+import contextvars
 import functools
+import gc
 import json
+import logging
 import secrets
 import threading
+import time
 from typing import Any, Mapping, Optional
 
 import numpy as np
@@ -39,7 +53,8 @@ import numpy as np
 from vicogym.errors import MissingExtra, VicogymError
 
 try:
-    from fastapi import FastAPI
+    from fastapi import FastAPI, Request
+    from fastapi.responses import JSONResponse
     from openenv.core.client_types import StepResult
     from openenv.core.env_client import EnvClient
     from openenv.core.env_server import (
@@ -59,13 +74,11 @@ except ImportError as exc:  # pragma: no cover - the trainers extra is what brin
 from vicogym.adapters import (
     EDIT_ASK,
     MAX_PIXELS,
-    borrow_env,
     describe_views,
     evidence_reply,
     feedback,
     fit_image,
     pixels_from,
-    return_env,
     rewriter_prompt,
     step_edit,
     structure_text,
@@ -76,12 +89,16 @@ from vicogym.validation import MAX_SEED, did_you_mean, is_int, is_number
 MAX_SESSIONS = 64
 MAX_REQUEST_BYTES = 1 << 20
 SESSION_TTL_S = 600.0
+#: how long an admitted WebSocket session's reset waits for an environment that HTTP calls hold
+SESSION_WAIT_S = 30.0
 #: the error codes the server itself gives (the environments' own codes come through as
 #: they are: :data:`vicogym.errors.EDIT_ERROR_CODES`, :data:`vicogym.evidence.protocol.ERROR_CODES`)
 SERVER_ERROR_CODES: Mapping[str, str] = {
     "no_episode": "a step before reset (or after a reset that failed): call reset first",
     "episode_over": "the episode has ended: call reset for a new one",
     "session_closed": "the session was closed (idle for longer than the server's session TTL): open a new one",
+    "server_full": "the server holds its maximum of --max-sessions environments: retry later, or start the server "
+                   "with a larger --max-sessions (HTTP: status 503 with this code)",
     "bad_field": "the action lacks the field this kind of environment reads, or reset got an unknown argument",
     "bad_value": "a reset argument of the wrong kind or out of range (seed, options), or the environment "
                  "rejected it",
@@ -182,36 +199,175 @@ def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=default))
 
 
-# -- the environment ---------------------------------------------------------------------------------
-class Sessions:
-    """The app's environments that are open (made and not yet closed), counted."""
+# -- the environments the server holds ----------------------------------------------------------------
+#: set while the app answers an HTTP request (:class:`SessionLimit`): OpenEnv makes a
+#: :class:`VicoEnvironment` per HTTP call, inside the call, and closes it when the call returns
+_IN_HTTP_CALL: contextvars.ContextVar[bool] = contextvars.ContextVar("vicogym_serve_in_http_call", default=False)
+_log = logging.getLogger(__name__)
 
-    def __init__(self) -> None:
-        self._open: set[int] = set()
-        self._lock = threading.Lock()
 
-    def add(self, env: Any) -> None:
-        with self._lock:
-            self._open.add(id(env))
+class ServerFull(VicogymError):
+    """Every environment the server may hold is in use (``max_sessions`` of them)."""
 
-    def discard(self, env: Any) -> None:
-        with self._lock:
-            self._open.discard(id(env))
+    def __init__(self, max_sessions: int, in_use: int):
+        self.max_sessions, self.in_use = max_sessions, in_use
+        super().__init__(f"the server holds its maximum of {max_sessions} environments ({in_use} in use by sessions "
+                         f"and HTTP calls); retry in a moment, or start the server with a larger --max-sessions "
+                         f"(now {max_sessions})")
+
+
+def _return_memory() -> None:
+    """Give the memory of closed environments back to the operating system: collect their
+    reference cycles, then ask glibc to release its free heap pages (their arrays and
+    figures leave it fragmented; without this the resident size stays at its peak)."""
+    gc.collect()
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: the allocator keeps its own policy
+        pass
+
+
+class Environments:
+    """The vicogym environments of one app, at most ``limit`` of them in memory at once
+    (lent ones and warm ones together), so every route and session draws on one bound.
+
+    :meth:`lend` gives an unused warm environment, or builds one while fewer than
+    ``limit`` exist; :meth:`give_back` keeps it warm for the next borrower, and one unused
+    for ``keep_warm_s`` seconds is closed (``None``: kept until :meth:`close`). With all
+    ``limit`` lent, :meth:`lend` raises :class:`ServerFull`: at once when ``wait_s`` is 0
+    (an HTTP call), else after waiting up to ``wait_s`` seconds (a session); while a
+    session waits, callers that do not wait get nothing, so a burst of HTTP calls cannot
+    starve an admitted session."""
+
+    def __init__(self, env_id: str, env_kwargs: Mapping[str, Any], limit: int, keep_warm_s: float | None):
+        self.env_id, self.env_kwargs = env_id, dict(env_kwargs)
+        self.limit, self.keep_warm_s = limit, keep_warm_s
+        self._cond = threading.Condition()
+        self._lent = 0
+        self._warm: list[tuple[float, Any]] = []  # (when given back, env), oldest first
+        self._waiting = 0
+        self._peak = 0
+        self._sweeper: threading.Thread | None = None
+        self._closed = False
+
+    def build(self) -> Any:
+        import gymnasium as gym
+
+        import vicogym  # noqa: F401  (registers the environments)
+
+        return gym.make(self.env_id, **self.env_kwargs).unwrapped
+
+    def lend(self, wait_s: float = 0.0) -> Any:
+        with self._cond:
+            deadline = time.monotonic() + wait_s
+            if wait_s > 0:
+                self._waiting += 1
+            try:
+                while self._closed or self._lent >= self.limit or (wait_s <= 0 and self._waiting):
+                    remaining = deadline - time.monotonic()
+                    if self._closed or remaining <= 0:
+                        raise ServerFull(self.limit, self._lent)
+                    self._cond.wait(remaining)
+            finally:
+                if wait_s > 0:
+                    self._waiting -= 1
+            self._lent += 1  # the place is taken before a build, so the bound holds while it runs
+            env = self._warm.pop()[1] if self._warm else None
+            self._peak = max(self._peak, self._lent + len(self._warm))
+        if env is not None:
+            return env
+        try:
+            return self.build()
+        except BaseException:
+            with self._cond:
+                self._lent -= 1
+                self._cond.notify_all()
+            raise
+
+    def give_back(self, env: Any) -> None:
+        with self._cond:
+            self._lent -= 1
+            keep = not self._closed and self.keep_warm_s != 0
+            if keep:
+                self._warm.append((time.monotonic(), env))
+                if self.keep_warm_s is not None and self._sweeper is None:
+                    self._sweeper = threading.Thread(target=self._sweep, name="vicogym-serve-sweeper", daemon=True)
+                    self._sweeper.start()
+            self._cond.notify_all()
+        if not keep:
+            self._close([env], return_memory=False)  # the caller still holds it: nothing to return yet
+
+    def keep(self, env: Any) -> None:
+        """Add a built environment, unused, to the warm ones (:func:`make_app` checks the
+        settings with it)."""
+        with self._cond:
+            self._lent += 1
+        self.give_back(env)
+
+    def _sweep(self) -> None:
+        while True:
+            with self._cond:
+                while True:
+                    if self._closed or not self._warm:
+                        self._sweeper = None
+                        return
+                    due = self._warm[0][0] + self.keep_warm_s - time.monotonic()
+                    if due <= 0:
+                        break
+                    self._cond.wait(due)
+                now = time.monotonic()
+                expired = []
+                while self._warm and self._warm[0][0] + self.keep_warm_s <= now:
+                    expired.append(self._warm.pop(0)[1])
+            self._close(expired)
+
+    def _close(self, envs: list[Any], return_memory: bool = True) -> None:
+        """Close ``envs`` and empty the list (the last references, so their memory can go)."""
+        for env in envs:
+            try:
+                env.close()
+            except Exception as exc:  # closing is best effort; the next one still closes
+                _log.warning("closing a %s environment raised %s: %s", self.env_id, type(exc).__name__, exc)
+        if envs and return_memory:
+            del envs[:], env
+            _return_memory()
+
+    def close(self) -> None:
+        """Close the warm environments; the lent ones are closed when given back."""
+        with self._cond:
+            self._closed = True
+            warm, self._warm = [env for _, env in self._warm], []
+            self._cond.notify_all()
+        self._close(warm)
+
+    def counts(self) -> dict[str, int]:
+        with self._cond:
+            return {"max_sessions": self.limit, "in_use": self._lent, "warm": len(self._warm), "peak": self._peak}
 
     def __len__(self) -> int:
-        with self._lock:
-            return len(self._open)
+        """The environments lent now."""
+        with self._cond:
+            return self._lent
 
 
+# -- the environment ---------------------------------------------------------------------------------
 class VicoEnvironment(Environment[VicoAction, VicoObservation, VicoState]):
-    """One session: a vicogym environment of ``env_id`` and ``env_kwargs`` (lent from the
-    process's pool, :func:`vicogym.adapters.borrow_env`, at the first reset and given back
-    at ``close``), behind OpenEnv's ``reset``/``step``/``state``."""
+    """One session, or one HTTP call: a vicogym environment of ``env_id`` and
+    ``env_kwargs`` (lent by the app's :class:`Environments` at the first reset and given
+    back at ``close``), behind OpenEnv's ``reset``/``step``/``state``.
+
+    One made inside an HTTP call (OpenEnv makes one per call) does not wait when the app's
+    environments are all in use: its reset raises :class:`ServerFull` (the app answers
+    503). A session's reset waits up to :data:`SESSION_WAIT_S` seconds, then answers
+    ``server_full``. Without ``environments`` it builds its own at reset and closes it at
+    ``close``."""
 
     SUPPORTS_CONCURRENT_SESSIONS = True
 
     def __init__(self, env_id: str, env_kwargs: Mapping[str, Any] | None = None, max_pixels: int = MAX_PIXELS,
-                 sessions: Sessions | None = None):
+                 environments: Environments | None = None):
         from vicogym.registry import env_kind
 
         super().__init__()
@@ -225,9 +381,10 @@ class VicoEnvironment(Environment[VicoAction, VicoObservation, VicoState]):
         self._closed = False
         self._lock = threading.Lock()
         self._png: tuple[Any, str] | None = None  # (image object, its base64 PNG): unchanged images encode once
-        self._sessions = sessions
-        if sessions is not None:
-            sessions.add(self)
+        if environments is None:
+            environments = Environments(env_id, self.env_kwargs, limit=1, keep_warm_s=0)
+        self._environments = environments
+        self._http_call = _IN_HTTP_CALL.get()
 
     # -- OpenEnv's interface -------------------------------------------------------------------------
     def reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None,
@@ -253,17 +410,28 @@ class VicoEnvironment(Environment[VicoAction, VicoObservation, VicoState]):
             self._active = False
             self._state = VicoState(env_id=self.env_id, kind=self.kind)  # no episode until this reset succeeds
             if self._env is None:
-                self._env = borrow_env(self.env_id, self.env_kwargs)
+                if self._http_call:  # ServerFull goes up: the app answers the call with 503
+                    self._env = self._environments.lend()
+                else:
+                    try:
+                        self._env = self._environments.lend(wait_s=SESSION_WAIT_S)
+                    except ServerFull as full:
+                        return self._error("server_full", str(full))
             try:
                 obs, info = self._env.reset(seed=seed, options=options)
             except (VicogymError, ValueError, TypeError, KeyError) as exc:
                 return self._error("bad_value", f"reset(seed={seed}) failed: {exc}")
             except Exception as exc:
                 return self._error("unhandled", f"{type(exc).__name__} in reset(seed={seed}): {exc}")
-            self._state = VicoState(episode_id=episode_id or secrets.token_hex(8), step_count=0,
-                                    env_id=self.env_id, kind=self.kind, seed=seed)
-            self._active = True
-            return getattr(self, f"_reset_{self.kind}")(obs, info)
+            try:
+                self._state = VicoState(episode_id=episode_id or secrets.token_hex(8), step_count=0,
+                                        env_id=self.env_id, kind=self.kind, seed=seed)
+                self._active = True
+                return getattr(self, f"_reset_{self.kind}")(obs, info)
+            except Exception as exc:  # the first observation could not be made: no episode
+                self._active = False
+                self._state = VicoState(env_id=self.env_id, kind=self.kind)
+                return self._error("unhandled", f"{type(exc).__name__} in reset(seed={seed}): {exc}")
 
     def step(self, action: VicoAction, timeout_s: Optional[float] = None, **kwargs: Any) -> VicoObservation:
         with self._lock:
@@ -280,7 +448,7 @@ class VicoEnvironment(Environment[VicoAction, VicoObservation, VicoState]):
                 got = f"got {', '.join(repr(g) for g in given)}" if given else "got none"
                 return self._error("bad_field", f"{self.env_id} ({self.kind} environment) reads the action's "
                                    f"{name!r} field, which is not set ({got})", field=name)
-            if not self._active and self.kind != "edit":  # the edit environments answer this themselves
+            if not self._active:  # the server knows the episode ended: the environment is not asked
                 return self._error("episode_over", "the episode has ended; call reset for a new one", done=True,
                                    reward=0.0)
             self._state.step_count += 1
@@ -305,10 +473,8 @@ class VicoEnvironment(Environment[VicoAction, VicoObservation, VicoState]):
             self._closed = True
             self._active = False
             env, self._env = self._env, None
-        if self._sessions is not None:
-            self._sessions.discard(self)
         if env is not None:
-            return_env(self.env_id, self.env_kwargs, env)
+            self._environments.give_back(env)
 
     # -- the kinds ------------------------------------------------------------------------------------
     def _observation(self, **fields: Any) -> VicoObservation:
@@ -498,15 +664,57 @@ class RequestSizeLimit:
         return wrapped
 
 
+class SessionLimit:
+    """ASGI middleware: marks the app's HTTP calls (:data:`_IN_HTTP_CALL`: their
+    environments are lent for the call and never wait for one), and words OpenEnv's
+    ``CAPACITY_REACHED`` frame, which refuses a WebSocket session over ``max_sessions``,
+    with what to do."""
+
+    def __init__(self, app: Any):
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            token = _IN_HTTP_CALL.set(True)
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                _IN_HTTP_CALL.reset(token)
+        elif scope["type"] == "websocket":
+            await self.app(scope, receive, self._ws_send(send))
+        else:
+            await self.app(scope, receive, send)
+
+    @staticmethod
+    def _ws_send(send: Any) -> Any:
+        async def wrapped(message: dict) -> None:
+            text = message.get("text") if message["type"] == "websocket.send" else None
+            if text and text.startswith('{"type":"error"') and '"CAPACITY_REACHED"' in text:
+                frame = json.loads(text)
+                data = frame.get("data") or {}
+                if data.get("code") == "CAPACITY_REACHED":
+                    limit = data.get("max_sessions", "?")
+                    data["message"] = (f"Server at capacity: {data.get('active_sessions', '?')}/{limit} sessions "
+                                       f"active; this server holds at most {limit} at once. Retry later, or start "
+                                       f"the server with a larger --max-sessions.")
+                    message = {**message, "text": json.dumps(frame)}
+            await send(message)
+
+        return wrapped
+
+
 def make_app(env_id: str, env_kwargs: Mapping[str, Any] | None = None, max_sessions: int = MAX_SESSIONS,
              max_request_bytes: int = MAX_REQUEST_BYTES, session_ttl_s: float | None = SESSION_TTL_S,
              max_pixels: int = MAX_PIXELS) -> FastAPI:
     """The OpenEnv app serving ``env_id`` made with ``env_kwargs`` (one environment per
-    WebSocket session). ``max_sessions``: sessions at once; ``max_request_bytes``: the
+    WebSocket session, one per HTTP reset for that call). ``max_sessions``: the
+    environments the app holds at once, sessions', HTTP calls' and warm ones together
+    (:class:`Environments`), and the WebSocket sessions at once; ``max_request_bytes``: the
     largest request body or WebSocket message; ``session_ttl_s``: idle seconds before a
-    session is closed (``None``: never); ``max_pixels``: the largest image sent, in pixels.
-    The settings are checked here (one environment is built, and kept for the first
-    session): an unknown id or setting raises, naming the fix."""
+    session is closed, and before an unused environment is (``None``: never);
+    ``max_pixels``: the largest image sent, in pixels. The settings are checked here (one
+    environment is built, and kept for the first session): an unknown id or setting
+    raises, naming the fix."""
     from vicogym.registry import check_id
 
     check_id(env_id)
@@ -521,24 +729,46 @@ def make_app(env_id: str, env_kwargs: Mapping[str, Any] | None = None, max_sessi
         raise ValueError(f"expected session_ttl_s as a positive number of seconds (or None: never), got "
                          f"{session_ttl_s!r}")
     pixels_from(max_pixels, "make_app")
-    return_env(env_id, env_kwargs, borrow_env(env_id, env_kwargs))  # the settings fail here, not in a session
-    sessions = Sessions()
-    factory = functools.partial(VicoEnvironment, env_id, env_kwargs, max_pixels, sessions)
+    environments = Environments(env_id, env_kwargs, max_sessions, keep_warm_s=session_ttl_s)
+    environments.keep(environments.build())  # the settings fail here, not in a session
+    factory = functools.partial(VicoEnvironment, env_id, env_kwargs, max_pixels, environments)
     app = create_app(factory, VicoAction, VicoObservation, env_name=env_id.split("/", 1)[-1],
                      concurrency_config=ConcurrencyConfig(max_concurrent_envs=max_sessions,
                                                           session_timeout=session_ttl_s),
                      state_cls=VicoState)
+
+    async def server_full(request: Request, exc: ServerFull) -> JSONResponse:
+        return JSONResponse({"detail": str(exc), "code": "server_full", "max_sessions": exc.max_sessions,
+                             "in_use": exc.in_use}, status_code=503, headers={"Retry-After": "1"})
+
+    app.add_exception_handler(ServerFull, server_full)
+
+    @app.get("/capacity", tags=["Health"], summary="The environments the server holds")
+    def get_capacity() -> dict[str, int]:
+        """``max_sessions``, the environments ``in_use`` (sessions' and HTTP calls'), the
+        ``warm`` ones kept for the next session, and the ``peak`` of in use and warm
+        together since the start (never over ``max_sessions``)."""
+        return environments.counts()
+
+    app.router.on_shutdown.append(environments.close)
+    app.add_middleware(SessionLimit)
     app.add_middleware(RequestSizeLimit, max_bytes=max_request_bytes)
     app.state.vicogym = {"env_id": env_id, "env_kwargs": env_kwargs, "max_sessions": max_sessions,
                          "max_request_bytes": max_request_bytes, "session_ttl_s": session_ttl_s,
-                         "sessions": sessions}
+                         "environments": environments}
     return app
 
 
 def open_sessions(app: FastAPI) -> int:
-    """How many environments ``app`` holds open now (its WebSocket sessions, and any HTTP
-    call in progress)."""
-    return len(app.state.vicogym["sessions"])
+    """How many environments ``app`` has lent now (to its WebSocket sessions, and to HTTP
+    calls in progress)."""
+    return len(app.state.vicogym["environments"])
+
+
+def capacity(app: FastAPI) -> dict[str, int]:
+    """What ``GET /capacity`` answers: ``max_sessions``, ``in_use``, ``warm`` and ``peak``
+    (:meth:`Environments.counts`)."""
+    return app.state.vicogym["environments"].counts()
 
 
 def uvicorn_config(app: FastAPI, host: str = "127.0.0.1", port: int = 8000, log_level: str = "warning") -> Any:
@@ -557,6 +787,6 @@ def run(app: FastAPI, host: str = "127.0.0.1", port: int = 8000) -> None:
     uvicorn.Server(uvicorn_config(app, host, port, log_level="info")).run()
 
 
-__all__ = ["VicoAction", "VicoObservation", "VicoError", "VicoState", "VicoEnvironment", "VicoEnvClient", "Sessions",
-           "RequestSizeLimit", "make_app", "open_sessions", "uvicorn_config", "run",
-           "SERVER_ERROR_CODES", "b64_png", "decode_b64_png"]
+__all__ = ["VicoAction", "VicoObservation", "VicoError", "VicoState", "VicoEnvironment", "VicoEnvClient",
+           "Environments", "ServerFull", "RequestSizeLimit", "SessionLimit", "make_app", "open_sessions", "capacity",
+           "uvicorn_config", "run", "SERVER_ERROR_CODES", "b64_png", "decode_b64_png"]
