@@ -486,7 +486,8 @@ def serve(
     port: int = typer.Option(8000, "--port", min=1, max=65535, help="port to listen on"),
     env_kwargs: Optional[str] = typer.Option(None, "--env-kwargs", help="environment settings as a JSON object, "
                                              "e.g. '{\"k\": 4}' [none]"),
-    max_sessions: int = typer.Option(64, "--max-sessions", min=1, help="WebSocket sessions at once"),
+    max_sessions: int = typer.Option(64, "--max-sessions", min=1, help="environments held at once: WebSocket "
+                                     "sessions, HTTP calls and warm ones together"),
     max_request_bytes: int = typer.Option(1 << 20, "--max-request-bytes", min=1024,
                                           help="largest request body or WebSocket message, in bytes"),
     session_ttl: float = typer.Option(600.0, "--session-ttl", help="seconds a session may sit idle before it is "
