@@ -75,12 +75,17 @@ class RegionRenderer:
             data = self.payloads.get(spec["png"])
             if data is None:
                 raise KeyError(f"no payload with SHA-256 {spec['png']} was given to the renderer")
+            where = f"the raster payload {_shown(spec['png'])}"
         else:
             data = read_checked(spec["path"], spec.get("sha256"))
-        width, height = image_header(data)  # at most MAX_IMAGE_PIXELS, read before anything is decoded
-        if (width, height) != (unit.width, unit.height):
-            raise ValueError(f"the unit says {unit.width}x{unit.height} but its image is {width}x{height}")
-        image = decode_png(data)
+            where = f"the image unit's file {_shown(spec['path'])}"
+        try:
+            width, height = image_header(data)  # at most MAX_IMAGE_PIXELS, read before anything is decoded
+            if (width, height) != (unit.width, unit.height):
+                raise ValueError(f"the unit says {unit.width}x{unit.height} but its image is {width}x{height}")
+            image = decode_png(data)
+        except ValueError as exc:
+            raise SourceError(f"{where}: {exc}") from None
         if image.shape[:2] != (unit.height, unit.width):
             raise ValueError(f"the unit says {unit.width}x{unit.height} but its image is "
                              f"{image.shape[1]}x{image.shape[0]}")

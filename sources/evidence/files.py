@@ -49,12 +49,14 @@ from vicogym.sources import (
     MiB,
     check_name,
     contained,
+    decode_text,
     image_size,
     inside,
     json_lines,
     one_line,
     parse_json,
     place,
+    read_bytes,
     read_text,
 )
 from vicogym.structures.evidence import (
@@ -158,6 +160,15 @@ def image_unit(path: Path, where: str, title: str = "") -> Unit:
         raise SourceError(f"{where}: {place(path)} is a folder, not an image; name a PNG or JPEG file")
     if not path.exists():
         raise SourceError(f"{where}: the image {place(path)} does not exist")
+    if not path.is_file():
+        raise SourceError(f"{where}: {place(path)} is not a regular file (a pipe or a device); name a PNG or JPEG file")
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise SourceError(f"{where}: {place(path)} cannot be read ({exc.strerror or exc})") from None
+    if size > LIMITS["image"]:
+        raise SourceError(f"{where}: {place(path)} is {size / MiB:.1f} MiB, more than the {LIMITS['image'] / MiB:g} "
+                          f"MiB an image may have; make it smaller")
     try:
         width, height = image_size(path, where, IMAGE_FORMATS)
     except SourceError:
@@ -291,7 +302,8 @@ def funsd_page(path: Path, image: Path, shown: str | None = None) -> list[Task]:
     data set's folder and resolved); ``shown`` names the annotation file in errors."""
     path = Path(path)
     shown = shown or place(path)
-    data = parse_json(read_text(path, ANNOTATION_BYTES, "annotation file"), shown)
+    data = parse_json(decode_text(read_bytes(path, ANNOTATION_BYTES, "annotation file"), shown, "annotation file"),
+                      shown)
     unit = image_unit(Path(image), f"{shown}: the page's image", path.stem)
     entities = funsd_entities(shown, data, unit)
     records = {r["id"]: r for r in data["form"]}
