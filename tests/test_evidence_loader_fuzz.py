@@ -332,6 +332,7 @@ BAD_FIELDS = [
     ("evidence", st.just([GOOD_ITEM] * 257), "field 'evidence'"),
     ("units", st.just(["img/a.png"] * 257), "field 'units'"),
     ("golds", st.just(["g"] * 257), "field 'golds'"),
+    ("options", st.just(["o"] * 257), "field 'options'"),
 ]
 
 

@@ -82,7 +82,7 @@ ANNOTATION_BYTES = 16 * MiB
 #: the most entities a FUNSD page may hold, and the most of them questions and answers
 #: with text (the pairing program's work grows with the cube of those on one row or column)
 MAX_ENTITIES, MAX_PAIRED = 2000, 200
-#: the most units, evidence items and golds a JSONL record may list
+#: the most units, evidence items and golds (and options) a JSONL record may list
 MAX_UNITS, MAX_EVIDENCE, MAX_GOLDS = 256, 256, 256
 #: the largest size or legible size (pixels) an evidence item may give
 MAX_SIZE_PX = 100_000.0
@@ -399,7 +399,7 @@ def jsonl_task(record: Any, where: str, file: Path, line: int, units: dict[Path,
     if not isinstance(metric, str) or metric not in SCORERS:
         hint = did_you_mean(metric, SCORERS) if isinstance(metric, str) else ""
         raise SourceError(f"{where}: field 'metric': expected one of {', '.join(SCORERS)}, got {_brief(metric)}{hint}")
-    options = _strings(record, "options", where)
+    options = _strings(record, "options", where, MAX_GOLDS)
     golds = _strings(record, "golds", where, MAX_GOLDS)
     if metric == "letter":
         if len(options) < 2:
