@@ -293,12 +293,14 @@ def image_size(path: Path, where: str, formats: tuple[str, ...] | None = None) -
     try:
         with Image.open(path) as header:
             (width, height), kind = header.size, header.format
-    except Image.DecompressionBombError:  # Pillow's own bound (about 179 MP) is far above ours
+    except Image.DecompressionBombError as exc:  # Pillow's own bound (about 179 MP) is far above ours
         width, height, kind = None, None, None
+        count = re.search(r"\((\d+) pixels\)", str(exc))
+        shape = f"has {int(count[1]) / 1e6:g} million pixels" if count else "has over 179 million pixels"
     except (OSError, ValueError, SyntaxError, struct.error, EOFError, MemoryError):
         raise SourceError(f"{where}: {place(path)} is not an image file that can be read; give a PNG or JPEG") from None
     if width is None or width * height > MAX_IMAGE_PIXELS:
-        shape = f"is {width} x {height} pixels" if width else "has over 179 million pixels"
+        shape = f"is {width} x {height} pixels" if width else shape
         raise SourceError(f"{where}: {place(path)} {shape}, more than the {MAX_IMAGE_PIXELS / 1e6:g} MP an image may "
                           f"have; downscale it")
     if width < 1 or height < 1:

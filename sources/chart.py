@@ -286,6 +286,9 @@ def _scan_table(path: Path) -> str:
 
     where = place(path)
     text = decode_text(read_bytes(path, LIMITS["csv"], "CSV table"), where, "CSV")
+    if "\x00" in text:  # the csv module keeps it, pandas drops what follows it on the line
+        raise SourceError(f"{where}:{text.count(chr(10), 0, text.index(chr(0))) + 1}: a NUL byte; remove it (a CSV "
+                          f"table is text)")
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
         header = next(reader, None)

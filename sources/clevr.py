@@ -34,7 +34,7 @@ from vicogym.programs.clevr import (
     program_rule,
     size_unseen,
 )
-from vicogym.sources import read_json
+from vicogym.sources import _safe, contained, inside, one_line, parse_json, place, read_text, source_path
 from vicogym.structures.clevr import ATTRIBUTES, MAX_OBJECTS, MIN_OBJECTS, Camera, Lights, Obj, Scene, free_spot
 from vicogym.validation import is_int
 
@@ -101,28 +101,36 @@ class ReleaseSource:
     def __init__(self, folder: str | Path, width: int, height: int, split: str | None = None,
                  templates: tuple[str, ...] | None = None, max_tries: int = 16, unasked: frozenset[str] = frozenset()):
         self.folder = Path(folder)
-        scenes_dir = self.folder / "scenes"
+        scenes_dir = contained(self.folder, self.folder / "scenes", place(self.folder), "scenes folder")
         files = sorted(scenes_dir.glob("CLEVR_*_scenes.json")) if scenes_dir.is_dir() else []
         if not files:
-            raise SourceError(f"expected a CLEVR folder with scenes/CLEVR_<split>_scenes.json, got {self.folder}")
+            raise SourceError(f"expected a CLEVR folder with scenes/CLEVR_<split>_scenes.json, got "
+                              f"{place(self.folder)}")
         splits = [f.name[len("CLEVR_"):-len("_scenes.json")] for f in files]
+        shown = place(self.folder / "scenes")
         if split is None:
             if len(splits) > 1:
-                raise SourceError(f"{scenes_dir} holds the splits {splits}; choose one with split=...")
+                raise SourceError(f"{shown} holds the splits {_safe(splits)}; choose one with split=...")
             split = splits[0]
         if split not in splits:
-            raise SourceError(f"{scenes_dir} has no CLEVR_{split}_scenes.json; it has the splits {splits}")
+            raise SourceError(f"{shown} has no CLEVR_{_safe(split)}_scenes.json; it has the splits {_safe(splits)}")
         self.split = split
         self.unasked = unasked
         self.procedural = ProceduralSource(width, height, templates, max_tries=max_tries, unasked=unasked)
-        self.scenes = self._load_scenes(scenes_dir / f"CLEVR_{split}_scenes.json", width, height)
+        scenes = inside(self.folder, f"CLEVR_{split}_scenes.json", shown, "scenes file", under="scenes")
+        self.scenes = self._load_scenes(scenes, place(self.folder / "scenes" / f"CLEVR_{split}_scenes.json"), width,
+                                        height)
         self.skipped: Counter = Counter()
-        self.questions = self._load_questions(self.folder / "questions" / f"CLEVR_{split}_questions.json")
+        questions = inside(self.folder, f"CLEVR_{split}_questions.json", place(self.folder), "questions file",
+                           under="questions")
+        self.questions = self._load_questions(questions, place(self.folder / "questions" /
+                                                               f"CLEVR_{split}_questions.json"))
         if not self.scenes:
-            raise SourceError(f"{scenes_dir / f'CLEVR_{split}_scenes.json'} holds no usable scene")
+            raise SourceError(f"{place(self.folder / 'scenes' / f'CLEVR_{split}_scenes.json')} holds no usable scene")
 
-    def _load_scenes(self, path: Path, width: int, height: int) -> dict[int, Scene]:
-        data = read_json(path)
+    def _load_scenes(self, file: Path, path: str, width: int, height: int) -> dict[int, Scene]:
+        """The scenes of ``file`` (resolved inside the folder; ``path``: its name in errors)."""
+        data = parse_json(read_text(file, what="scenes file"), path)
         if not isinstance(data, Mapping) or not isinstance(data.get("scenes"), list):
             raise SourceError(f"{path}: expected {{\"info\": ..., \"scenes\": [...]}}")
         scenes = {}
@@ -136,17 +144,18 @@ class ReleaseSource:
                 index = raw.get("image_index", k)
                 if not is_int(index, 0):
                     raise ValueError(f"image_index must be a whole number, got {index!r}")
-            except (TypeError, ValueError, KeyError, IndexError) as exc:
-                raise SourceError(f"{path}: scenes[{k}] is not a CLEVR scene ({exc})") from None
+            except (TypeError, ValueError, KeyError, IndexError, ArithmeticError, AttributeError) as exc:
+                raise SourceError(one_line(f"{path}: scenes[{k}] is not a CLEVR scene ({str(exc)[:300]})")) from None
             scenes[int(index)] = scene
         return scenes
 
-    def _load_questions(self, path: Path) -> list[tuple[int, str, dict[str, Any], str, int]]:
-        """(image_index, question, rule, answer, position) for every question whose stored
-        answer the executor reproduces on its scene."""
-        if not path.is_file():
+    def _load_questions(self, file: Path, path: str) -> list[tuple[int, str, dict[str, Any], str, int]]:
+        """(image_index, question, rule, answer, position) for every question of ``file``
+        (resolved inside the folder; ``path``: its name in errors) whose stored answer the
+        executor reproduces on its scene."""
+        if not file.exists():
             return []
-        data = read_json(path)
+        data = parse_json(read_text(file, what="questions file"), path)
         if not isinstance(data, Mapping) or not isinstance(data.get("questions"), list):
             raise SourceError(f"{path}: expected {{\"info\": ..., \"questions\": [...]}}")
         kept = []
@@ -155,11 +164,13 @@ class ReleaseSource:
                 raise SourceError(f"{path}: questions[{k}] needs question, program, answer and image_index")
             index = q["image_index"]
             if not is_int(index):
-                raise SourceError(f"{path}: questions[{k}].image_index must be an integer, got {index!r}")
+                raise SourceError(f"{path}: questions[{k}].image_index must be an integer, got {_safe(index)[:80]}")
+            if not isinstance(q["question"], str):
+                raise SourceError(f"{path}: questions[{k}].question must be a string, got {_safe(q['question'])[:80]}")
             try:
                 stored = answer_text(q["answer"]).strip().lower()
-            except ValueError as exc:
-                raise SourceError(f"{path}: questions[{k}].answer: {exc}") from None
+            except (ValueError, TypeError) as exc:
+                raise SourceError(one_line(f"{path}: questions[{k}].answer: {str(exc)[:300]}")) from None
             scene = self.scenes.get(index)
             if scene is None:
                 self.skipped["no_scene"] += 1
@@ -167,7 +178,7 @@ class ReleaseSource:
             try:
                 program = normalize_program(q["program"])
                 answer = answer_text(execute(scene, program))
-            except ValueError:
+            except (ValueError, TypeError, KeyError, IndexError, ArithmeticError, RecursionError):
                 self.skipped["malformed_program"] += 1
                 continue
             except InvalidEdit:
@@ -221,10 +232,12 @@ def make_source(source: str, width: int, height: int, templates: tuple[str, ...]
             raise SourceError(f"split={split!r} chooses among a CLEVR folder's splits; the procedural source has "
                               "none (drop split, or pass source=<folder>)")
         return ProceduralSource(width, height, templates, min_objects, max_objects, max_tries, unasked)
-    if Path(source).is_dir():
-        return ReleaseSource(source, width, height, split, templates, max_tries, unasked)
-    raise SourceError(f"expected source 'procedural' or a CLEVR release folder (scenes/, questions/), got {source!r}"
-                      + (", which does not exist" if not Path(source).exists() else ", which is no folder"))
+    expected = "'procedural' or a CLEVR release folder (scenes/, questions/)"
+    path, kind = source_path(source, expected)
+    if kind == "folder":
+        return ReleaseSource(path, width, height, split, templates, max_tries, unasked)
+    raise SourceError(f"expected source {expected}, got {_safe(source)}"
+                      + (", which does not exist" if kind == "none" else ", which is no folder"))
 
 
 __all__ = ["ProceduralSource", "ReleaseSource", "make_source", "procedural_scene"]

@@ -301,16 +301,23 @@ class RecordSource:
         """``(width, height)`` of a record's image, from its header (samples: decoded)."""
         if ref not in self._sizes:
             if ref.startswith("skimage:") or self.base is None:
-                image = self.image(ref)
+                image = self._decoded(ref)
                 self._sizes[ref] = (image.shape[1], image.shape[0])
             else:
                 self._sizes[ref] = image_size(image_path(ref, self.base), f"image {_safe(ref)}", IMAGE_FORMATS)
         return self._sizes[ref]
 
     def image(self, ref: str) -> np.ndarray:
-        """A record's source image (read-only; edits work on copies)."""
+        """A record's source image (read-only; edits work on copies); ``SourceError`` naming
+        the source and the image when it cannot be decoded."""
         if ref not in self._refs:
-            raise SourceError(f"image {_safe(ref)}: no record of {place(self.name)} names it")
+            raise SourceError(f"{place(self.name)}: image {_safe(ref)}: no record of this source names it")
+        try:
+            return self._decoded(ref)
+        except SourceError as exc:
+            raise SourceError(f"{place(self.name)}: {exc}") from None
+
+    def _decoded(self, ref: str) -> np.ndarray:
         if ref in self._images:
             self._images.move_to_end(ref)
             return self._images[ref]
