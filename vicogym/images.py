@@ -134,6 +134,54 @@ def decode_png(data: bytes) -> np.ndarray:
     return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
 
 
+#: the largest image file the package reads (as ``vicogym.sources.LIMITS["image"]``)
+MAX_IMAGE_BYTES = 64 << 20
+#: image files a data-set loader checked in this process (found inside its folder, a
+#: regular file, its header within the caps): resolved path -> SHA-256 of the checked bytes
+_CHECKED_FILES: dict[str, str] = {}
+
+
+def record_checked(path: str, sha256: str) -> None:
+    """Record that a data-set loader checked the image file at ``path`` (resolved)."""
+    _CHECKED_FILES[str(path)] = sha256
+
+
+def checked_image(path: Any) -> str | None:
+    """The SHA-256 a loader recorded for the image file at ``path`` in this process;
+    ``None`` for any other path."""
+    return _CHECKED_FILES.get(path) if isinstance(path, str) else None
+
+
+def read_checked(path: Any, sha256: Any = None) -> bytes:
+    """The bytes of the image file a data-set loader checked at ``path``: ``ValueError``
+    when no loader checked it in this process, or the file no longer holds the checked
+    bytes (nor ``sha256``, the unit's record of them, when given). A stored task cannot
+    make a renderer read another file."""
+    import hashlib
+    import os
+    import stat
+
+    known = checked_image(path)
+    shown = repr(path) if len(repr(path)) <= 120 else repr(path)[:100] + "..."
+    if known is None:
+        raise ValueError(f"the image file {shown} was not checked by a data-set loader in this process; an "
+                         f"image file is opened only after its data set is loaded")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise ValueError(f"the image file {shown} is no longer a regular file; load its data set again")
+            data = f.read(MAX_IMAGE_BYTES + 1)
+    except OSError as exc:
+        raise ValueError(f"the image file {shown} cannot be read ({exc.strerror or exc}); load its data set "
+                         f"again") from None
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != known or (sha256 and digest != sha256):
+        raise ValueError(f"the image file {shown} changed since its data set was loaded (its SHA-256 differs); "
+                         f"load its data set again")
+    return data
+
+
 #: the share of pixels that may differ when a renderer cannot promise the same bytes
 #: (a pixel on a rounding boundary, not a swapped or edited region)
 DIFFERING_PIXELS = 0.001

@@ -4,7 +4,7 @@ decoded once (kept in a small cache) and every view cuts its crop from it.
 A raster unit's ``spec`` names its pixels either by ``png`` (the SHA-256 of PNG bytes the
 task carries as a payload: what the package rendered itself) or by ``path`` (a file of a
 loaded data set). A path is opened only when a data-set loader checked it in this process
-(:func:`vicogym.sources.evidence.files.checked_image`: found inside its data set's folder,
+(:func:`vicogym.images.read_checked`: found inside its data set's folder,
 its header within the pixel cap) and only its checked bytes are decoded (their SHA-256 is
 compared before decoding): a stored task cannot make the renderer read another file.
 Every raster's header is read before it is decoded: it must declare the unit's own size,
@@ -13,8 +13,6 @@ at most :data:`vicogym.images.MAX_IMAGE_PIXELS` pixels.
 
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
@@ -27,31 +25,6 @@ from vicogym.structures.evidence import Box, Unit
 def _shown(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 120 else text[:100] + "..."
-
-
-def read_checked(path: Any, sha256: Any = None) -> bytes:
-    """The bytes of the image file a data-set loader checked at ``path``: ``SourceError``
-    when no loader checked it in this process, or the file no longer holds the checked
-    bytes (nor ``sha256``, the unit's record of them, when given)."""
-    from vicogym.sources import LIMITS, image_size
-    from vicogym.sources.evidence.files import checked_image
-
-    known = checked_image(path)
-    if known is None:
-        raise SourceError(f"the image unit's file {_shown(path)} was not checked by a data-set loader in this "
-                          f"process; a raster unit's path is opened only after its data set is loaded (tasks="
-                          f"funsd:FOLDER or jsonl:FILE)")
-    where = f"the image unit's file {_shown(path)}"
-    image_size(Path(path), where)  # a regular file, its size on disk and its header within the caps
-    try:
-        with open(path, "rb") as f:
-            data = f.read(LIMITS["image"] + 1)
-    except OSError as exc:
-        raise SourceError(f"{where} cannot be read ({exc.strerror or exc}); load its data set again") from None
-    digest = hashlib.sha256(data).hexdigest()
-    if digest != known or (sha256 and digest != sha256):
-        raise SourceError(f"{where} changed since the task was made (its SHA-256 differs); load its data set again")
-    return data
 
 
 class RegionRenderer:
@@ -68,7 +41,7 @@ class RegionRenderer:
         return self.cache.get(str(key), lambda: self._decode(unit))
 
     def _decode(self, unit: Unit) -> np.ndarray:
-        from vicogym.images import decode_png, image_header
+        from vicogym.images import decode_png, image_header, read_checked
 
         spec = unit.spec
         if spec.get("png"):
@@ -77,8 +50,11 @@ class RegionRenderer:
                 raise KeyError(f"no payload with SHA-256 {spec['png']} was given to the renderer")
             where = f"the raster payload {_shown(spec['png'])}"
         else:
-            data = read_checked(spec["path"], spec.get("sha256"))
             where = f"the image unit's file {_shown(spec['path'])}"
+            try:
+                data = read_checked(spec["path"], spec.get("sha256"))
+            except ValueError as exc:
+                raise SourceError(f"{where}: {exc}") from None
         try:
             width, height = image_header(data)  # at most MAX_IMAGE_PIXELS, read before anything is decoded
             if (width, height) != (unit.width, unit.height):

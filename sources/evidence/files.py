@@ -26,7 +26,7 @@ Every file a loader opens lies inside the folder it was given (the JSONL file's 
 folder), every symlink resolved: an absolute path, a ``..`` or a link that leads out is
 refused, and the error says no more about the outside than that. Every image's size is
 read from its header first (at most :data:`vicogym.images.MAX_IMAGE_PIXELS` pixels, its
-file at most 64 MiB) and the file is recorded with its SHA-256 (:func:`checked_image`):
+file at most 64 MiB) and the file is recorded with its SHA-256 (:func:`vicogym.images.record_checked`):
 the raster renderer opens only files recorded so, and only with those bytes.
 
 Every problem is one :class:`~vicogym.errors.SourceError` that names the file, the record
@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from vicogym.errors import SourceError
+from vicogym.images import record_checked
 from vicogym.programs.evidence.forms import ENTITY_LABELS, Entity, field_label, pair_fields
 from vicogym.sources import (
     IMAGE_FORMATS,
@@ -127,17 +128,6 @@ def _given(path: str | os.PathLike, what: str) -> Path:
 
 # ------------------------------------------------------------------ images
 
-#: the image files the loaders checked in this process: resolved path -> SHA-256
-_CHECKED: dict[str, str] = {}
-
-
-def checked_image(path: Any) -> str | None:
-    """The SHA-256 recorded for the image file at ``path`` (a unit's ``spec["path"]``)
-    when a loader here checked it in this process (inside its folder, its header within
-    the pixel cap); ``None`` for any other path."""
-    return _CHECKED.get(path) if isinstance(path, str) else None
-
-
 def _sha256(path: Path, where: str) -> str:
     digest = hashlib.sha256()
     try:
@@ -176,7 +166,7 @@ def image_unit(path: Path, where: str, title: str = "") -> Unit:
     except Exception:  # Pillow's header parsers raise many kinds of error on a damaged file
         raise SourceError(f"{where}: {place(path)} is not an image file that can be read; give a PNG or JPEG") from None
     sha = _sha256(path, where)
-    _CHECKED[str(path)] = sha
+    record_checked(str(path), sha)
     return Unit("image", int(width), int(height), {"path": str(path), "sha256": sha}, title or path.stem, 1.0)
 
 
