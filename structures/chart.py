@@ -251,8 +251,13 @@ class Table:
                 raise TypeError(f"expected {name} to be a list, got {type(seq).__name__}")
         if not all(isinstance(r, str) for r in rows) or not all(isinstance(s, str) for s in series):
             raise TypeError("expected rows and series to be lists of strings")
+        if len(rows) > MAX_ROWS or len(series) > MAX_SERIES:
+            raise ValueError(f"expected at most {MAX_ROWS} rows and {MAX_SERIES} series (no chart draws more), got "
+                             f"{len(rows)} rows and {len(series)} series")
         if not all(isinstance(r, (list, tuple)) for r in values):
             raise TypeError("expected values to be a list of lists")
+        if len(values) != len(rows) or any(len(r) != len(series) for r in values):
+            raise ValueError(f"expected values as {len(rows)} rows of {len(series)} cells (one per row and series)")
         cells = tuple(tuple(None if v is None else float(v) if _is_number(v) else v for v in r) for r in values)
         present = [v for r in cells for v in r if isinstance(v, float) and math.isfinite(v)]
         inferred = min(MAX_DECIMALS, max((decimals_of(v) for v in present), default=0))
