@@ -11,7 +11,10 @@ surroundings, how much the surroundings look like them, how cluttered they are),
 answer's type).
 
 Pure functions of the scene, the renderer's facts
-(:class:`~vicogym.renderers.natural.NaturalFacts`) and pixels.
+(:class:`~vicogym.renderers.natural.NaturalFacts`) and pixels. Each reads what it needs of a
+large image: the proof a pass over the protected pixels, the seam check the region's
+boundary, the band check the region's box grown by its ring, in row bands, and the actor's
+features an image of more than ``ACTOR_PIXELS`` scaled down to that many.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from vicogym.errors import InvalidEdit
-from vicogym.structures.natural import FEATHER_PX, Scene, pixels_sha256
+from vicogym.structures.natural import FEATHER_PX, Scene, grow, mask_box, pixels_sha256, row_bands, scaled_size
 
 
 def protected_changes(source: np.ndarray, protected: np.ndarray, image: np.ndarray, guard: np.ndarray) -> int | None:
@@ -78,21 +81,28 @@ TONE_OPS = frozenset({"brightness", "contrast", "recolor", "desaturate"})
 MAX_SEAM = 10.0
 
 
+def _shift(protected: np.ndarray, guard: np.ndarray) -> tuple[int, int]:
+    """How far pads and crops moved the protected region: its first pixel's place in
+    ``guard`` less its place in ``protected`` (both non-empty; found without listing them)."""
+    width, gwidth = protected.shape[1], guard.shape[1]
+    first, gfirst = int(np.argmax(protected.reshape(-1))), int(np.argmax(guard.reshape(-1)))
+    return gfirst // gwidth - first // width, gfirst % gwidth - first % width
+
+
+def _luminance(rgb: np.ndarray) -> np.ndarray:
+    return rgb[..., :3].astype(np.float32) @ np.array([0.299, 0.587, 0.114], np.float32)
+
+
 def seam(source: np.ndarray, protected: np.ndarray, image: np.ndarray, guard: np.ndarray) -> float:
     """How much more the protected region's boundary contrasts in ``image`` than in
     ``source``: the mean luminance difference across the boundary (each pixel of the region
     against its outside neighbour, left, right, up and down), over the same pixel pairs in
     both (those pads and crops kept). A global recolour or brightness change that stops at
-    the region draws its outline; 0 when the edit leaves the boundary as it was."""
+    the region draws its outline; 0 when the edit leaves the boundary as it was. Reads the
+    boundary's pixels only."""
     if not protected.any() or protected.sum() != guard.sum():
         return 0.0
-    (sy, sx), (gy, gx) = np.argwhere(protected)[0], np.argwhere(guard)[0]
-    dy, dx = int(gy - sy), int(gx - sx)  # pads and crops only move the region
-
-    def luminance(rgb: np.ndarray) -> np.ndarray:
-        return rgb[..., :3].astype(np.float32) @ np.array([0.299, 0.587, 0.114], np.float32)
-
-    ls, li = luminance(source), luminance(image)
+    dy, dx = _shift(protected, guard)  # pads and crops only move the region
     h, w = protected.shape
     before, after = [], []
     for oy, ox in ((0, 1), (1, 0)):
@@ -100,10 +110,10 @@ def seam(source: np.ndarray, protected: np.ndarray, image: np.ndarray, guard: np
         ys, xs = np.nonzero(a != b)
         ys2, xs2 = ys + oy, xs + ox
         cy, cx, cy2, cx2 = ys + dy, xs + dx, ys2 + dy, xs2 + dx
-        keep = ((cy >= 0) & (cy < li.shape[0]) & (cx >= 0) & (cx < li.shape[1]) & (cy2 >= 0) & (cy2 < li.shape[0])
-                & (cx2 >= 0) & (cx2 < li.shape[1]))
-        before.append(np.abs(ls[ys, xs] - ls[ys2, xs2])[keep])
-        after.append(np.abs(li[cy[keep], cx[keep]] - li[cy2[keep], cx2[keep]]))
+        keep = ((cy >= 0) & (cy < image.shape[0]) & (cx >= 0) & (cx < image.shape[1]) & (cy2 >= 0)
+                & (cy2 < image.shape[0]) & (cx2 >= 0) & (cx2 < image.shape[1]))
+        before.append(np.abs(_luminance(source[ys, xs]) - _luminance(source[ys2, xs2]))[keep])
+        after.append(np.abs(_luminance(image[cy[keep], cx[keep]]) - _luminance(image[cy2[keep], cx2[keep]])))
     before_all, after_all = np.concatenate(before), np.concatenate(after)
     if not len(before_all):
         return 0.0
@@ -119,31 +129,52 @@ def halo(source: np.ndarray, protected: np.ndarray, image: np.ndarray, guard: np
     targets (a lighter rectangle around the camera), and where the targets fill nearly the
     whole photo the edit is a coloured strip at its border; noise, blur or JPEG move the
     local mean by nothing, and a small paste beside the targets moves a few of the ring's
-    pixels. 0 when pads and crops cut the region."""
+    pixels. 0 when pads and crops cut the region. Reads only the region's box grown by the
+    ring and the local mean's reach, in row bands (``vicogym.structures.natural.BAND_PIXELS``)
+    read with that reach either side, so a large photo costs one pass in bounded memory."""
     import cv2
 
     if not protected.any() or protected.sum() != guard.sum():
         return 0.0
-    (sy, sx), (gy, gx) = np.argwhere(protected)[0], np.argwhere(guard)[0]
-    dy, dx = int(gy - sy), int(gx - sx)  # pads and crops only move the region
+    dy, dx = _shift(protected, guard)  # pads and crops only move the region
     h, w = protected.shape
     y0, y1, x0, x1 = max(0, -dy), min(h, image.shape[0] - dy), max(0, -dx), min(w, image.shape[1] - dx)
     if y0 >= y1 or x0 >= x1:
         return 0.0
-    change = np.zeros((h, w, 3), np.float32)
-    valid = np.zeros((h, w), np.float32)
-    change[y0:y1, x0:x1] = (image[y0 + dy:y1 + dy, x0 + dx:x1 + dx, :3].astype(np.float32)
-                            - source[y0:y1, x0:x1, :3].astype(np.float32))
-    valid[y0:y1, x0:x1] = 1.0
-    valid[protected] = 0.0
-    size = (2 * FEATHER_PX + 1,) * 2
-    weight = cv2.boxFilter(valid, -1, size, normalize=False)
-    local = cv2.boxFilter(change * valid[..., None], -1, size, normalize=False) / np.maximum(weight, 1.0)[..., None]
-    distance = cv2.distanceTransform((~protected).astype(np.uint8), cv2.DIST_L2, 3)
-    ring = (distance <= 2 * FEATHER_PX) & (valid > 0)  # the fade too: a strip thinner than it is all band
-    if not ring.any():
+    half = FEATHER_PX  # the local mean's reach
+    ring_px = 2 * FEATHER_PX  # the fade too: a strip thinner than it is all band
+    # a ring pixel lies within 26 rows and columns of the region (the 3 x 3 chamfer distance
+    # is at least 0.955 of the larger offset), and its local mean reads ``half`` more
+    px0, py0, px1, py1 = mask_box(protected)
+    reach = ring_px + 2 + half + 1
+    wx0, wy0, wx1, wy1 = max(0, px0 - reach), max(0, py0 - reach), min(w, px1 + reach), min(h, py1 + reach)
+    size = (2 * half + 1,) * 2
+    rings = []
+    for r0, r1 in row_bands(wy1 - wy0, wx1 - wx0, reach):
+        a0, a1 = max(wy0, wy0 + r0 - reach), min(wy1, wy0 + r1 + reach)  # source rows read for this band
+        rows = slice(a0, a1)
+        band = protected[rows, wx0:wx1]
+        change = np.zeros((a1 - a0, wx1 - wx0, 3), np.float32)
+        valid = np.zeros((a1 - a0, wx1 - wx0), np.float32)
+        cy0, cy1, cx0, cx1 = max(a0, y0), min(a1, y1), max(wx0, x0), min(wx1, x1)  # within the canvas
+        if cy0 < cy1 and cx0 < cx1:
+            inside = (slice(cy0 - a0, cy1 - a0), slice(cx0 - wx0, cx1 - wx0))
+            change[inside] = (image[cy0 + dy:cy1 + dy, cx0 + dx:cx1 + dx, :3].astype(np.float32)
+                              - source[cy0:cy1, cx0:cx1, :3].astype(np.float32))
+            valid[inside] = 1.0
+        valid[band] = 0.0
+        weight = cv2.boxFilter(valid, -1, size, normalize=False)
+        change *= valid[..., None]
+        local = cv2.boxFilter(change, -1, size, normalize=False)
+        local /= np.maximum(weight, 1.0)[..., None]
+        distance = cv2.distanceTransform((~band).astype(np.uint8), cv2.DIST_L2, 3)
+        own = slice(wy0 + r0 - a0, wy0 + r1 - a0)  # the band's own rows
+        ring = (distance[own] <= ring_px) & (valid[own] > 0)
+        rings.append(np.abs(local[own][ring]))
+    ring_values = np.concatenate(rings)
+    if not len(ring_values):
         return 0.0
-    return float(np.percentile(np.abs(local[ring]), 90, axis=0).max())
+    return float(np.percentile(ring_values, 90, axis=0).max())
 
 
 def stored_pixels_problem(scene: Scene, source: np.ndarray, image: np.ndarray, mask: np.ndarray,
@@ -176,20 +207,46 @@ COLOURS = ("red", "orange", "yellow", "green", "blue", "purple", "pink", "brown"
 WEIGHTS = {"small": 0.3, "low_contrast": 0.3, "distractor_similarity": 0.25, "clutter": 0.15}
 
 
-def _lab(image: np.ndarray) -> np.ndarray:
-    import cv2
-
-    lab = cv2.cvtColor(image, cv2.COLOR_RGB2LAB).astype(float)
-    lab[:, :, 0] *= 100 / 255  # OpenCV's 8-bit Lab: L in 0-255, a and b offset by 128
-    lab[:, :, 1:] -= 128
+def _lab(pixels: np.ndarray) -> np.ndarray:
+    """CIE Lab (L 0-100, a and b about 0) of pixels of OpenCV's 8-bit Lab image."""
+    lab = pixels.astype(float)
+    lab[..., 0] *= 100 / 255  # OpenCV's 8-bit Lab: L in 0-255, a and b offset by 128
+    lab[..., 1:] -= 128
     return lab
 
 
-def _histogram(lab: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    pixels = lab[mask][:, 1:]
-    hist, _, _ = np.histogram2d(pixels[:, 0], pixels[:, 1], bins=8, range=[[-128, 128], [-128, 128]])
+def _histogram(bins: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The 8 x 8 histogram of ``a`` and ``b`` (bins of 32 on [-128, 128], as
+    ``np.histogram2d`` counts them) over ``mask``, as shares; ``bins`` holds each pixel's
+    bin (``8 * (a // 32) + b // 32`` of the 8-bit Lab image)."""
+    hist = np.bincount(bins[mask], minlength=64).reshape(8, 8).astype(np.float64)
     total = hist.sum()
     return hist / total if total else hist
+
+
+#: the most pixels the stand-in actor reads: a larger image is read scaled down to this many
+#: (as a vision-language model reads a bounded number of pixels, whatever the photo's size)
+ACTOR_PIXELS = 2048 * 2048
+
+
+def actor_view(image: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The image and target mask the stand-in actor reads: as they are up to
+    ``ACTOR_PIXELS``, else scaled down to that many pixels (area-averaged), a scaled pixel
+    a target pixel when most of it was one (any of it, for targets that would vanish)."""
+    import cv2
+
+    height, width = targets.shape
+    if height * width <= ACTOR_PIXELS:
+        return image, targets
+    size = scaled_size(width, height, ACTOR_PIXELS)
+    small = cv2.resize(image, size, interpolation=cv2.INTER_AREA)
+    cover = cv2.resize(targets.astype(np.uint8) * 255, size, interpolation=cv2.INTER_AREA)
+    mask = cover >= 128
+    if not mask.any():
+        mask = cover > 0
+        if not mask.any():
+            mask.reshape(-1)[int(np.argmax(cover))] = True
+    return small, mask
 
 
 def difficulty_features(image: np.ndarray, targets: np.ndarray) -> dict[str, float]:
@@ -197,17 +254,24 @@ def difficulty_features(image: np.ndarray, targets: np.ndarray) -> dict[str, flo
     the image): ``area`` (the targets' share of the image), ``contrast`` (CIE76 distance of
     the targets' mean colour from a ring around them), ``distractor_similarity`` (how much
     the rest of the image's colours overlap the targets', Bhattacharyya coefficient) and
-    ``clutter`` (edge density outside the targets)."""
+    ``clutter`` (edge density outside the targets). Read from :func:`actor_view` (images of
+    more than ``ACTOR_PIXELS`` scaled down)."""
     import cv2
 
     if targets.shape != image.shape[:2] or not targets.any():
         raise ValueError("expected a non-empty target mask of the image's size")
-    lab = _lab(image)
+    image, targets = actor_view(image, targets)
+    lab = cv2.cvtColor(image, cv2.COLOR_RGB2LAB)  # 8 bits a channel; in CIE units only where read
     kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * RING + 1, 2 * RING + 1))
-    ring = cv2.dilate(targets.astype(np.uint8), kernel).astype(bool) & ~targets
+    x0, y0, x1, y1 = grow(mask_box(targets), RING, targets.shape[1], targets.shape[0])  # all the ring can reach
+    ring = np.zeros(targets.shape, bool)
+    ring[y0:y1, x0:x1] = cv2.dilate(targets[y0:y1, x0:x1].astype(np.uint8), kernel).astype(bool)
+    ring &= ~targets
     rest = ~targets
-    contrast = float(np.linalg.norm(lab[targets].mean(axis=0) - lab[ring].mean(axis=0))) if ring.any() else STANDS_OUT
-    similarity = float(np.sqrt(_histogram(lab, targets) * _histogram(lab, rest)).sum()) if rest.any() else 0.0
+    contrast = (float(np.linalg.norm(_lab(lab[targets]).mean(axis=0) - _lab(lab[ring]).mean(axis=0)))
+                if ring.any() else STANDS_OUT)
+    bins = (lab[:, :, 1] >> 5) * 8 + (lab[:, :, 2] >> 5)
+    similarity = float(np.sqrt(_histogram(bins, targets) * _histogram(bins, rest)).sum()) if rest.any() else 0.0
     edges = cv2.Canny(cv2.cvtColor(image, cv2.COLOR_RGB2GRAY), 100, 200) > 0
     clutter = float(edges[rest].mean()) if rest.any() else 0.0
     return {"area": float(targets.mean()), "contrast": contrast, "distractor_similarity": similarity,

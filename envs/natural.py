@@ -5,6 +5,14 @@ targets; the targets' pixels are proven unchanged, so the answer stands.
 question-type guards, segmenters, inpainters and the replay renderer, record sources)
 behind the arm interface; :class:`NaturalEnv` is the Gymnasium environment.
 What the simulated actor reads is in :mod:`vicogym.checks.natural`.
+
+An image keeps its own size, up to the 40 MP a source may hold, and what a reset or a step
+does with it is bounded by what the sample needs: each target is segmented in its own
+window (the union is written window by window), models and GrabCut read at most their
+working sizes, ops read the box they may change, and the arithmetic of a whole-image op
+runs in row bands (see :mod:`vicogym.renderers.natural`). The segmentation cache holds at
+most ``_MASK_CACHE_PIXELS`` mask pixels, and an arm keeps the stored files of its last
+``_FILES_KEPT`` sources.
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ from vicogym.renderers.natural import (
     frame_mask,
     record_protection,
     replay,
+    target_union,
 )
 from vicogym.sources.natural import RecordSource
 from vicogym.structures.natural import ERROR_CODES, Record, Scene, pack_mask, pixels_sha256, sha256
@@ -136,6 +145,10 @@ class NaturalEnvConfig(EnvConfig):
 #: process: segmentation runs once per record, whichever environment asks first
 _MASK_CACHE: dict[tuple, np.ndarray] = {}
 _MASK_CACHE_SIZE = 512
+#: the most mask pixels the cache holds (a byte each): 40 MP masks do not pile up by the hundred
+_MASK_CACHE_PIXELS = 1 << 28
+#: how many sources' stored files (PNG bytes) an arm keeps for the rows still to come
+_FILES_KEPT = 8
 
 
 class NaturalArm(Arm):
@@ -228,9 +241,10 @@ class NaturalArm(Arm):
             return _MASK_CACHE[key]
         if not cached and hasattr(self.segmenter, "forget"):
             self.segmenter.forget()
-        mask = np.logical_or.reduce([self.segmenter.mask(image, t) for t in record.targets])
+        mask = target_union(self.segmenter, image, record.targets)  # each target's mask inside its own window
         mask.setflags(write=False)
-        if len(_MASK_CACHE) >= _MASK_CACHE_SIZE:
+        while _MASK_CACHE and (len(_MASK_CACHE) >= _MASK_CACHE_SIZE or
+                               sum(m.size for m in _MASK_CACHE.values()) + mask.size > _MASK_CACHE_PIXELS):
             _MASK_CACHE.pop(next(iter(_MASK_CACHE)))
         _MASK_CACHE[key] = mask
         return mask
@@ -335,6 +349,8 @@ class NaturalArm(Arm):
         if key not in self._files:
             source = self._source_image(structure)
             mask = structure.mask("protected").astype(np.uint8) * 255
+            while len(self._files) >= _FILES_KEPT:
+                self._files.pop(next(iter(self._files)))
             self._files[key] = {source_file(structure.source_sha256): encode_png(source, 9),
                                 mask_file(structure): encode_mask_png(mask)}
         return self._files[key]
@@ -413,8 +429,10 @@ class NaturalEnv(VicoEnv):
 
     ``Dict(image=Box(0, 255, (height, width, 3), uint8), question=Text, structure=Text)``.
     Image policy ``letterbox``: images keep their own size (the sample's image, the
-    exported PNG); the observation and ``render()`` scale it to fit ``width`` x ``height``
-    (512 x 512 by default), keeping its aspect ratio, centred on black. ``structure`` is the
+    exported PNG), up to 40 MP, and the work on them stays bounded (segmentation in each
+    target's window, models at a working size; see :mod:`vicogym.renderers.natural`); the
+    observation and ``render()`` scale it to fit ``width`` x ``height`` (512 x 512 by
+    default), keeping its aspect ratio, centred on black. ``structure`` is the
     record, the image size, the margin and the edits so far, as JSON.
 
     ## Rewards

@@ -12,11 +12,44 @@ seeded before every call: the same image and target give the same mask.
 
 :func:`protected_region` is the union of the target masks grown by ``margin`` pixels: the
 pixels no edit may change.
+
+**Bounded work.** What a segmenter, an inpainter or an op costs is bounded by what the
+sample needs, not by the image file's size (an image may have up to
+``vicogym.sources.MAX_IMAGE_PIXELS``, 40 MP, a 40000 x 1000 strip included):
+
+- GrabCut reads a *window*: the target's prompt box grown by ``GRABCUT_CONTEXT`` pixels
+  or half the box's longer side, whichever is more (the background it learns its colour
+  model from); a window of more than ``GRABCUT_PIXELS`` is scaled down to that many
+  pixels first, and the mask it finds scaled back. Either way the mask is kept inside the
+  prompt box, filled to its hull, never below ``min_share`` of the box, and holds every
+  point prompt; a box target's whole box is protected besides (see
+  :func:`record_protection`), so a coarse mask never leaves part of the box editable.
+- Segment Anything embeds an image of more than ``SAM_PIXELS`` scaled down to that many
+  pixels (its encoder reads 1024 pixels a side whatever it is given); prompts are scaled
+  to it, and a mask is read back only inside the target's box grown by ``reach``.
+- ``remove`` shows the inpainter only its ``window`` of the canvas: for OpenCV's Telea the
+  hole's box grown by ``INPAINT_RADIUS + 2`` pixels (which gives the very pixels the whole
+  image would), scaled down to ``INPAINT_PIXELS`` when larger; a diffusers model's square
+  window around the hole (scaled to the model's size in any case).
+- Every other op works on the box of the pixels it may change (its box, or the whole
+  canvas less the protected region), blur with ``4 sigma + 2`` pixels of context around it
+  (JPEG with the whole canvas: its blocks are laid from the canvas's corner), so a boxed
+  op costs its box; an op of the whole canvas costs one pass over it, its
+  floating-point arithmetic done in row bands of at most
+  :data:`~vicogym.structures.natural.BAND_PIXELS` pixels (a
+  band's result is the whole computation's, bit for bit, noise included: its draws follow
+  the rows, whatever the band).
+- The protected region is dilated inside the box of the target masks grown by the margin.
+
+So a 40 MP image costs a few passes over its pixels per render, with memory a small
+multiple of the image, and never a model's or GrabCut's work on the whole of it.
 """
 
 from __future__ import annotations
 
 import abc
+import hashlib
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,21 +57,53 @@ from typing import Any
 
 import numpy as np
 
-from vicogym.structures.natural import FEATHER_PX, Target
+from vicogym.structures.natural import (
+    FEATHER_PX,
+    Box,
+    Target,
+    box_slices,
+    grow,
+    mask_box,
+    row_bands,
+    scaled_size,
+    within,
+)
 from vicogym.validation import is_int, is_number
 
 #: GrabCut rounds; five is OpenCV's own example and converges on the demo images
 GRABCUT_ROUNDS = 5
 #: points are prompts, not an outline: the box GrabCut starts from reaches this far around them
 POINT_REACH = 24
+#: the least background GrabCut sees around a target's prompt box (pixels on each side)
+GRABCUT_CONTEXT = 32
+#: the most pixels GrabCut reads for one target: a larger window is scaled down to this
+GRABCUT_PIXELS = 512 * 512
+#: the most pixels Segment Anything is given: a larger image is scaled down to this
+SAM_PIXELS = 2048 * 2048
+#: the most pixels OpenCV's Telea inpainting fills at once: a larger window is scaled down to this
+INPAINT_PIXELS = 1 << 19
 
 
 def polygon_mask(polygon: tuple[tuple[float, float], ...], height: int, width: int) -> np.ndarray:
+    box, local = polygon_window(polygon, height, width)
+    mask = np.zeros((height, width), bool)
+    mask[box_slices(box)] = local
+    return mask
+
+
+def polygon_window(polygon: tuple[tuple[float, float], ...], height: int, width: int) -> tuple[Box, np.ndarray]:
+    """The polygon's mask inside the box of its (rounded) vertices, within the image: the
+    box and the mask there (what :func:`polygon_mask` draws on the whole image)."""
     import cv2
 
-    mask = np.zeros((height, width), np.uint8)
-    cv2.fillPoly(mask, [np.round(np.asarray(polygon, dtype=float)).astype(np.int32)], 1)
-    return mask.astype(bool)
+    points = np.round(np.asarray(polygon, dtype=float)).astype(np.int32)
+    x0, y0 = max(0, int(points[:, 0].min())), max(0, int(points[:, 1].min()))
+    x1, y1 = min(width, int(points[:, 0].max()) + 1), min(height, int(points[:, 1].max()) + 1)
+    x1, y1 = max(x0, x1), max(y0, y1)
+    local = np.zeros((y1 - y0, x1 - x0), np.uint8)
+    if local.size:
+        cv2.fillPoly(local, [points - np.array([x0, y0], np.int32)], 1)
+    return (x0, y0, x1, y1), local.astype(bool)
 
 
 def box_mask(box: tuple[int, int, int, int], height: int, width: int) -> np.ndarray:
@@ -46,6 +111,14 @@ def box_mask(box: tuple[int, int, int, int], height: int, width: int) -> np.ndar
     mask = np.zeros((height, width), bool)
     mask[max(0, y0):min(height, y1), max(0, x0):min(width, x1)] = True
     return mask
+
+
+def image_digest(image: np.ndarray) -> bytes:
+    """SHA-256 of an image's shape and bytes, read in place (no copy of a large image)."""
+    array = np.ascontiguousarray(image)
+    digest = hashlib.sha256(repr(array.shape).encode("ascii"))
+    digest.update(memoryview(array).cast("B"))
+    return digest.digest()
 
 
 def prompt_box(target: Target, width: int, height: int) -> tuple[int, int, int, int]:
@@ -63,6 +136,16 @@ def _or_box(mask: np.ndarray, box: np.ndarray, min_share: float) -> np.ndarray:
     return mask if mask.sum() >= min_share * box.sum() else box
 
 
+def _mark_points(mask: np.ndarray, target: Target, window: Box, width: int, height: int) -> None:
+    """A point prompt is on the object by definition: set its pixel in ``mask`` (of ``window``)."""
+    if target.points is None:
+        return
+    for x, y in target.points:
+        px, py = min(width - 1, int(x)), min(height - 1, int(y))
+        if window[0] <= px < window[2] and window[1] <= py < window[3]:
+            mask[py - window[1], px - window[0]] = True
+
+
 def convex_hull(mask: np.ndarray) -> np.ndarray:
     """The mask filled to the convex hull of its pixels."""
     import cv2
@@ -74,6 +157,32 @@ def convex_hull(mask: np.ndarray) -> np.ndarray:
     return out.astype(bool) | mask
 
 
+def local_mask(segmenter: Any, image: np.ndarray, target: Target) -> tuple[Box, np.ndarray]:
+    """``segmenter``'s mask of ``target`` as ``(box, mask inside the box)``: the segmenters
+    here say where their mask can lie, so a union never holds a whole-image mask per target."""
+    if hasattr(segmenter, "local_mask"):
+        return segmenter.local_mask(image, target)
+    height, width = image.shape[:2]
+    return (0, 0, width, height), np.asarray(segmenter.mask(image, target), bool)
+
+
+def target_union(segmenter: Any, image: np.ndarray, targets: Any) -> np.ndarray:
+    """The union of ``segmenter``'s masks of ``targets`` on ``image``, as one boolean image."""
+    height, width = image.shape[:2]
+    union = np.zeros((height, width), bool)
+    for target in targets:
+        box, mask = local_mask(segmenter, image, target)
+        union[box_slices(box)] |= mask
+    return union
+
+
+def _whole(local: tuple[Box, np.ndarray], height: int, width: int) -> np.ndarray:
+    box, mask = local
+    out = np.zeros((height, width), bool)
+    out[box_slices(box)] = mask
+    return out
+
+
 @dataclass(frozen=True)
 class BoxSegmenter:
     """Target masks as the targets' own boxes (polygons as drawn; points grown by
@@ -82,15 +191,20 @@ class BoxSegmenter:
     name = "box"
 
     def mask(self, image: np.ndarray, target: Target) -> np.ndarray:
+        return _whole(self.local_mask(image, target), *image.shape[:2])
+
+    def local_mask(self, image: np.ndarray, target: Target) -> tuple[Box, np.ndarray]:
         height, width = image.shape[:2]
         if target.polygon is not None:
-            return polygon_mask(target.polygon, height, width)
-        return box_mask(prompt_box(target, width, height), height, width)
+            return polygon_window(target.polygon, height, width)
+        box = prompt_box(target, width, height)
+        return box, np.ones((box[3] - box[1], box[2] - box[0]), bool)
 
 
 @dataclass(frozen=True)
 class GrabCutSegmenter:
-    """Target masks by OpenCV's GrabCut, started from each target's box."""
+    """Target masks by OpenCV's GrabCut, started from each target's box, run on the box's
+    window (see the module notes: ``GRABCUT_CONTEXT``, ``GRABCUT_PIXELS``)."""
 
     min_share: float = 0.2
     hull: bool = True
@@ -102,27 +216,47 @@ class GrabCutSegmenter:
             raise ValueError(f"expected min_share in [0, 1], got {self.min_share!r}")
 
     def mask(self, image: np.ndarray, target: Target) -> np.ndarray:
+        return _whole(self.local_mask(image, target), *image.shape[:2])
+
+    def local_mask(self, image: np.ndarray, target: Target) -> tuple[Box, np.ndarray]:
+        """The mask inside the target's prompt box: ``(box, mask)``."""
         height, width = image.shape[:2]
         if target.polygon is not None:
-            return polygon_mask(target.polygon, height, width)
-        x0, y0, x1, y1 = prompt_box(target, width, height)
-        box = box_mask((x0, y0, x1, y1), height, width)
-        if x1 - x0 < 3 or y1 - y0 < 3 or (x0, y0, x1, y1) == (0, 0, width, height):
-            return box  # GrabCut needs background around the box to learn from
+            return polygon_window(target.polygon, height, width)
+        box = prompt_box(target, width, height)
+        x0, y0, x1, y1 = box
+        whole = np.ones((y1 - y0, x1 - x0), bool)
+        if x1 - x0 < 3 or y1 - y0 < 3 or box == (0, 0, width, height):
+            return box, whole  # GrabCut needs background around the box to learn from
         import cv2
 
+        window = grow(box, max(GRABCUT_CONTEXT, max(x1 - x0, y1 - y0) // 2), width, height)
+        wx0, wy0, wx1, wy1 = window
+        crop = np.ascontiguousarray(image[wy0:wy1, wx0:wx1, ::-1])  # BGR, as GrabCut reads it
+        sx = sy = 1.0
+        if crop.shape[0] * crop.shape[1] > GRABCUT_PIXELS:
+            size = scaled_size(wx1 - wx0, wy1 - wy0, GRABCUT_PIXELS)
+            crop = cv2.resize(crop, size, interpolation=cv2.INTER_AREA)
+            sx, sy = size[0] / (wx1 - wx0), size[1] / (wy1 - wy0)
+        # the box in the working window, rounded outwards so it holds the whole target
+        rx0, ry0 = int(math.floor((x0 - wx0) * sx)), int(math.floor((y0 - wy0) * sy))
+        rx1 = min(crop.shape[1], int(math.ceil((x1 - wx0) * sx)))
+        ry1 = min(crop.shape[0], int(math.ceil((y1 - wy0) * sy)))
+        if rx1 - rx0 < 3 or ry1 - ry0 < 3 or (rx0, ry0, rx1, ry1) == (0, 0, crop.shape[1], crop.shape[0]):
+            return box, whole
         cv2.setRNGSeed(0)
-        labels = np.zeros((height, width), np.uint8)
+        labels = np.zeros(crop.shape[:2], np.uint8)
         background, foreground = np.zeros((1, 65), np.float64), np.zeros((1, 65), np.float64)
-        cv2.grabCut(np.ascontiguousarray(image[:, :, ::-1]), labels, (x0, y0, x1 - x0, y1 - y0), background, foreground,
-                    GRABCUT_ROUNDS, cv2.GC_INIT_WITH_RECT)
-        mask = (labels == cv2.GC_FGD) | (labels == cv2.GC_PR_FGD)
-        if target.points is not None:
-            for x, y in target.points:  # a point prompt is on the object by definition
-                mask[min(height - 1, int(y)), min(width - 1, int(x))] = True
+        cv2.grabCut(crop, labels, (rx0, ry0, rx1 - rx0, ry1 - ry0), background, foreground, GRABCUT_ROUNDS,
+                    cv2.GC_INIT_WITH_RECT)
+        found = ((labels == cv2.GC_FGD) | (labels == cv2.GC_PR_FGD)).astype(np.uint8)
+        if (sx, sy) != (1.0, 1.0):
+            found = cv2.resize(found, (wx1 - wx0, wy1 - wy0), interpolation=cv2.INTER_NEAREST)
+        mask = found[within(box, window)].astype(bool)
+        _mark_points(mask, target, box, width, height)
         if self.hull and mask.any():
-            mask = convex_hull(mask) & box
-        return _or_box(mask, box, self.min_share)
+            mask = convex_hull(mask)
+        return box, _or_box(mask, whole, self.min_share)
 
 
 @dataclass(frozen=True)
@@ -189,9 +323,11 @@ def build_sam(encoder: SamEncoder, checkpoint: str | None = None, device: str = 
 
 class SamSegmenter:
     """Target masks by Segment Anything from box and point prompts. The image embedding is
-    computed once per source image and reused for every target and edit of it. A mask is
-    kept inside the target's box grown by the scene margin's worth (``reach``), and one that
-    keeps less than ``min_share`` of the box falls back to the box, as with GrabCut."""
+    computed once per source image and reused for every target and edit of it; an image of
+    more than ``SAM_PIXELS`` is embedded scaled down to that many pixels, its prompts scaled
+    with it. A mask is kept inside the target's box grown by the scene margin's worth
+    (``reach``), holds its point prompts, and one that keeps less than ``min_share`` of the
+    box falls back to the box, as with GrabCut."""
 
     name = "sam"
 
@@ -208,6 +344,7 @@ class SamSegmenter:
         self.min_share, self.reach = min_share, reach
         self._predictor: Any = None
         self._embedded: bytes | None = None
+        self._scale = (1.0, 1.0)  # the embedded image's size over the source image's, x and y
         self.embeddings = 0  # how many images were embedded (the cache's misses)
 
     def load(self) -> None:
@@ -224,30 +361,51 @@ class SamSegmenter:
 
     def _embed(self, image: np.ndarray) -> Any:
         self.load()
-        import hashlib
-
-        key = hashlib.sha256(image.tobytes()).digest() + bytes(str(image.shape), "ascii")
+        key = image_digest(image)
         if key != self._embedded:
-            self._predictor.set_image(np.ascontiguousarray(image), image_format="RGB")
+            height, width = image.shape[:2]
+            work, self._scale = np.ascontiguousarray(image), (1.0, 1.0)
+            if height * width > SAM_PIXELS:
+                import cv2
+
+                size = scaled_size(width, height, SAM_PIXELS)
+                work = cv2.resize(work, size, interpolation=cv2.INTER_AREA)
+                self._scale = (size[0] / width, size[1] / height)
+            self._predictor.set_image(work, image_format="RGB")
             self._embedded = key
             self.embeddings += 1
         return self._predictor
 
     def mask(self, image: np.ndarray, target: Target) -> np.ndarray:
+        return _whole(self.local_mask(image, target), *image.shape[:2])
+
+    def local_mask(self, image: np.ndarray, target: Target) -> tuple[Box, np.ndarray]:
+        """The mask inside the target's prompt box grown by ``reach``: ``(box, mask)``."""
         height, width = image.shape[:2]
         if target.polygon is not None:
-            return polygon_mask(target.polygon, height, width)
+            return polygon_window(target.polygon, height, width)
         predictor = self._embed(image)
+        sx, sy = self._scale
         if target.points is not None:
-            coords = np.asarray(target.points, dtype=np.float32)
+            coords = np.asarray(target.points, dtype=np.float32) * np.array([sx, sy], np.float32)
             masks, _, _ = predictor.predict(point_coords=coords, point_labels=np.ones(len(coords), np.int64),
                                             multimask_output=False)
         else:
-            masks, _, _ = predictor.predict(box=np.asarray(target.bounds(), dtype=np.float32), multimask_output=False)
-        x0, y0, x1, y1 = prompt_box(target, width, height)
-        r = self.reach
-        mask = np.asarray(masks[0], bool) & box_mask((x0 - r, y0 - r, x1 + r, y1 + r), height, width)
-        return _or_box(mask, box_mask((x0, y0, x1, y1), height, width), self.min_share)
+            box = np.asarray(target.bounds(), dtype=np.float32) * np.array([sx, sy, sx, sy], np.float32)
+            masks, _, _ = predictor.predict(box=box, multimask_output=False)
+        found = np.asarray(masks[0], bool)
+        prompt = prompt_box(target, width, height)
+        near = grow(prompt, self.reach, width, height)
+        if (sx, sy) == (1.0, 1.0):
+            mask = found[box_slices(near)].copy()
+        else:  # each source pixel reads the embedded pixel it falls in
+            ys = np.minimum(((np.arange(near[1], near[3]) + 0.5) * sy).astype(np.int64), found.shape[0] - 1)
+            xs = np.minimum(((np.arange(near[0], near[2]) + 0.5) * sx).astype(np.int64), found.shape[1] - 1)
+            mask = found[np.ix_(ys, xs)]
+        _mark_points(mask, target, near, width, height)
+        whole = np.zeros(mask.shape, bool)
+        whole[within(prompt, near)] = True
+        return near, _or_box(mask, whole, self.min_share)
 
 
 @dataclass(frozen=True)
@@ -268,8 +426,12 @@ def annotated_boxes(record: Any, height: int, width: int) -> np.ndarray:
     """The boxes of ``record``'s box targets, as one boolean image: an annotator's box is
     where the object lies, so it is protected whole (a segmenter that loses a tyre's tread or
     the foot of a cup's handle inside it protects that part anyway)."""
-    boxes = [box_mask(t.box, height, width) for t in record.targets if t.geometry == "box"]
-    return np.logical_or.reduce(boxes) if boxes else np.zeros((height, width), bool)
+    boxes = np.zeros((height, width), bool)
+    for target in record.targets:
+        if target.geometry == "box":
+            x0, y0, x1, y1 = target.box
+            boxes[max(0, y0):min(height, y1), max(0, x0):min(width, x1)] = True
+    return boxes
 
 
 def record_protection(record: Any, targets: np.ndarray, margin: int) -> np.ndarray:
@@ -279,39 +441,52 @@ def record_protection(record: Any, targets: np.ndarray, margin: int) -> np.ndarr
 
 
 def protected_region(masks: list[np.ndarray], margin: int) -> np.ndarray:
-    """The union of ``masks`` grown by ``margin`` pixels (a disc), as a boolean image."""
+    """The union of ``masks`` grown by ``margin`` pixels (a disc), as a boolean image. The
+    growing reads only the box of the union grown by the margin (what it can reach)."""
     if not masks:
         raise ValueError("expected at least one target mask")
     if not is_int(margin, 0):
         raise ValueError(f"expected margin as a whole number of pixels >= 0, got {margin!r}")
-    union = np.logical_or.reduce(masks)
-    if margin == 0:
+    union = np.array(masks[0], bool, copy=True)
+    for mask in masks[1:]:
+        union |= mask
+    box = mask_box(union)
+    if margin == 0 or box is None:
         return union
     import cv2
 
+    height, width = union.shape
+    window = box_slices(grow(box, margin, width, height))
     kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * margin + 1, 2 * margin + 1))
-    return cv2.dilate(union.astype(np.uint8), kernel).astype(bool)
-
-
-def _region(op: dict, shape: tuple[int, int]) -> np.ndarray:
-    if "box" in op:
-        return box_mask(tuple(op["box"]), *shape)
-    return np.ones(shape, bool)
+    union[window] = cv2.dilate(union[window].astype(np.uint8), kernel).astype(bool)  # outside: no pixel to grow
+    return union
 
 
 def _recolor(image: np.ndarray, op: dict, rng: np.random.Generator, editable: np.ndarray) -> np.ndarray:
     import cv2
 
     hsv = cv2.cvtColor(image, cv2.COLOR_RGB2HSV)
-    hsv[:, :, 0] = ((hsv[:, :, 0].astype(int) + round(op["hue"] / 2)) % 180).astype(np.uint8)  # OpenCV hue: 0-179
+    hue = hsv[:, :, 0].astype(np.int16) + round(op["hue"] / 2)
+    hsv[:, :, 0] = (hue % 180).astype(np.uint8)  # OpenCV hue: 0-179
     return cv2.cvtColor(hsv, cv2.COLOR_HSV2RGB)
+
+
+def _banded(image: np.ndarray, pixels: Any) -> np.ndarray:
+    """``pixels(r0, r1)`` (the op's result on rows ``[r0, r1)``) for every row band of
+    ``image``, as one image: the arithmetic holds one band at a time."""
+    out = np.empty_like(image)
+    for r0, r1 in row_bands(*image.shape[:2]):
+        out[r0:r1] = pixels(r0, r1)
+    return out
 
 
 def _desaturate(image: np.ndarray, op: dict, rng: np.random.Generator, editable: np.ndarray) -> np.ndarray:
     import cv2
 
-    grey = cv2.cvtColor(cv2.cvtColor(image, cv2.COLOR_RGB2GRAY), cv2.COLOR_GRAY2RGB).astype(float)
-    return np.clip(np.round(image * (1 - op["amount"]) + grey * op["amount"]), 0, 255).astype(np.uint8)
+    grey = cv2.cvtColor(cv2.cvtColor(image, cv2.COLOR_RGB2GRAY), cv2.COLOR_GRAY2RGB)
+    amount = op["amount"]
+    return _banded(image, lambda r0, r1: np.clip(
+        np.round(image[r0:r1] * (1 - amount) + grey[r0:r1].astype(float) * amount), 0, 255))
 
 
 def _blur(image: np.ndarray, op: dict, rng: np.random.Generator, editable: np.ndarray) -> np.ndarray:
@@ -321,36 +496,98 @@ def _blur(image: np.ndarray, op: dict, rng: np.random.Generator, editable: np.nd
 
 
 def _noise(image: np.ndarray, op: dict, rng: np.random.Generator, editable: np.ndarray) -> np.ndarray:
-    return np.clip(np.round(image + rng.normal(0.0, float(op["sigma"]), image.shape)), 0, 255).astype(np.uint8)
+    sigma = np.float32(op["sigma"])
+
+    def band(r0: int, r1: int) -> np.ndarray:  # drawn row after row: the bands draw what one draw would
+        noise = rng.standard_normal(image[r0:r1].shape, dtype=np.float32)
+        noise *= sigma
+        noise += image[r0:r1]
+        return np.clip(np.rint(noise, out=noise), 0, 255, out=noise)
+
+    return _banded(image, band)
 
 
 def _contrast(image: np.ndarray, op: dict, rng: np.random.Generator, editable: np.ndarray) -> np.ndarray:
     # about the mean of the pixels it changes, so the untouched ones set no anchor
-    mean = image[editable].mean(axis=0) if editable.any() else image.reshape(-1, 3).mean(axis=0)
-    return np.clip(np.round((image - mean) * op["factor"] + mean), 0, 255).astype(np.uint8)
+    counted = editable if editable.any() else np.ones(image.shape[:2], bool)
+    total, count = np.zeros(3, np.int64), 0
+    for r0, r1 in row_bands(*image.shape[:2]):  # whole-number sums: the mean of one sum, exactly
+        total += image[r0:r1][counted[r0:r1]].sum(axis=0, dtype=np.int64)
+        count += int(counted[r0:r1].sum())
+    mean = total.astype(np.float64) / count
+    factor = op["factor"]
+    return _banded(image, lambda r0, r1: np.clip(np.round((image[r0:r1] - mean) * factor + mean), 0, 255))
 
 
 def _brightness(image: np.ndarray, op: dict, rng: np.random.Generator, editable: np.ndarray) -> np.ndarray:
-    return np.clip(image.astype(int) + int(round(op["delta"])), 0, 255).astype(np.uint8)
+    delta = int(round(op["delta"]))
+    return _banded(image, lambda r0, r1: np.clip(image[r0:r1].astype(np.int16) + delta, 0, 255))
 
 
 def _jpeg(image: np.ndarray, op: dict, rng: np.random.Generator, editable: np.ndarray) -> np.ndarray:
     import cv2
 
     ok, data = cv2.imencode(".jpg", image[:, :, ::-1], [cv2.IMWRITE_JPEG_QUALITY, int(op["quality"])])
+    if not ok:
+        raise ValueError(f"OpenCV could not encode the {image.shape[1]} x {image.shape[0]} canvas as JPEG")
     return cv2.imdecode(data, cv2.IMREAD_COLOR)[:, :, ::-1]
 
 
+def _reach(op: dict) -> int | None:
+    """How far around the pixels it changes an op reads (``None``: the whole canvas, as
+    JPEG's blocks are laid from the canvas's corner)."""
+    if op["op"] == "blur":
+        return int(math.ceil(4 * float(op["sigma"]))) + 2  # OpenCV's 8-bit kernel reaches 3 sigma
+    if op["op"] == "jpeg":
+        return None
+    return 0
+
+
+def _telea(image: np.ndarray, hole: np.ndarray) -> np.ndarray:
+    """``image`` with ``hole`` filled by OpenCV's Telea inpainting, at most
+    ``INPAINT_PIXELS`` at once: a larger image is filled scaled down (its hole grown to
+    every scaled pixel a hole pixel touches) and the fill scaled back into the hole."""
+    import cv2
+
+    height, width = hole.shape  # Telea fills each channel alike: RGB is filled as BGR would be
+    if height * width <= INPAINT_PIXELS:
+        return cv2.inpaint(np.ascontiguousarray(image), hole.astype(np.uint8), INPAINT_RADIUS, cv2.INPAINT_TELEA)
+    size = scaled_size(width, height, INPAINT_PIXELS)
+    small = cv2.resize(image, size, interpolation=cv2.INTER_AREA)
+    touched = (cv2.resize(hole.astype(np.uint8) * 255, size, interpolation=cv2.INTER_AREA) > 0).astype(np.uint8)
+    touched = cv2.dilate(touched, np.ones((3, 3), np.uint8))
+    filled = cv2.inpaint(small, touched, INPAINT_RADIUS, cv2.INPAINT_TELEA)
+    out = cv2.resize(filled, (width, height), interpolation=cv2.INTER_LINEAR)
+    np.copyto(out, image, where=~hole[:, :, None])
+    return out
+
+
 class OpenCVInpainter:
-    """``remove`` by OpenCV's Telea inpainting (the default; no weights)."""
+    """``remove`` by OpenCV's Telea inpainting (the default; no weights). It reads the hole's
+    box grown by ``INPAINT_RADIUS + 2`` pixels (:meth:`window`: what Telea reads, so the
+    fill is the one the whole image would give), at most ``INPAINT_PIXELS`` at once."""
 
     name = "opencv"
 
-    def inpaint(self, image: np.ndarray, hole: np.ndarray, seed: int) -> np.ndarray:
-        import cv2
+    def window(self, box: Box, width: int, height: int) -> Box:
+        """The part of a ``width`` x ``height`` canvas the fill of a hole in ``box`` reads."""
+        window = grow(box, INPAINT_RADIUS + 2, width, height)
+        pixels = (window[2] - window[0]) * (window[3] - window[1])
+        if pixels > INPAINT_PIXELS:  # filled scaled down: the same context in scaled pixels
+            window = grow(box, int(math.ceil((INPAINT_RADIUS + 3) * math.sqrt(pixels / INPAINT_PIXELS))), width,
+                          height)
+        return window
 
-        return cv2.inpaint(np.ascontiguousarray(image[:, :, ::-1]), hole.astype(np.uint8), INPAINT_RADIUS,
-                           cv2.INPAINT_TELEA)[:, :, ::-1]
+    def inpaint(self, image: np.ndarray, hole: np.ndarray, seed: int) -> np.ndarray:
+        box = mask_box(hole)
+        if box is None:
+            return np.array(image, copy=True)
+        window = self.window(box, hole.shape[1], hole.shape[0])
+        if window == (0, 0, hole.shape[1], hole.shape[0]):  # replay shows it its window only
+            return _telea(image, hole)
+        out = np.array(image, copy=True)
+        out[box_slices(window)] = _telea(image[box_slices(window)], hole[box_slices(window)])
+        return out
 
 
 class _WindowInpainter(abc.ABC):
@@ -387,18 +624,27 @@ class _WindowInpainter(abc.ABC):
     def _fill(self, pipe: Any, window: np.ndarray, hole: np.ndarray, generator: Any) -> np.ndarray:
         """The model's picture (floats in [0, 1], the window's size) with ``hole`` filled."""
 
+    def window(self, box: Box, width: int, height: int) -> Box:
+        """The square window around a hole in ``box`` that the model paints (at least its
+        own size and twice the hole's longer side, within the ``width`` x ``height`` canvas)."""
+        size = self._size(self.load())
+        x0, y0, x1, y1 = box
+        side = min(max(height, width), max(size, 2 * (max(y1 - y0, x1 - x0))))
+        cx, cy = (x0 + x1 - 1) // 2, (y0 + y1 - 1) // 2
+        wx0, wy0 = min(max(0, cx - side // 2), max(0, width - side)), min(max(0, cy - side // 2), max(0, height - side))
+        return wx0, wy0, min(width, wx0 + side), min(height, wy0 + side)
+
     def inpaint(self, image: np.ndarray, hole: np.ndarray, seed: int) -> np.ndarray:
         import cv2
         import torch
 
         pipe = self.load()
         size = self._size(pipe)
-        ys, xs = np.nonzero(hole)
-        height, width = hole.shape
-        side = min(max(height, width), max(size, 2 * int(max(ys.max() - ys.min(), xs.max() - xs.min()) + 1)))
-        cx, cy = (int(xs.min() + xs.max()) // 2, int(ys.min() + ys.max()) // 2)
-        x0, y0 = min(max(0, cx - side // 2), max(0, width - side)), min(max(0, cy - side // 2), max(0, height - side))
-        window = (slice(y0, min(height, y0 + side)), slice(x0, min(width, x0 + side)))
+        box = mask_box(hole)
+        result = np.array(image, copy=True)
+        if box is None:
+            return result
+        window = box_slices(self.window(box, hole.shape[1], hole.shape[0]))
         crop, crop_hole = image[window], hole[window]
         small = cv2.resize(crop, (size, size), interpolation=cv2.INTER_AREA)
         small_hole = cv2.resize(crop_hole.astype(np.uint8), (size, size), interpolation=cv2.INTER_NEAREST).astype(bool)
@@ -406,7 +652,6 @@ class _WindowInpainter(abc.ABC):
         out = self._fill(pipe, small, small_hole, generator)
         filled = cv2.resize(np.clip(np.round(out * 255), 0, 255).astype(np.uint8), (crop.shape[1], crop.shape[0]),
                             interpolation=cv2.INTER_CUBIC)
-        result = image.copy()
         result[window] = np.where(crop_hole[:, :, None], filled, crop)
         return result
 
@@ -488,60 +733,128 @@ def replay(source: np.ndarray, protected: np.ndarray, ops: tuple, seed: int,
     """The image after ``ops`` (see :mod:`vicogym.editors.natural`) and where the source's
     protected pixels now lie. Every op writes only outside the protected region; ``noise``
     and the inpainter draw from ``SeedSequence([seed, op index])``. ``remove`` uses
-    ``inpainter`` (OpenCV's by default). The indices of ops that changed no pixel (a
+    ``inpainter`` (OpenCV's by default), shown only its ``window`` of the canvas around the
+    hole. An op reads and writes only the box of the pixels it may change (with a blur's
+    reach around it; see the module notes). The indices of ops that changed no pixel (a
     recolour of a grey region, a blur of a flat border) are appended to ``idle``."""
     inpainter = inpainter or OpenCVInpainter()
     idle = idle if idle is not None else []
     image, guard = np.array(source, dtype=np.uint8, copy=True), protected.copy()
     for k, op in enumerate(ops):
-        name, shape = op["op"], image.shape[:2]
+        name = op["op"]
+        height, width = image.shape[:2]
         if name == "pad":
-            widths = ((op["top"], op["bottom"]), (op["left"], op["right"]))
-            image = np.stack([np.pad(image[:, :, c], widths, constant_values=op["fill"][c]) for c in range(3)], axis=2)
-            guard = np.pad(guard, widths, constant_values=False)
+            image, guard = _pad(image, op), np.pad(guard, ((op["top"], op["bottom"]), (op["left"], op["right"])),
+                                                   constant_values=False)
             continue
         if name == "crop":
             x0, y0, x1, y1 = op["box"]
             image, guard = image[y0:y1, x0:x1].copy(), guard[y0:y1, x0:x1].copy()
             continue
-        if name == "remove":
-            hole = _region(op, shape) & ~guard
-            if not hole.any():
-                idle.append(k)
-                continue
-            edited = inpainter.inpaint(image, hole, int(_stream(seed, k).integers(2**63)))
-            editable = hole
-        elif name == "paste":
+        if name == "paste":
             sx0, sy0, sx1, sy1 = op["source"]
             tx, ty = op["to"]
-            edited = image.copy()
-            edited[ty:ty + sy1 - sy0, tx:tx + sx1 - sx0] = image[sy0:sy1, sx0:sx1]
-            editable = box_mask((tx, ty, tx + sx1 - sx0, ty + sy1 - sy0), *shape) & ~guard
+            area = (tx, ty, tx + sx1 - sx0, ty + sy1 - sy0)
         else:
-            editable = _region(op, shape) & ~guard
-            edited = FILTERS[name](image, op, _stream(seed, k), editable)
-        before = image
-        if name == "remove":  # the inpainter blends its hole in itself: a soft edge would bring the object back
-            image = np.where(editable[:, :, None], edited, image)
+            area = tuple(op["box"]) if "box" in op else (0, 0, width, height)
+        area = grow(area, 0, width, height)
+        free = ~guard[box_slices(area)]
+        inner = mask_box(free)
+        if inner is None:  # nothing it may change
+            idle.append(k)
+            continue
+        box = (area[0] + inner[0], area[1] + inner[1], area[0] + inner[2], area[1] + inner[3])
+        editable = free[box_slices(inner)]
+        if name == "remove":
+            changed = _remove(image, box, editable, inpainter, int(_stream(seed, k).integers(2**63)))
+        elif name == "paste":
+            patch = image[sy0:sy1, sx0:sx1][box_slices(inner)].copy()
+            changed = _blend(image, box, editable, patch)
         else:
-            alpha = feather(editable)[:, :, None]
-            image = np.where(editable[:, :, None], np.rint(alpha * edited + (1.0 - alpha) * image), image).astype(
-                np.uint8)
-        if np.array_equal(image, before):
+            reach = _reach(op)
+            window = (0, 0, width, height) if reach is None else grow(box, reach, width, height)
+            local = np.zeros((window[3] - window[1], window[2] - window[0]), bool)
+            local[within(box, window)] = editable
+            edited = FILTERS[name](image[box_slices(window)], op, _stream(seed, k), local)
+            changed = _blend(image, box, editable, edited[within(box, window)])
+        if not changed:
             idle.append(k)
     return image, guard
+
+
+def _pad(image: np.ndarray, op: dict) -> np.ndarray:
+    height, width = image.shape[:2]
+    top, left = op["top"], op["left"]
+    out = np.empty((height + top + op["bottom"], width + left + op["right"], 3), np.uint8)
+    out[:] = np.asarray(op["fill"], np.uint8)
+    out[top:top + height, left:left + width] = image
+    return out
+
+
+def _remove(image: np.ndarray, box: Box, hole: np.ndarray, inpainter: Any, seed: int) -> bool:
+    """Inpaint ``hole`` (the editable pixels of ``box``) in place, showing the inpainter its
+    window of the canvas; whether a pixel changed. The inpainter blends its hole in itself:
+    a soft edge would bring the object back, so its fill is taken as it is."""
+    height, width = image.shape[:2]
+    window = inpainter.window(box, width, height) if hasattr(inpainter, "window") else (0, 0, width, height)
+    local = np.zeros((window[3] - window[1], window[2] - window[0]), bool)
+    local[within(box, window)] = hole
+    filled = inpainter.inpaint(image[box_slices(window)], local, seed)[within(box, window)]
+    region = image[box_slices(box)]
+    changed = False
+    for r0, r1 in row_bands(*region.shape[:2]):
+        old, where = region[r0:r1], hole[r0:r1]
+        changed = changed or not np.array_equal(filled[r0:r1][where], old[where])
+        np.copyto(old, filled[r0:r1], where=where[:, :, None])
+    return changed
+
+
+def _blend(image: np.ndarray, box: Box, editable: np.ndarray, edited: np.ndarray) -> bool:
+    """Write ``edited`` (the op's pixels over ``box``) into ``image`` where ``editable``,
+    faded in by :func:`feather` from the editable region's edge; whether a pixel changed.
+    Band by band: each band's fade is read with ``FEATHER_PX + 2`` rows either side (all a
+    fade of ``FEATHER_PX`` can see), so no whole-canvas array of shares is held."""
+    height, width = image.shape[:2]
+    rim = grow(box, 1, width, height)  # one pixel around the box: not editable, or the image's border
+    local = np.zeros((rim[3] - rim[1], rim[2] - rim[0]), bool)
+    inner = within(box, rim)
+    local[inner] = editable
+    region = image[box_slices(box)]
+    reach, top, left = FEATHER_PX + 2, box[1] - rim[1], box[0] - rim[0]
+    changed = False
+    for r0, r1 in row_bands(*region.shape[:2], reach):
+        a0, a1 = max(0, top + r0 - reach), min(local.shape[0], top + r1 + reach)  # rows of the rim read
+        a = feather(local[a0:a1])[top + r0 - a0:top + r1 - a0, left:left + region.shape[1]]
+        old, new, free = region[r0:r1], edited[r0:r1], editable[r0:r1]
+        full, part = free & (a >= 1.0), free & (a > 0.0) & (a < 1.0)  # all of the edit; a share of it (the fade)
+        mixed = old[part]
+        if len(mixed):
+            share = a[part][:, None]
+            mixed = np.rint(share * new[part] + (1.0 - share) * mixed).astype(np.uint8)
+        changed = changed or not (np.array_equal(new[full], old[full]) and np.array_equal(mixed, old[part]))
+        np.copyto(old, new, where=full[:, :, None])
+        old[part] = mixed
+    return changed
 
 
 def feather(editable: np.ndarray) -> np.ndarray:
     """How much of an edit each pixel takes (0-1): all of it from ``FEATHER_PX`` pixels inside
     the editable region's edge on (a box's edge, the protected region's), fading to nothing
     at the edge, so that no edit draws a rectangle or the targets' outline; the image's own
-    border is no edge. Zero outside the region, so protected pixels stay exact."""
+    border is no edge. Zero outside the region, so protected pixels stay exact. Computed in
+    row bands read with ``FEATHER_PX + 2`` rows either side: a distance up to
+    ``FEATHER_PX`` is found within them, and a longer one is all of the edit anyway."""
     import cv2
 
+    height, width = editable.shape
     padded = np.pad(editable.astype(np.uint8), 1, constant_values=1)
-    distance = cv2.distanceTransform(padded, cv2.DIST_L2, 3)[1:-1, 1:-1]
-    return np.where(editable, np.clip(distance / FEATHER_PX, 0.0, 1.0), 0.0).astype(np.float32)
+    out = np.zeros((height, width), np.float32)
+    reach = FEATHER_PX + 2
+    for r0, r1 in row_bands(height, width, reach):
+        a0, a1 = max(0, r0 - reach), min(height, r1 + reach)
+        distance = cv2.distanceTransform(padded[a0:a1 + 2], cv2.DIST_L2, 3)[1:-1, 1:-1][r0 - a0:r1 - a0]
+        out[r0:r1] = np.where(editable[r0:r1], np.clip(distance / FEATHER_PX, 0.0, 1.0), 0.0)
+    return out
 
 
 def frame_mask(mask: np.ndarray, ops: tuple) -> np.ndarray:

@@ -17,7 +17,7 @@ import hashlib
 import math
 import zlib
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 import numpy as np
 
@@ -39,6 +39,53 @@ GEOMETRIES = ("box", "points", "polygon")
 #: how many pixels an edit fades in over from the edge of what it may change (the renderer
 #: fades, and the checks measure past the fade)
 FEATHER_PX = 12
+#: the most pixels the renderer's and the checks' floating-point arithmetic holds at once
+#: (a row band of the canvas: see :func:`row_bands`)
+BAND_PIXELS = 1 << 21
+
+#: a box of pixels ``(x0, y0, x1, y1)``, x1 and y1 exclusive
+Box = tuple[int, int, int, int]
+
+
+def mask_box(mask: np.ndarray) -> Box | None:
+    """The smallest box ``(x0, y0, x1, y1)`` holding every pixel of ``mask`` (found from its
+    row and column projections, without listing the pixels), or ``None`` when it is empty."""
+    rows = np.flatnonzero(mask.any(axis=1))
+    if not rows.size:
+        return None
+    cols = np.flatnonzero(mask.any(axis=0))
+    return int(cols[0]), int(rows[0]), int(cols[-1]) + 1, int(rows[-1]) + 1
+
+
+def grow(box: Box, by: int, width: int, height: int) -> Box:
+    """``box`` grown by ``by`` pixels on every side, within the ``width`` x ``height`` image."""
+    x0, y0, x1, y1 = box
+    return max(0, x0 - by), max(0, y0 - by), min(width, x1 + by), min(height, y1 + by)
+
+
+def box_slices(box: Box) -> tuple[slice, slice]:
+    """``box`` as the (rows, columns) slices of an image."""
+    return slice(box[1], box[3]), slice(box[0], box[2])
+
+
+def within(box: Box, window: Box) -> tuple[slice, slice]:
+    """Where ``box`` lies inside ``window`` (which holds it), as slices of the window."""
+    return slice(box[1] - window[1], box[3] - window[1]), slice(box[0] - window[0], box[2] - window[0])
+
+
+def row_bands(height: int, width: int, context: int = 0) -> Iterator[tuple[int, int]]:
+    """Row ranges ``[r0, r1)`` covering ``height`` rows, each of at most ``BAND_PIXELS``
+    pixels (at least one row, and at least ``context`` rows, so that a band read with
+    ``context`` rows either side is at least a third its own)."""
+    step = max(1, context, BAND_PIXELS // max(1, width))
+    for r0 in range(0, height, step):
+        yield r0, min(height, r0 + step)
+
+
+def scaled_size(width: int, height: int, most: int) -> tuple[int, int]:
+    """``(width, height)`` scaled down, aspect kept, to at most ``most`` pixels (at least one a side)."""
+    scale = math.sqrt(most / (width * height))
+    return max(1, min(width, int(width * scale))), max(1, min(height, int(height * scale)))
 
 
 def _fail(where: str, expected: str, got: Any) -> ValueError:
@@ -224,7 +271,9 @@ def pixels_sha256(image: np.ndarray) -> str:
     """The identity of a source image: SHA-256 of its shape and RGB bytes (not of a file,
     whose encoding may change while the pixels do not)."""
     image = np.ascontiguousarray(image, dtype=np.uint8)
-    return hashlib.sha256(repr(image.shape).encode("ascii") + image.tobytes()).hexdigest()
+    digest = hashlib.sha256(repr(image.shape).encode("ascii"))
+    digest.update(memoryview(image).cast("B"))  # read in place: a 40 MP image is not copied to be hashed
+    return digest.hexdigest()
 
 
 #: payload names of the two masks a segmented scene carries
@@ -324,6 +373,7 @@ def frame_of(scene: Scene) -> Frame:
     return frame
 
 
-__all__ = ["ANSWER_TYPES", "ERROR_CODES", "GEOMETRIES", "MASKS", "Frame", "Record", "Scene", "Target", "frame_of",
+__all__ = ["ANSWER_TYPES", "BAND_PIXELS", "ERROR_CODES", "GEOMETRIES", "MASKS", "Box", "Frame", "Record", "Scene",
+           "Target", "box_slices", "frame_of", "grow", "mask_box", "row_bands", "scaled_size", "within",
            "pack_mask", "pixels_sha256", "sha256", "unpack_mask"]
 

@@ -151,22 +151,36 @@ def test_random_edits_never_change_a_protected_pixel_and_refused_ones_change_not
 
 
 def test_an_edit_that_reaches_a_target_after_all_is_rejected_by_the_pixel_proof(small_env, monkeypatch):
-    """The editors' word is not trusted: a filter that writes into the protected region
-    is caught by the proof, the edit is rejected and nothing changes."""
+    """The renderer's word is not trusted: a replay that writes into the protected region
+    (it lights the targets too) is caught by the proof, the edit is rejected and nothing
+    changes. (A filter cannot leak so: it is handed a copy of what it may change, and only
+    the pixels it may change are written back.)"""
+    import vicogym.envs.natural as natural_env
     import vicogym.renderers.natural as renderer
 
     small_env.reset(seed=0, options={"index": 0})
     before = _state(small_env)
+    real = natural_env.replay
 
-    def leaky(image, op, rng, editable):
-        editable[:] = True  # writes everywhere, targets included
-        return np.clip(image.astype(int) + 40, 0, 255).astype(np.uint8)
+    def leaky(source, protected, ops, seed, inpainter=None, idle=None):
+        image, guard = real(source, protected, ops, seed, inpainter, idle)
+        image[guard] = np.clip(image[guard].astype(int) + 40, 0, 255).astype(np.uint8)  # the targets too
+        return image, guard
 
-    monkeypatch.setitem(renderer.FILTERS, "brightness", leaky)
+    monkeypatch.setattr(natural_env, "replay", leaky)
     _, reward, _, _, info = small_env.step({"op": "brightness", "delta": 20, "box": [0, 60, 20, 80]})
     assert not info["valid"] and info["error"]["code"] == "protected" and "protected pixels changed" in \
         info["error"]["message"]
     assert _state(small_env) == before and reward == -1.0
+    monkeypatch.setattr(natural_env, "replay", real)
+
+    def grabby(image, op, rng, editable):
+        editable[:] = True  # claims every pixel it is shown, targets included
+        return np.clip(image.astype(int) + 40, 0, 255).astype(np.uint8)
+
+    monkeypatch.setitem(renderer.FILTERS, "brightness", grabby)
+    _, _, _, _, info = small_env.step({"op": "brightness", "delta": 20, "box": [0, 60, 20, 80]})
+    assert info["valid"] and _protected_pixels_hold(small_env)
 
 
 def test_a_crashing_inpainter_rejects_the_edit_and_keeps_the_state(small_env, monkeypatch):
@@ -525,3 +539,134 @@ def test_the_demos_protected_region_covers_what_each_question_is_about_as_drawn_
             checked += 1
     env.close()
     assert checked >= 28
+
+
+# -- images at the pixel cap: the work is the sample's, not the file's -------------------------
+import subprocess
+import sys
+import textwrap
+import zlib
+
+#: the largest image a source may hold (vicogym.sources.MAX_IMAGE_PIXELS), as a strip
+STRIP = (40_000, 1_000)
+STRIP_TARGET = [100, 100, 400, 600]
+#: reset, then a whole-image op, a boxed op and the removal of nearly the whole strip
+STRIP_OPS = [{"op": "noise", "sigma": 20}, {"op": "blur", "sigma": 3, "box": [2000, 0, 3000, 1000]},
+             {"op": "remove", "box": [1000, 0, 40_000, 1000]}]
+
+
+def zeros_png(path, width, height, depth=16, channels=4):
+    """A PNG of zeros (16-bit RGBA by default), written row by row: a few hundred kilobytes
+    on disk, ``width * height * channels * depth / 8`` bytes once decoded."""
+    import struct
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    colour = {1: 0, 3: 2, 4: 6}[channels]
+    packer, row = zlib.compressobj(9), bytes(1 + width * channels * depth // 8)  # filter byte 0, then zeros
+    body = b"".join(packer.compress(row) for _ in range(height)) + packer.flush()
+    header = struct.pack(">IIBBBBB", width, height, depth, colour, 0, 0, 0)
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", body) + chunk(b"IEND", b""))
+    return path
+
+
+#: one reset and a few steps of the environment on the strip, in a process of its own (its
+#: peak memory is that run's alone), measured from gym.make to the PNG of the last image
+STRIP_RUN = textwrap.dedent("""
+    import json, resource, sys, time
+    start = time.perf_counter()
+    import gymnasium as gym
+    import numpy as np
+    import vicogym  # noqa: F401
+    from vicogym.images import encode_png
+    from vicogym.renderers.natural import frame_mask
+    source, ops, (x0, y0, x1, y1) = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+    env = gym.make("vicogym/Natural-v0", source=source, k=4, max_turns=len(ops) + 1)
+    env.reset(seed=0)
+    valid = [env.step(op)[4]["valid"] for op in ops]
+    sample = env.unwrapped.sample
+    png = encode_png(sample.image)
+    scene = sample.structure
+    image = env.unwrapped.arm.source.image(scene.record.image)
+    protected = scene.mask("protected")
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    print(json.dumps({
+        "seconds": time.perf_counter() - start, "cpu": usage.ru_utime + usage.ru_stime,
+        "peak": usage.ru_maxrss * 1024, "valid": valid, "png": len(png), "shape": list(sample.image.shape),
+        "holds": bool(np.array_equal(image[protected], sample.image[frame_mask(protected, scene.ops)])),
+        "covered": bool(protected[y0:y1, x0:x1].all()),
+        "edited": float((sample.image[:, 1000:] != 0).any(axis=2).mean())}))
+""")
+
+
+def run_strip(folder, ops=STRIP_OPS, timeout=300):
+    """What :data:`STRIP_RUN` reports on a 40 MP 16-bit RGBA strip of zeros with one box target."""
+    image = zeros_png(folder / "strip.png", *STRIP)
+    assert image.stat().st_size < 1 << 20  # the attack is small on disk
+    record = {"id": "strip", "image": "strip.png", "question": "Is there a box on the strip?", "answer": "yes",
+              "answer_type": "yes/no", "targets": [{"label": "box", "box": STRIP_TARGET}]}
+    (folder / "strip.jsonl").write_text(json.dumps(record) + "\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-c", STRIP_RUN, str(folder / "strip.jsonl"), json.dumps(ops),
+                           json.dumps(STRIP_TARGET)], capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_an_image_at_the_pixel_cap_costs_what_its_sample_needs(tmp_path):
+    """A 40000 x 1000 16-bit RGBA PNG of zeros (the 40 MP cap, a few hundred KB on disk) with
+    one box target: GrabCut on the whole image once took 8.1 GB and 412 s for one reset. Now
+    reset, a noise op over the whole strip, a boxed blur, the removal of nearly the whole
+    strip and the PNG of the result take a bounded share of that (measured in a process of
+    their own), and the sample is still right: every protected pixel as in the source, the
+    target's box protected, the strip edited."""
+    report = run_strip(tmp_path)
+    assert report["valid"] == [True] * len(STRIP_OPS), report
+    assert report["holds"] and report["covered"] and report["edited"] > 0.9, report
+    assert report["shape"] == [STRIP[1], STRIP[0], 3]  # the sample keeps the image's own size
+    assert report["peak"] < 2 * 2**30, f"peak memory {report['peak'] / 2**20:.0f} MiB"
+    assert report["cpu"] < 60 and report["seconds"] < 180, report  # CPU time: what a busy machine does not inflate
+
+
+def test_the_working_sizes_keep_the_proof_the_targets_and_the_bytes(tmp_path, monkeypatch):
+    """With every working size shrunk far below the picture (GrabCut's, Telea's, the row
+    bands, the stand-in actor's view), a small source takes the paths a 40 MP image takes:
+    GrabCut on a scaled window, Telea scaled down, banded arithmetic. The protected region
+    still holds each box whole and each point prompt, every accepted edit keeps the
+    protected pixels, and the same seed gives the same bytes."""
+    import vicogym.checks.natural as checks
+    import vicogym.renderers.natural as renderer
+    import vicogym.structures.natural as structures
+    from vicogym.envs import natural
+
+    for name, value in (("GRABCUT_PIXELS", 300), ("INPAINT_PIXELS", 200)):
+        monkeypatch.setattr(renderer, name, value)
+    monkeypatch.setattr(structures, "BAND_PIXELS", 97)
+    monkeypatch.setattr(checks, "ACTOR_PIXELS", 1500)
+    monkeypatch.setattr(natural, "_MASK_CACHE", {})
+    source = _small_source(tmp_path)
+    points = {"id": "square-points", "image": "square.png", "question": "Is there a square?", "answer": "yes",
+              "answer_type": "yes/no", "targets": [{"label": "square", "points": [[41.5, 31.2], [33, 22]]}]}
+    with source.open("a", encoding="utf-8") as out:
+        out.write(json.dumps(points) + "\n")
+    env = gym.make("vicogym/Natural-v0", source=str(source), k=2, width=64, height=64, max_turns=10)
+    ops = [{"op": "remove", "box": [66, 56, 96, 80]}, {"op": "noise", "sigma": 12},
+           {"op": "blur", "sigma": 2, "box": [0, 58, 30, 80]}]
+    for index in (0, 2):
+        images = []
+        for _ in range(2):
+            env.reset(seed=0, options={"index": index})
+            for op in ops:
+                info = env.step(op)[4]
+                assert info["valid"], (op, info["error"])
+                assert _protected_pixels_hold(env)
+            images.append(env.unwrapped.sample.image)
+        assert np.array_equal(*images)
+        scene = env.unwrapped.sample.structure
+        targets, protected = scene.mask("targets"), scene.mask("protected")
+        if index == 0:
+            assert protected[18:46, 28:56].all() and not targets[:, 60:].any()  # the box, and inside it only
+        else:
+            assert targets[31, 41] and targets[22, 33] and protected[22:32, 33:42].all()  # the points
+    env.close()

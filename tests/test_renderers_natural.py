@@ -183,3 +183,96 @@ def test_stable_diffusion_inpaints_only_the_hole_from_a_tiny_local_pipeline(tmp_
     assert np.array_equal(image, again) and not np.array_equal(image, other)  # seeded from the env's stream
     with pytest.raises(FileNotFoundError, match="expected a diffusers model folder"):
         StableDiffusionInpainter(str(tmp_path / "nothing")).inpaint(source, hole, 0)
+
+
+# -- bounded work: windows, working sizes, row bands ---------------------------------------------
+def test_the_row_bands_give_the_bytes_the_whole_canvas_would(monkeypatch):
+    """Each op's arithmetic (the fade, noise's draws, contrast's mean, the blend) runs in row
+    bands of at most BAND_PIXELS; any band size gives the same bytes, idle ops alike."""
+    import vicogym.renderers.natural as renderer
+    import vicogym.structures.natural as structures
+
+    source, protected = _astronaut_flag()
+    ops = (*EVERY_OP[:-1], {"op": "noise", "sigma": 9, "box": [300, 200, 500, 400]},
+           {"op": "contrast", "factor": 0.7, "box": [120, 0, 400, 524]}, {"op": "crop", "box": [10, 0, 400, 524]})
+    box = np.zeros((60, 80), bool)
+    box[10:50, 20:70] = True
+    box[30:35, 40:45] = False
+    whole_idle = []
+    whole, whole_guard = renderer.replay(source, protected, ops, seed=7, idle=whole_idle)
+    fade = renderer.feather(box)
+    for band in (1, 97, 5000):
+        monkeypatch.setattr(structures, "BAND_PIXELS", band)
+        banded_idle = []
+        image, guard = renderer.replay(source, protected, ops, seed=7, idle=banded_idle)
+        assert np.array_equal(image, whole) and np.array_equal(guard, whole_guard) and banded_idle == whole_idle
+        assert np.array_equal(renderer.feather(box), fade)
+
+
+def test_telea_reads_the_holes_window_and_fills_it_as_the_whole_image_would():
+    from vicogym.renderers.natural import INPAINT_RADIUS, OpenCVInpainter
+
+    rng = np.random.default_rng(3)
+    image = cv2.GaussianBlur(rng.integers(0, 256, (200, 300, 3)).astype(np.uint8), (0, 0), 2)
+    for _ in range(20):
+        hole = np.zeros((200, 300), np.uint8)
+        x, y = int(rng.integers(0, 280)), int(rng.integers(0, 180))
+        hole[y:y + int(rng.integers(2, 40)), x:x + int(rng.integers(2, 60))] = 1
+        hole[rng.integers(0, 200, 5), rng.integers(0, 300, 5)] = 1  # stray pixels: a wide, sparse box
+        whole = cv2.inpaint(image, hole, INPAINT_RADIUS, cv2.INPAINT_TELEA)
+        assert np.array_equal(OpenCVInpainter().inpaint(image, hole.astype(bool), 0), whole)
+
+
+def test_grabcut_and_telea_read_at_most_their_working_size(monkeypatch):
+    """On an image larger than their working sizes, GrabCut reads the target's window scaled
+    down to GRABCUT_PIXELS and Telea the hole's window scaled down to INPAINT_PIXELS; the
+    mask stays in the box and holds the point prompts, and only the hole is filled."""
+    import vicogym.renderers.natural as renderer
+    from vicogym.renderers.natural import GRABCUT_PIXELS, INPAINT_PIXELS, GrabCutSegmenter, replay
+
+    seen = []
+    real_grabcut, real_inpaint = cv2.grabCut, cv2.inpaint
+    monkeypatch.setattr(cv2, "grabCut", lambda image, *a: (seen.append(("grabcut", image.shape)),
+                                                           real_grabcut(image, *a))[1])
+    monkeypatch.setattr(cv2, "inpaint", lambda image, *a: (seen.append(("inpaint", image.shape)),
+                                                           real_inpaint(image, *a))[1])
+    image = np.full((900, 3000, 3), 60, np.uint8)
+    cv2.ellipse(image, (1500, 450), (1300, 380), 0, 0, 360, (220, 40, 40), -1)
+    wide = Target("blob", box=(150, 40, 2850, 860))
+    mask = GrabCutSegmenter().mask(image, wide)
+    assert mask.shape == (900, 3000) and not mask[:, :150].any() and not mask[:40].any()
+    assert mask[450, 1500] and mask.sum() > 0.6 * 2700 * 820
+    pointed = Target("blob", points=((1500.0, 450.0), (2790.5, 452.0)))
+    mask = GrabCutSegmenter(hull=False).mask(image, pointed)
+    assert mask[450, 1500] and mask[452, 2790]
+    protected = renderer.box_mask((1200, 300, 1800, 600), 900, 3000)
+    edited, guard = replay(image, protected, ({"op": "remove", "box": [0, 0, 1100, 900]},), seed=1)
+    assert (edited[:, 1100:] == image[:, 1100:]).all() and (edited[:, :1100] != image[:, :1100]).any()
+    assert seen and all(shape[0] * shape[1] <= (GRABCUT_PIXELS if kind == "grabcut" else INPAINT_PIXELS)
+                        for kind, shape in seen), seen
+    assert {kind for kind, _ in seen} == {"grabcut", "inpaint"}
+
+
+def test_sam_embeds_a_large_image_at_its_working_size(tmp_path, monkeypatch):
+    """An image of more than SAM_PIXELS is embedded scaled down (one embedding still), its
+    prompts scaled with it; masks come back at the image's size, near their prompts."""
+    import vicogym.renderers.natural as renderer
+    from vicogym.renderers.natural import SamSegmenter
+
+    encoder, path = _tiny_sam_checkpoint(tmp_path)
+    monkeypatch.setattr(renderer, "SAM_PIXELS", 4000)
+    segmenter = SamSegmenter(str(path), model=encoder)
+    shapes = []
+    segmenter.load()
+    real = segmenter._predictor.set_image
+    monkeypatch.setattr(segmenter._predictor, "set_image", lambda image, **kw: (shapes.append(image.shape),
+                                                                                 real(image, **kw))[1])
+    image, _ = _disc_image()
+    targets = [Target("disc", box=(50, 30, 111, 91)), Target("disc", points=((80.0, 60.0), (100.5, 70.5)))]
+    masks = [segmenter.mask(image, t) for t in targets]
+    assert segmenter.embeddings == 1 and shapes and all(h * w <= 4000 for h, w, _ in shapes)
+    for target, mask, reach in zip(targets, masks, (8, 8 + 24)):
+        x0, y0, x1, y1 = target.bounds()
+        assert mask.shape == (120, 160) and mask.any()
+        assert not (mask & ~box_mask((x0 - reach, y0 - reach, x1 + reach, y1 + reach), 120, 160)).any()
+    assert masks[1][60, 80] and masks[1][70, 100]  # a point prompt is on its object
