@@ -433,3 +433,13 @@ def test_anls_agrees_with_the_reference_package(prediction, golds, threshold):
 def test_anls_agrees_with_the_reference_on_any_text(prediction, gold):
     reference = pytest.importorskip("anls.metrics.score", reason="the conformance test needs anls==0.0.2")
     assert anls(prediction, [gold]) == reference.anls_score(prediction, [gold])
+
+
+@pytest.mark.parametrize("name", ["../../../../etc/passwd", "/etc/fonts/x.ttf", "ttf/../DejaVuSans.ttf",
+                                  "..\\DejaVuSans.ttf", 7, None])
+def test_a_stored_font_name_is_a_file_name_in_matplotlibs_font_folder_never_a_path(name):
+    from vicogym.renderers.evidence import font_path
+
+    assert font_path("DejaVuSans.ttf").endswith("DejaVuSans.ttf")
+    with pytest.raises(ValueError, match="the file name of a font matplotlib ships"):
+        font_path(name)

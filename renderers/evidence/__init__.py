@@ -41,11 +41,15 @@ BACKGROUND = 236
 
 
 def font_path(name: str = "DejaVuSans.ttf") -> str:
-    """A font that ships with matplotlib (so every machine has the same glyphs)."""
+    """A font that ships with matplotlib (so every machine has the same glyphs): ``name`` is a
+    file name in matplotlib's font folder, never a path (a stored task names its font)."""
     import matplotlib
 
+    if not isinstance(name, str) or not name.endswith(".ttf") or os.path.basename(name) != name or "\\" in name:
+        raise ValueError(f"expected the file name of a font matplotlib ships (such as 'DejaVuSans.ttf'), got "
+                         f"{str(name)[:80]!r}")
     path = os.path.join(os.path.dirname(matplotlib.__file__), "mpl-data", "fonts", "ttf", name)
-    if not os.path.exists(path):
+    if not os.path.isfile(path):
         raise FileNotFoundError(f"matplotlib ships no font {name!r} at {path}")
     return path
 
