@@ -30,7 +30,7 @@ from vicogym.policies import Actor, make_actor
 from vicogym.registry import check_settings
 from vicogym.rewards import PROBE_POLICIES, RewardConfig, difficulty_reward, in_sweet_zone, probe_decided
 from vicogym.spaces import TextSpace, to_charset
-from vicogym.validation import MAX_SEED, is_int, is_number
+from vicogym.validation import MAX_SEED, error_text, is_int, is_number
 
 #: bounds of the integer settings: a run of 10^8 actor calls per sample or an observation
 #: too short for any question is a mistake to report, not to start
@@ -165,37 +165,51 @@ class VicoEnv(gym.Env):
         return self.step_result(action).astuple()
 
     def step_result(self, action: Any) -> StepResult:
-        """``step`` as one :class:`StepResult` object."""
+        """``step`` as one :class:`StepResult` object. Whatever ``action`` holds, it is
+        accepted or rejected with a typed ``info["error"]``; a rejected edit changes nothing
+        but the turn count. The turn advances only together with the step's outcome (an
+        actor that fails while probing raises with the turn, sample and trace as they
+        were). A step after the episode ended changes nothing and answers ``episode_over``."""
         t0 = time.perf_counter()
         timings: dict[str, float] = {}
         if self._done or self.sample is None:
             error = InvalidEdit("episode_over", "the episode has ended; call reset() before step()")
             return StepResult(self._observation(), float(self.config.invalid_penalty), True, False,
                               self._info(False, error, timings))
-        self._turn += 1
-        truncated = self._turn >= self.config.max_turns
+        turn = self._turn + 1
+        truncated = turn >= self.config.max_turns
         try:
             edit = Edit.parse(action)
         except InvalidEdit as error:
-            return self._rejected(error, timings, truncated)
+            return self._rejected(turn, error, timings, truncated)
+        except Exception as exc:  # a value the parser could not even name (its repr fails)
+            return self._rejected(turn, InvalidEdit("malformed", f"the edit cannot be read ({error_text(exc, 120)}); "
+                                                    "send JSON data"), timings, truncated)
         if edit.is_stop:
-            self._done = True
+            self._turn, self._done = turn, True
             return StepResult(self._observation(), 0.0, True, False, self._info(True, None, timings, stopped=True))
         try:
             structure, answer, text, render = self._edit(self.sample, edit, timings)
+            json.dumps(edit.to_dict(), allow_nan=False)  # the trace holds it as strict JSON
         except InvalidEdit as error:
-            return self._rejected(error, timings, truncated)
+            return self._rejected(turn, error, timings, truncated)
+        except (TypeError, ValueError, RecursionError) as exc:
+            error = InvalidEdit("bad_value", f"the edit holds a value the trace cannot record as JSON "
+                                f"({error_text(exc, 120)})")
+            return self._rejected(turn, error, timings, truncated)
         new_sample = replace(self.sample, structure=structure, answer=answer, image=render.image)
         t = time.perf_counter()
         pass_rate, answers = self._probe(new_sample, render)
         timings["actor"] = time.perf_counter() - t
         reward = difficulty_reward(pass_rate, self._reward)
+        entry = {"turn": turn, "edit": edit.to_dict(), "answer": answer, "pass_rate": pass_rate}
+        entry_json = json.dumps(entry, ensure_ascii=False)
         # commit: every stage succeeded
+        self._turn = turn
         self.pass_rate_before, self.pass_rate = self.pass_rate, pass_rate
         self.sample, self._render_out, self._text = new_sample, render, text
-        entry = {"turn": self._turn, "edit": edit.to_dict(), "answer": answer, "pass_rate": pass_rate}
         self.trace.append(entry)
-        self._trace_json.append(json.dumps(entry, ensure_ascii=False))
+        self._trace_json.append(entry_json)
         self._done = truncated
         timings["total"] = time.perf_counter() - t0
         return StepResult(self._observation(), float(reward), False, truncated,
@@ -238,6 +252,9 @@ class VicoEnv(gym.Env):
             structure, answer, _, render = self._edit(self.sample, edit, {})
         except InvalidEdit as error:
             return None, error
+        except Exception as exc:  # a value the parser could not even name, as in step
+            return None, InvalidEdit("malformed", f"the edit cannot be read ({error_text(exc, 120)}); send JSON "
+                                     "data")
         sample = replace(self.sample, structure=structure, answer=answer, image=render.image)
         return float(np.mean(self._probes(sample, render, rng, repeats))), None
 
@@ -328,8 +345,8 @@ class VicoEnv(gym.Env):
             raise InvalidEdit("unhandled", f"{type(exc).__name__} in the {stage} stage: {exc}") from None
         return structure, answer, text, render
 
-    def _rejected(self, error: InvalidEdit, timings: dict, truncated: bool) -> StepResult:
-        self._done = truncated
+    def _rejected(self, turn: int, error: InvalidEdit, timings: dict, truncated: bool) -> StepResult:
+        self._turn, self._done = turn, truncated
         return StepResult(self._observation(), float(self.config.invalid_penalty), False, truncated,
                           self._info(False, error, timings))
 

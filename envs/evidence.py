@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import numbers
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, Mapping
 
@@ -13,7 +14,7 @@ from gymnasium import spaces
 
 from vicogym.errors import GenerationError, InvalidEdit
 from vicogym.evidence import interface
-from vicogym.evidence.protocol import brief, contract_text, parse_action
+from vicogym.evidence.protocol import MAX_TEXT, contract_text, parse_action
 from vicogym.programs.evidence import CONTRACT_TEXT, score_answer, score_task
 from vicogym.registry import check_settings
 from vicogym.renderers.evidence import LABEL_PX, EvidenceRenderer
@@ -32,7 +33,7 @@ from vicogym.structures.evidence import (
     support,
     whole_view,
 )
-from vicogym.validation import MAX_SEED, did_you_mean, is_int
+from vicogym.validation import MAX_SEED, as_text, brief, did_you_mean, error_text, is_int, json_safe
 
 #: geometry columns of ``obs["geometry"]``, one row per sent image (-1 where none)
 GEOMETRY = ("view", "unit", "x0", "y0", "x1", "y1", "scale", "width", "height")
@@ -157,7 +158,10 @@ class EvidenceEnv(gym.Env):
     and label styles); it never changes the task drawn.
 
     ## Episode End
-    Terminated by ``answer``; truncated after ``max_steps`` steps.
+    Terminated by ``answer``; truncated after ``max_steps`` steps. A step after the end
+    changes nothing (not even the step count) and answers the error ``episode_over`` with
+    reward 0 and the ending's own ``terminated`` / ``truncated`` (Gymnasium leaves the case
+    open; the trainers' adapters answer it the same way without stepping).
 
     ## Arguments
     See :class:`EvidenceConfig`.
@@ -165,10 +169,14 @@ class EvidenceEnv(gym.Env):
     ## Version History
     - v0: first version.
 
-    An invalid action, or one over a budget, uses a step and changes nothing else:
-    ``info["error"]`` is ``{code, message, op, field}`` with a code of
+    An invalid action, or one over a budget, uses a step and changes nothing else (it is
+    recorded in ``history`` with its ``error`` code, as every step is): ``info["error"]`` is
+    ``{code, message, op, field}`` with a code of
     :data:`vicogym.evidence.protocol.ERROR_CODES` (or ``malformed``, ``bad_field``,
-    ``bad_value``). ``info`` always carries the **evidence support** of the views sent so
+    ``bad_value``; ``unhandled`` for a failure below the protocol, a bug worth reporting).
+    Nothing an action holds makes ``step`` raise.
+
+    ``info`` always carries the **evidence support** of the views sent so
     far (``support``: per evidence item the detail shown in view pixels and whether it was
     legible; exact, from geometry; over every view sent in the episode, those that have
     left the request included, since the executor saw them and its replies, notes and
@@ -231,6 +239,7 @@ class EvidenceEnv(gym.Env):
         self.steps = 0
         self.crops = 0
         self._done = True
+        self._ending = (False, False)
 
     @property
     def start(self) -> str:
@@ -397,8 +406,15 @@ class EvidenceEnv(gym.Env):
                           self.style if style is None else style, max_scale)
 
     def _send(self, view: View) -> None:
+        self._keep(view, self._drawn(view))
+
+    def _drawn(self, view: View) -> np.ndarray:
+        """The pixels of ``view`` of the current task (nothing kept)."""
+        return self.renderer.draw(view, self.task.units)
+
+    def _keep(self, view: View, pixels: np.ndarray) -> None:
         self.views.append(view)
-        self.pixels[view.id] = self.renderer.draw(view, self.task.units)
+        self.pixels[view.id] = pixels
         if len(self.views) > self.config.max_images:  # only what a request can still hold is kept drawn
             self.pixels.pop(self.views[-self.config.max_images - 1].id, None)
 
@@ -414,51 +430,79 @@ class EvidenceEnv(gym.Env):
         score the answer tool recorded in the trajectory (``extra_info["evidence_score"]``,
         set by :mod:`vicogym.verl_agent`'s tools), else the answer extracted from the text
         (``\\boxed{}``, an ``Answer:`` line, the last line) scored by the task's scorer
-        against the row's ground truth (JSON: ``answer``, ``golds``, ``scorer``, ``options``)."""
-        if extra_info and extra_info.get("evidence_score") is not None:
-            return float(extra_info["evidence_score"])
+        against the row's ground truth (JSON: ``answer``, ``golds``, ``scorer``, ``options``).
+        Any response gets a score (an answer the answer tool would refuse, longer than
+        :data:`~vicogym.evidence.protocol.MAX_TEXT` characters, scores 0.0); a ground truth
+        or recorded score that is not what the rows hold raises
+        :class:`vicogym.verl_reward.RowError`."""
         from vicogym.clients import extract_answer
+        from vicogym.verl_reward import row_error
 
-        try:
-            truth = json.loads(ground_truth)
-            scorer, answer = truth["scorer"], truth["answer"]
-        except (TypeError, ValueError, KeyError):
-            raise ValueError("expected an Evidence-v0 row's ground truth as JSON with answer, golds, scorer and "
-                             "options (rows of `vicogym generate vicogym/Evidence-v0`), got "
-                             f"{str(ground_truth)[:80]!r}") from None
-        return score_answer(scorer, extract_answer(response, kwargs.get("extractor", "auto")), answer,
-                            truth.get("golds", ()), len(truth.get("options", ())))
+        recorded = extra_info.get("evidence_score") if isinstance(extra_info, Mapping) else None
+        if recorded is not None:
+            if isinstance(recorded, bool) or not isinstance(recorded, numbers.Real) or not 0 <= recorded <= 1:
+                raise row_error(EvidenceEnv.env_id, "extra_info.evidence_score (the answer tool's score) is no "
+                                "number in [0, 1]", recorded)
+            return float(recorded)
+        truth = _ground_truth(ground_truth)
+        answer = extract_answer(as_text(response), kwargs.get("extractor", "auto"))
+        if len(answer) > MAX_TEXT:
+            return 0.0
+        return score_answer(truth["scorer"], answer, truth["answer"], truth["golds"], len(truth["options"]))
 
     def step(self, action: Any):
-        if self._done or self.task is None:
-            raise RuntimeError("the episode has ended; call reset() first")
-        self.steps += 1
-        record: dict[str, Any] = {"step": self.steps, "action": _shown(action)}
+        """One action (see the class's docstring). An action that is not valid, or that
+        passes a budget, is rejected with a typed ``info["error"]`` and changes nothing but
+        the step count: it uses a step and is recorded in ``history`` (``error``: its code),
+        as every action is; nothing an action holds (an integer of 5000 digits, NaN, nesting
+        100,000 deep, bytes, objects) makes ``step`` raise. A step after the episode ended
+        changes nothing at all and is answered with the error ``episode_over`` (reward 0,
+        the ending's own ``terminated`` and ``truncated``). ``RuntimeError`` only before the
+        first ``reset`` (``gym.make``'s order check raises before that)."""
+        if self.task is None:
+            raise RuntimeError("no task yet; call reset() before step()")
+        if self._done:
+            info = self._info()
+            info["error"] = InvalidEdit("episode_over", "the episode has ended; call reset() before step()").to_dict()
+            return self._observation(), 0.0, *self._ending, info
+        step = self.steps + 1
+        record: dict[str, Any] = {"step": step, "action": json_safe(action)}
         reward, terminated, error = 0.0, False, None
         extra: dict[str, Any] = {}
+        new_views: list[tuple[View, np.ndarray]] = []
+        new_notes: list[Note] = []
+        crops = 0
         try:
             parsed = parse_action(action, self.config.max_regions)
-            record["action"] = json.loads(json.dumps(parsed))  # regions as lists, as JSON reads them
+            record["action"] = json_safe(parsed)  # regions as lists, as JSON reads them
             if parsed["action"] == "answer":
-                reward = score_task(self.task, parsed["answer"])
+                reward = float(score_task(self.task, parsed["answer"]))
                 terminated = True
                 extra = {"score": reward, "answer": self.task.answer, "outcome": "answered",
                          "response": parsed["answer"]}
             else:
-                new_views, new_notes = self._plan(parsed)
-                self.notes.extend(new_notes)
-                for view in new_views:
-                    self._send(view)
-                self.crops += sum(v.made_by.get("action") == "zoom" for v in new_views)
-                record["views"] = [v.id for v in new_views]
-        except InvalidEdit as exc:
+                views, new_notes = self._plan(parsed, step)
+                new_views = [(view, self._drawn(view)) for view in views]  # drawn before anything is kept
+                crops = sum(v.made_by.get("action") == "zoom" for v in views)
+                record["views"] = [v.id for v in views]
+        except Exception as exc:  # nothing is kept: the action is rejected, the state as it was
+            if not isinstance(exc, InvalidEdit):  # a bug worth reporting, not the agent's to pay for with a crash
+                exc = InvalidEdit("unhandled", f"{error_text(exc)} on this action")
+            reward, terminated, extra, new_views, new_notes, crops = 0.0, False, {}, [], [], 0
             error = exc.to_dict()
-            record["error"] = exc.code
+            record = {"step": step, "action": record["action"], "error": exc.code}
+        # commit: the step, its record and what the action made, together
+        self.steps = step
         self.history.append(record)
+        self.notes.extend(new_notes)
+        for view, pixels in new_views:
+            self._keep(view, pixels)
+        self.crops += crops
         truncated = not terminated and self.steps >= self.config.max_steps
         if truncated:
             extra = {"score": 0.0, "answer": self.task.answer, "outcome": "out_of_steps", "response": None}
         self._done = terminated or truncated
+        self._ending = (terminated, truncated)
         info = self._info()
         info.update(extra)
         if error is not None:
@@ -480,12 +524,12 @@ class EvidenceEnv(gym.Env):
                               f"{n - 1})",
                               op=action, field="units")
 
-    def _plan(self, parsed: Mapping[str, Any]) -> tuple[list[View], list[Note]]:
-        """The views and notes ``parsed`` makes, or :class:`InvalidEdit` with nothing
-        changed."""
+    def _plan(self, parsed: Mapping[str, Any], step: int) -> tuple[list[View], list[Note]]:
+        """The views and notes ``parsed`` makes at step ``step``, or :class:`InvalidEdit`;
+        nothing changed either way."""
         c, name, units = self.config, parsed["action"], self.task.units
         next_id = self.views[-1].id + 1 if self.views else 0
-        made = {"step": self.steps, "action": name}
+        made = {"step": step, "action": name}
         if name == "zoom":
             source = self._image(parsed["image"], name)
             if self.crops + len(parsed["regions"]) > c.max_crops:
@@ -659,10 +703,23 @@ def _cols(n: int) -> int:
     return max(1, int(np.ceil(np.sqrt(n))))
 
 
-def _shown(action: Any) -> Any:
-    if isinstance(action, Mapping):
-        try:
-            return json.loads(json.dumps(action, default=str))
-        except (TypeError, ValueError):
-            return str(action)[:200]
-    return str(action)[:200] if not isinstance(action, str) else action[:2000]
+def _ground_truth(ground_truth: Any) -> dict[str, Any]:
+    """An Evidence-v0 row's ground truth, checked: ``answer`` (text), ``scorer`` (one of
+    :data:`~vicogym.structures.evidence.SCORERS`), ``golds`` and ``options`` (lists of
+    text); :class:`vicogym.verl_reward.RowError` otherwise."""
+    from vicogym.structures.evidence import SCORERS
+    from vicogym.verl_reward import ground_truth_json, row_error
+
+    what = "answer, golds, scorer and options (rows of `vicogym generate vicogym/Evidence-v0`)"
+    truth = ground_truth_json(EvidenceEnv.env_id, ground_truth, what)
+    if truth.get("scorer") not in SCORERS:
+        raise row_error(EvidenceEnv.env_id, f"ground truth names no scorer of {', '.join(SCORERS)}",
+                        truth.get("scorer"))
+    if not isinstance(truth.get("answer"), str):
+        raise row_error(EvidenceEnv.env_id, "ground truth's answer is no text", truth.get("answer"))
+    for name in ("golds", "options"):
+        value = truth.get(name, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise row_error(EvidenceEnv.env_id, f"ground truth's {name} is no list of text", value)
+    return {"answer": truth["answer"], "scorer": truth["scorer"], "golds": truth.get("golds", []),
+            "options": truth.get("options", [])}

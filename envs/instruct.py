@@ -179,26 +179,39 @@ class InstructEnv(gym.Env):
                 "instruction": to_charset(self.sample["instruction"][: self.config.max_instruction_chars])}
 
     def step(self, action: Any):
-        if self._done or self.sample is None:
-            raise RuntimeError("the episode has ended (one response per episode); call reset() first")
-        self._done = True
+        """The one response of the episode. One that is not a string, too long, or no
+        Unicode text (a lone surrogate) scores 0.0 with a typed ``info["error"]``. A step
+        after the response changes nothing and answers ``episode_over`` (reward 0.0);
+        ``RuntimeError`` only before the first ``reset``. The episode ends only once the
+        response is verified: a judge that fails raises with the episode still open."""
+        if self.sample is None:
+            raise RuntimeError("no sample yet; call reset() before step()")
         constraints = self.sample["constraints"]
+        if self._done:
+            error = InvalidEdit("episode_over", "the episode has ended (one response per episode); call reset() "
+                                "before step()")
+            return self._observation(), 0.0, True, False, {"error": error.to_dict(), "constraints": constraints}
         error = None
         if not isinstance(action, str):
             error = InvalidEdit("malformed", f"expected the response as a string, got {type(action).__name__}")
         elif len(action) > self.config.max_response_chars:
             error = InvalidEdit("too_large", f"the response has {len(action)} characters, more than "
                                 f"max_response_chars={self.config.max_response_chars}; answer more briefly")
+        elif not _is_unicode(action):
+            error = InvalidEdit("bad_value", "the response holds a lone surrogate, which is not Unicode text; send "
+                                "valid UTF-8")
         if error is not None:  # every constraint fails: a response that is not read follows none
             verdicts = [{"id": c["id"], "pass": False, "expected": "a response", "actual": error.code,
                          "detail": error.message} for c in constraints]
             info = {"error": error.to_dict(), "verdicts": verdicts, "pass_rate": 0.0, "constraints": constraints}
+            self._done = True
             return self._observation(), 0.0, True, False, info
         from vicogym.instruct.judge import verify_sample
         from vicogym.programs.instruct import pass_rate
 
         verdicts = verify_sample(action, constraints, self.judge)
         rate = pass_rate(verdicts)
+        self._done = True
         return self._observation(), float(rate), True, False, {"verdicts": verdicts, "pass_rate": rate,
                                                                 "constraints": constraints}
 
@@ -227,3 +240,11 @@ def load_samples(folder: str | Path) -> list[dict[str, Any]]:
     if not rows:
         raise RunError(f"{folder} holds no samples yet; let `vicogym synthesize` finish a round")
     return rows
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -131,8 +131,11 @@ def test_running_out_of_steps_truncates_with_zero(make):
         _, reward, terminated, truncated, info = env.step('{"action": "view", "units": [0]}')
     assert truncated and not terminated and reward == 0.0 and info["outcome"] == "out_of_steps"
     assert info["score"] == 0.0
-    with pytest.raises(RuntimeError, match="reset"):
-        env.step('{"action": "answer", "answer": "1"}')
+    # acting after the end: a typed error that changes nothing, not even the step count
+    history, steps = list(env.unwrapped.history), env.unwrapped.steps
+    _, reward, terminated, truncated, info = env.step('{"action": "answer", "answer": "1"}')
+    assert info["error"]["code"] == "episode_over" and reward == 0.0 and truncated and not terminated
+    assert "score" not in info and env.unwrapped.history == history and env.unwrapped.steps == steps
 
 
 def test_only_the_newest_images_are_sent_and_zoomable(make):

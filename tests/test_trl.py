@@ -184,7 +184,8 @@ def test_an_evidence_episode_through_the_tools(evidence_run):
     assert env.get_reward() == 0.0
     assert env.answer(answer=_evidence_answer(row)) == "Answer recorded."
     assert env.get_reward() == 1.0
-    assert env.answer(answer="again").startswith("error: the task has been answered")
+    assert env.answer(answer="again").startswith("error (episode_over): the task has been answered")
+    assert env.get_reward() == 1.0  # acting after the end changes nothing
     # a row without images: the question and the start views come from reset
     plain = env.reset(extra_info={"seed": 3, "settings": json.dumps(EVIDENCE_SETTINGS)})
     assert plain[0]["type"] == "text" and "Answer with" in plain[0]["text"] and plain[1]["type"] == "image"
@@ -233,7 +234,8 @@ def test_a_rewriter_episode_through_the_edit_tool():
     assert "episode is over (max_turns=2)" in accepted[1]["text"]
     inner = env._env
     assert env.get_reward() == difficulty_reward(inner.pass_rate, inner.config.reward_config())
-    assert env.edit(edit='{"op": "stop"}').startswith("error: the episode is over")
+    assert env.edit(edit='{"op": "stop"}').startswith("error (episode_over): the episode is over")
+    assert env.get_reward() == difficulty_reward(inner.pass_rate, inner.config.reward_config())
     with pytest.raises(ValueError, match="extra_info.env_id and extra_info.seed"):
         env.reset(prompt=[])
     with pytest.raises(ValueError, match="unknown generate setting|expected"):

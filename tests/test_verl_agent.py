@@ -335,7 +335,7 @@ def test_a_trajectory_without_an_episode_gets_an_error_text_not_an_exception():
             await tool.release(instance)
 
     response, reward, metrics = asyncio.run(main())
-    assert response.text.startswith("error: this trajectory names no evidence episode") and reward == 0.0
+    assert response.text.startswith("error (no_episode): this trajectory names no evidence episode") and reward == 0.0
     assert tool_schema_of("zoom")["function"]["name"] == "zoom"
 
 
@@ -379,7 +379,8 @@ def test_a_tool_runs_its_own_action_and_the_last_step_ends_the_episode_even_when
     assert smuggled[2]["action"] == "view" and "Answer recorded" not in smuggled[0].text
     assert "error (unknown_image)" in last[0].text and "Out of steps" in last[0].text
     assert trajectory.extra_fields == {"evidence_score": 0.0, "evidence_outcome": "out_of_steps"}
-    assert "out of steps" in after[0].text and after[2]["error"] == "episode_over"
+    assert after[0].text.startswith("error (episode_over)") and "out of steps" in after[0].text
+    assert after[2]["error"] == "episode_over" and after[1] == 0.0  # typed, and the episode was not stepped
     assert not_object[0].text.startswith("error (malformed)")
     truth = json.dumps({"answer": task.answer, "golds": list(task.golds), "scorer": task.scorer,
                         "options": list(task.options)})

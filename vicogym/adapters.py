@@ -141,7 +141,12 @@ def step_edit(env: Any, edit: Any) -> Any:
     leniently (:func:`vicogym.clients.parse_edit`), an object goes as it is."""
     from vicogym.clients import parse_edit
 
-    return env.step_result(parse_edit(edit) if isinstance(edit, str) else edit)
+    if isinstance(edit, str):
+        try:
+            edit = parse_edit(edit)
+        except RecursionError:  # JSON nested too deeply to read: the environment names what is wrong with it
+            pass
+    return env.step_result(edit)
 
 
 def rewriter_prompt(env: Any) -> str:
@@ -177,11 +182,22 @@ EVIDENCE_ACTIONS = ("zoom", "note", "view", "compose", "answer")
 TOOL_AGENT = "tool_agent"
 
 
+#: the error code of a call after the end of an episode (as the environments answer a step then)
+EPISODE_OVER = "episode_over"
+
+
 def episode_over_text(outcome: str | None) -> str:
-    """What a tool call after the end of an evidence episode returns."""
+    """What a tool call after the end of an evidence episode returns: a typed error, as
+    every rejected call's text is (``error (CODE): message``). The trainers' tool loops
+    (verl's, TRL's) may call a tool after ``answer``; the episode is not stepped again."""
     if outcome == "out_of_steps":
-        return "error: the episode is over (out of steps); nothing more to do"
-    return "error: the task has been answered; nothing more to do"
+        return f"error ({EPISODE_OVER}): the episode is over (out of steps); nothing more to do"
+    return f"error ({EPISODE_OVER}): the task has been answered; nothing more to do"
+
+
+def is_episode_over(info: Mapping[str, Any]) -> bool:
+    """Whether a step's ``info`` says the episode had already ended (nothing was done)."""
+    return ((info.get("error") or {}).get("code") == EPISODE_OVER) if isinstance(info, Mapping) else False
 
 
 def episode_tools_kwargs(seed: int, settings: Mapping[str, Any], task_id: str) -> dict[str, Any]:
@@ -198,7 +214,7 @@ def evidence_reply(env: Any, info: Mapping[str, Any], terminated: bool, truncate
     out = f"Out of steps: the episode ended without an answer (max_steps={env.config.max_steps})."
     if "error" in info:
         text = f"error ({info['error']['code']}): {info['error']['message']}"
-        return (f"{text}\n{out}" if truncated else text), []
+        return (f"{text}\n{out}" if truncated and not is_episode_over(info) else text), []
     if terminated:
         return "Answer recorded.", []
     if truncated:

@@ -91,6 +91,8 @@ def anls(prediction: str, target: str, threshold: float = 0.5) -> float:
     p, t = normalize_text(prediction), normalize_text(target)
     if not p and not t:
         return 1.0
+    if 1.0 - abs(len(p) - len(t)) / max(len(p), len(t)) < threshold:  # the distance is at least the lengths' gap
+        return 0.0  # (so a reply of 100,000 characters is not compared letter by letter with a word)
     similarity = 1.0 - levenshtein(p, t) / max(len(p), len(t))
     return similarity if similarity >= threshold else 0.0
 

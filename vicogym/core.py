@@ -10,6 +10,7 @@ from typing import Any, Callable, Mapping, Protocol, runtime_checkable
 import numpy as np
 
 from vicogym.errors import InvalidEdit
+from vicogym.validation import brief
 
 
 def canonical_json(data: Any) -> str:
@@ -94,7 +95,10 @@ def short_repr(value: Any, limit: int = 60) -> str:
     """``repr`` of a value, cut to ``limit`` characters (error messages stay readable)."""
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
         return f"an integer of about {int(value.bit_length() * 0.30103)} digits"
-    text = repr(value)
+    try:
+        text = repr(value)
+    except Exception:  # an integer of more than 4300 digits inside, nesting too deep, a repr that raises
+        return brief(value, limit)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

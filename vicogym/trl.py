@@ -32,6 +32,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from vicogym.adapters import (
     EDIT_TOOL_ASK,
+    EPISODE_OVER,
     EVIDENCE_ACTIONS,
     MAX_PIXELS,
     borrow_env,
@@ -40,6 +41,7 @@ from vicogym.adapters import (
     evidence_reply,
     feedback,
     fit_image,
+    is_episode_over,
     open_evidence,
     pixels_from,
     return_env,
@@ -376,7 +378,7 @@ class EvidenceToolEnv(_Lent):
     def _act(self, action: dict[str, Any]) -> str | list[dict[str, Any]]:
         self.calls.append(action)
         if self._env is None:
-            return "error: no task; the trainer calls reset(**row) before the tools"
+            return "error (no_episode): no task; the trainer calls reset(**row) before the tools"
         if self.done:
             return episode_over_text(self.outcome)
         env = self._env
@@ -384,7 +386,8 @@ class EvidenceToolEnv(_Lent):
         text, images = evidence_reply(env, info, terminated, truncated, self.max_pixels)
         if terminated or truncated:
             self.done = True
-            self.score, self.outcome = float(info["score"]), info["outcome"]
+            if not is_episode_over(info):
+                self.score, self.outcome = float(info["score"]), info["outcome"]
         return _blocks(text, images) if images else text
 
     def get_reward(self) -> float:
@@ -470,9 +473,9 @@ class RewriterToolEnv(_Lent):
             edit: the edit as JSON text, matching the edit schema of the prompt ({"op": "stop"} keeps the sample)
         """
         if self._env is None:
-            return "error: no episode; the trainer calls reset(**row) before the tools"
-        if self.done:
-            return "error: the episode is over; nothing more to edit"
+            return "error (no_episode): no episode; the trainer calls reset(**row) before the tools"
+        if self.done:  # a typed error, the episode not stepped (the environment answers the same)
+            return f"error ({EPISODE_OVER}): the episode is over; nothing more to edit"
         env = self._env
         step = step_edit(env, edit)
         info = step.info

@@ -45,12 +45,14 @@ from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 from verl.utils.dataset.rl_dataset import RLHFDataset
 
 from vicogym.adapters import (
+    EPISODE_OVER,
     MAX_PIXELS,
     borrow_env,
     episode_over_text,
     evidence_reply,
     feedback,
     fit_image,
+    is_episode_over,
     open_evidence,
     pixels_from,
     plain,
@@ -428,10 +430,11 @@ class EvidenceTool(BaseTool):
         try:
             episode = await self._episode(instance_id, agent_data)
         except (ValueError, GenerationError) as exc:
-            return ToolResponse(text=f"error: {exc}"), 0.0, {"error": "no_episode"}
+            return ToolResponse(text=f"error (no_episode): {exc}"), 0.0, {"error": "no_episode"}
         async with episode.lock:
-            if episode.done:
-                return ToolResponse(text=episode_over_text(episode.outcome)), 0.0, {"error": "episode_over"}
+            if episode.done:  # a typed error, the episode not stepped (its environment answers the same)
+                return ToolResponse(text=episode_over_text(episode.outcome)), 0.0, {"action": self.action,
+                                                                                    "error": EPISODE_OVER}
             if not isinstance(parameters, Mapping):
                 return (ToolResponse(text=f"error (malformed): expected the {self.action} tool's arguments as a "
                                           f"JSON object, got {type(parameters).__name__}"), 0.0,
@@ -443,7 +446,7 @@ class EvidenceTool(BaseTool):
             episode.done = terminated or truncated
             metrics = {"action": self.action, "step": info["step"]}
             text, images = evidence_reply(env, info, terminated, truncated, self.max_pixels)
-            if terminated or truncated:
+            if (terminated or truncated) and not is_episode_over(info):
                 episode.score, episode.outcome = float(info["score"]), info["outcome"]
                 metrics["score"] = episode.score
                 if agent_data is not None:

@@ -26,21 +26,63 @@ For ``vicogym/Evidence-v0`` rows (``vicogym generate vicogym/Evidence-v0``) the 
 the score the answer tool recorded in the trajectory (verl merges the tools' extra fields
 into ``extra_info``; see :mod:`vicogym.verl_agent`), or, for a response with no tool call,
 the extracted answer scored by the task's scorer.
+
+Any solution string gets a score: a response is the policy's, and one that holds nothing
+readable (no answer, a line of 100,000 characters, NUL bytes, lone surrogates, text that is
+not a string) scores what its answer earns, 0.0 at worst. A row that cannot be scored
+against raises :class:`RowError` (a ``ValueError``) naming the data source and the
+problem: a data source that is no vicogym environment, a ground truth that is not the JSON
+its data source writes (not JSON, nested too deeply, an integer of more than 4300 digits,
+a missing or mistyped field), a recorded tool score that is no number in [0, 1]. A corrupt
+row is a data problem to fix, not a wrong answer: a silent 0.0 would train the policy
+against it. (An instruction row naming constraint types that were not loaded raises
+:class:`vicogym.errors.UnknownConstraintType`, as before.)
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import math
+from typing import Any, Callable, Mapping
+
+from vicogym.errors import VicogymError
+from vicogym.validation import as_text, brief, error_text, loads_json
 
 _SCORERS: dict[str, Callable[[str, str], float]] = {}
+
+
+class RowError(VicogymError, ValueError):
+    """A row the reward cannot score a response against (its data source, ground truth or
+    recorded score is not what vicogym writes); the message names the problem."""
+
+
+def row_error(data_source: Any, problem: str, value: Any = None) -> RowError:
+    shown = "" if value is None else f": {brief(value, 80)}"
+    return RowError(f"a {brief(data_source, 60)} row's {problem}{shown}; score rows as `vicogym generate` / `vicogym "
+                    "synthesize` write them (reward_model.ground_truth)")
+
+
+def ground_truth_json(data_source: Any, ground_truth: Any, what: str) -> dict[str, Any]:
+    """A row's ground truth read as the JSON object its data source writes (``what``
+    names its fields), or :class:`RowError`."""
+    if not isinstance(ground_truth, (str, bytes, bytearray)):
+        raise row_error(data_source, f"ground truth is of type {type(ground_truth).__name__}, not JSON text with "
+                        f"{what}", ground_truth)
+    value, problem = loads_json(ground_truth)
+    if problem is not None:
+        raise row_error(data_source, f"ground truth is {problem}; expected JSON with {what}", ground_truth)
+    if not isinstance(value, dict):
+        kind = {list: "array", str: "string", int: "number", float: "number", bool: "boolean"}.get(type(value), "null")
+        raise row_error(data_source, f"ground truth is a JSON {kind}, not an object with {what}", ground_truth)
+    return value
 
 
 def _environment(data_source: str) -> type:
     import vicogym  # noqa: F401  (registers the environments)
     from vicogym.registry import ENVIRONMENTS, env_class
 
-    if data_source not in ENVIRONMENTS:
-        raise ValueError(f"{data_source!r} is not a vicogym data source (known: {', '.join(sorted(ENVIRONMENTS))})")
+    if not isinstance(data_source, str) or data_source not in ENVIRONMENTS:
+        raise RowError(f"{brief(data_source, 80)} is not a vicogym data source (known: "
+                       f"{', '.join(sorted(ENVIRONMENTS))})")
     return env_class(data_source)
 
 
@@ -64,8 +106,38 @@ def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_
     from vicogym.clients import extract_answer
 
     cls = _environment(data_source)
+    solution = as_text(solution_str)
     if cls.kind == "agent":
-        return float(cls.score_response(solution_str, ground_truth, extra_info=extra_info, extractor=extractor))
+        return float(cls.score_response(solution, ground_truth, extra_info=extra_info, extractor=extractor))
     if cls.kind != "edit":
-        return float(cls.score_response(solution_str, ground_truth, judge=judge, types=types))
-    return float(scorer(data_source)(extract_answer(solution_str, extractor), str(ground_truth)))
+        _check_instruction_truth(data_source, ground_truth)
+        try:
+            return float(cls.score_response(solution, ground_truth, judge=judge, types=types))
+        except VicogymError:  # UnknownConstraintType, a judge's ModelError: typed already
+            raise
+        except (KeyError, TypeError, ValueError, RecursionError) as exc:  # its constraints' parameters
+            raise row_error(data_source, f"constraints cannot be verified ({error_text(exc, 160)})") from exc
+    if isinstance(ground_truth, str):
+        truth = ground_truth
+    elif isinstance(ground_truth, (int, float)) and not isinstance(ground_truth, bool) and (
+            not isinstance(ground_truth, float) or math.isfinite(ground_truth)):
+        truth = as_text(ground_truth)
+        if not truth:
+            raise row_error(data_source, "ground truth is a number too long to write", ground_truth)
+    else:
+        raise row_error(data_source, f"ground truth is of type {type(ground_truth).__name__}, not the answer's text",
+                        ground_truth)
+    return float(scorer(data_source)(extract_answer(solution, extractor), truth))
+
+
+def _check_instruction_truth(data_source: str, ground_truth: Any) -> None:
+    """An instruction row's ground truth is ``{"constraints": [{"id", "params"}, ...]}``."""
+    truth = ground_truth_json(data_source, ground_truth, "constraints")
+    constraints = truth.get("constraints")
+    if not isinstance(constraints, list):
+        raise row_error(data_source, "ground truth has no constraints list", ground_truth)
+    for i, spec in enumerate(constraints):
+        if (not isinstance(spec, Mapping) or not isinstance(spec.get("id"), str)
+                or not isinstance(spec.get("params", {}), (Mapping, type(None)))):
+            raise row_error(data_source, f"ground truth's constraint {i} is no {{id: string, params: object}}",
+                            spec)

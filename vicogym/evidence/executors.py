@@ -28,6 +28,7 @@ import numpy as np
 
 from vicogym.clients import _ChatClient
 from vicogym.evidence.skills import Skill
+from vicogym.validation import as_text
 
 SIMULATED_POLICIES = ("skill", "largest", "oracle")
 #: the simulated executor's settings a spec may give (``simulated:skill,acuity=1.3``), and
@@ -38,14 +39,14 @@ SIMULATED_SETTINGS = {"locate": (0.0, 1.0), "zoom_hit": (0.0, 1.0), "format_slip
 def extract_action(text: str) -> str:
     """The last JSON object in a model's reply (the reply itself when it holds none, so
     that the environment's parser says why)."""
-    text = str(text or "")
+    text = as_text(text)
     decoder = json.JSONDecoder()
     found = None
     start = text.find("{")
     while start >= 0:
         try:
             value, end = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, an integer too long to read, nesting too deep
             start = text.find("{", start + 1)
             continue
         if isinstance(value, dict):

@@ -17,12 +17,10 @@ numbers and budgets.
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Any, Mapping
 
 from vicogym.errors import InvalidEdit, register_error_codes
-from vicogym.validation import did_you_mean, is_int, is_number
+from vicogym.validation import brief, did_you_mean, int_size, is_int, is_number, loads_json
 
 ACTIONS = ("zoom", "note", "view", "compose", "answer")
 FIELDS: Mapping[str, tuple[set[str], set[str]]] = {  # action -> (required, optional)
@@ -44,7 +42,10 @@ ERROR_CODES: Mapping[str, str] = {
 }
 register_error_codes("evidence", ERROR_CODES)
 MAX_TEXT = 2000
-_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
+#: the longest action text read (256 notes of MAX_TEXT characters fit)
+MAX_ACTION_CHARS = 1 << 20
+#: how deeply an action's JSON may nest (a note action nests 4 deep)
+MAX_ACTION_DEPTH = 32
 
 
 def contract_text(max_regions: int) -> str:
@@ -74,38 +75,70 @@ def tool_contract_text(max_regions: int) -> str:
     )
 
 
-def brief(value: Any, limit: int = 60) -> str:
-    """``repr(value)``, cut to ``limit`` characters (a 400-digit number is not echoed)."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _fail(code: str, message: str, action: str | None = None, field: str | None = None) -> InvalidEdit:
     return InvalidEdit(code, message, op=action, field=field)
 
 
 def decode(action: Any) -> dict[str, Any]:
     """The JSON object of an action given as a mapping or a string (a code fence around
-    it is allowed)."""
+    it is allowed). Anything else, text that is not JSON (or that Python cannot read: an
+    integer of more than 4300 digits, nesting too deep), and a mapping that is not JSON
+    data (keys that are not strings, values that are not JSON) are ``malformed``."""
     if isinstance(action, Mapping):
-        return dict(action)
-    if not isinstance(action, (str, bytes)):
+        value = _json_data(action)
+    elif isinstance(action, (str, bytes, bytearray)):
+        text = bytes(action).decode("utf-8", "replace") if not isinstance(action, str) else action
+        if len(text) > MAX_ACTION_CHARS:
+            raise _fail("malformed", f"the action has {len(text)} characters; one action takes at most "
+                                     f"{MAX_ACTION_CHARS}")
+        text = _unfenced(text.strip())
+        value, problem = loads_json(text)
+        if problem is not None:
+            raise _fail("malformed", f"the action is {problem}: {brief(text)}; reply with one JSON object such as "
+                                     '{"action": "answer", "answer": "..."}')
+        value = _json_data(value) if isinstance(value, dict) else value
+    else:
         raise _fail("malformed", f"expected the action as a JSON object (a string or a dict), got "
                                  f"{type(action).__name__}")
-    text = action.decode("utf-8", "replace") if isinstance(action, bytes) else action
-    text = text.strip()
-    fenced = _FENCE.match(text)
-    if fenced:
-        text = fenced.group(1)
-    try:
-        value = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        shown = text[:60] + ("..." if len(text) > 60 else "")
-        raise _fail("malformed", f"the action is not JSON ({getattr(exc, 'msg', exc)}): {shown!r}; reply with one "
-                                 'JSON object such as {"action": "answer", "answer": "..."}') from None
     if not isinstance(value, dict):
         raise _fail("malformed", f"expected one JSON object, got a JSON {type(value).__name__}")
     return value
+
+
+def _unfenced(text: str) -> str:
+    """``text`` without a code fence around it (```json ... ```), in linear time."""
+    if len(text) >= 6 and text.startswith("```") and text.endswith("```"):
+        inner = text[3:-3]
+        return (inner[4:] if inner.startswith("json") else inner).strip()
+    return text
+
+
+def _json_data(action: Mapping[str, Any]) -> dict[str, Any]:
+    """``action`` as a dict, once it is JSON data as ``json.loads`` gives it: objects with
+    string keys, lists (tuples taken as lists), strings, numbers, booleans and null, nested
+    at most :data:`MAX_ACTION_DEPTH` deep (walked without recursion); ``malformed``
+    otherwise. A number that is not finite, or too long, is its field's to refuse."""
+    stack: list[tuple[Any, int, str]] = [(action, 0, "the action")]
+    while stack:
+        item, depth, where = stack.pop()
+        if depth > MAX_ACTION_DEPTH:
+            raise _fail("malformed", f"the action is nested more than {MAX_ACTION_DEPTH} deep; send one flat JSON "
+                                     "object")
+        if isinstance(item, Mapping):
+            try:
+                items = list(item.items())
+            except Exception:  # a mapping that cannot be read is no JSON object
+                raise _fail("malformed", f"{where} is a {type(item).__name__} that cannot be read") from None
+            for key, inner in items:
+                if not isinstance(key, str):
+                    raise _fail("malformed", f"{where} has the key {brief(key)} ({type(key).__name__}); JSON object "
+                                             "keys are strings")
+                stack.append((inner, depth + 1, f"{where}[{brief(key, 30)}]"))
+        elif isinstance(item, (list, tuple)):
+            stack.extend((inner, depth + 1, f"{where}[{i}]") for i, inner in enumerate(item))
+        elif item is not None and not isinstance(item, (bool, int, float, str)):
+            raise _fail("malformed", f"{where} is of type {type(item).__name__}, which is not JSON data")
+    return dict(action)
 
 
 def _text(value: Any, action: str, field: str) -> str:
@@ -115,6 +148,11 @@ def _text(value: Any, action: str, field: str) -> str:
         raise _fail("bad_field", f"expected {field} as a string, got {type(value).__name__}", action, field)
     if len(value) > MAX_TEXT:
         raise _fail("bad_value", f"{field} has {len(value)} characters; keep it under {MAX_TEXT}", action, field)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _fail("bad_value", f"{field} holds a lone surrogate ({brief(value, 30)}), which is not Unicode text; "
+                                 "send valid UTF-8", action, field) from None
     return value
 
 
@@ -171,7 +209,7 @@ def parse_action(action: Any, max_regions: int = 2) -> dict[str, Any]:
     name = obj.get("action")
     if name not in ACTIONS:
         hint = did_you_mean(name, ACTIONS) if isinstance(name, str) else ""
-        raise _fail("unknown_action", f"unknown action {name!r}{hint}; use one of {', '.join(ACTIONS)}",
+        raise _fail("unknown_action", f"unknown action {brief(name)}{hint}; use one of {', '.join(ACTIONS)}",
                     field="action")
     required, optional = FIELDS[name]
     given = set(obj) - {"action"}
@@ -180,7 +218,7 @@ def parse_action(action: Any, max_regions: int = 2) -> dict[str, Any]:
         raise _fail("bad_field", f"{name} needs {', '.join(sorted(missing))}", name, sorted(missing)[0])
     if unknown:
         field = sorted(unknown)[0]
-        raise _fail("bad_field", f"{name} has no field {field!r}{did_you_mean(field, required | optional)} "
+        raise _fail("bad_field", f"{name} has no field {brief(field)}{did_you_mean(field, required | optional)} "
                                  f"(fields: {', '.join(sorted(required | optional))})", name, field)
     if name == "zoom":
         regions = _listed(obj, "regions", name, "{x0, y0, x1, y1}")
@@ -213,6 +251,9 @@ def parse_action(action: Any, max_regions: int = 2) -> dict[str, Any]:
             out["cols"] = cols
         return out
     answer = obj["answer"]
+    if is_int(answer) and answer.bit_length() > 4 * MAX_TEXT:  # more digits than an answer holds
+        raise _fail("bad_value", f"answer is {int_size(answer)}; keep it under {MAX_TEXT} characters", name,
+                    "answer")
     if is_number(answer):
         answer = str(answer)
     return {"action": name, "answer": _text(answer, name, "answer"), "note": _text(obj.get("note"), name, "note")}
