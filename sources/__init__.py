@@ -315,11 +315,28 @@ def read_image(path: Path, ref: str) -> np.ndarray:
     its pixel count (read from the header) are checked."""
     import cv2
 
-    image_size(path, f"image {_safe(ref)}")
-    image = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+    where = f"image {_safe(ref)}"
+    image_size(path, where)
+    image = cv2.imdecode(_bounded_bytes(path, where), cv2.IMREAD_UNCHANGED)
     if image is None:
         raise SourceError(f"image {_safe(ref)}: {place(path)} is not an image OpenCV can read; give a PNG or JPEG")
     return image
+
+
+def _bounded_bytes(path: Path, where: str) -> np.ndarray:
+    """The bytes of the image file at ``path`` (its size already checked), after its
+    compressed pixels are checked to inflate to no more than its header needs."""
+    from vicogym.images import check_png_stream
+
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SourceError(f"{where}: {place(path)} cannot be read ({exc.strerror or exc})") from None
+    try:
+        check_png_stream(data)
+    except ValueError as exc:
+        raise SourceError(f"{where}: {place(path)}: {exc}") from None
+    return np.frombuffer(data, dtype=np.uint8)
 
 
 def read_rgb(path: Path, where: str, formats: tuple[str, ...] = IMAGE_FORMATS) -> np.ndarray:
@@ -329,7 +346,7 @@ def read_rgb(path: Path, where: str, formats: tuple[str, ...] = IMAGE_FORMATS) -
     import cv2
 
     size = image_size(path, where, formats)
-    image = cv2.imread(str(path), cv2.IMREAD_COLOR | cv2.IMREAD_IGNORE_ORIENTATION)
+    image = cv2.imdecode(_bounded_bytes(path, where), cv2.IMREAD_COLOR | cv2.IMREAD_IGNORE_ORIENTATION)
     if image is None or image.shape[1::-1] != size:
         raise SourceError(f"{where}: {place(path)} cannot be decoded (a damaged or truncated file); save it again "
                           f"as a PNG or JPEG")

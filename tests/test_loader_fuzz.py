@@ -831,6 +831,57 @@ def test_large_images_are_bounded_in_time_and_memory(case, image, expected):
     assert result["seconds"] < SECONDS and result["wall"] < WALL_SECONDS and result["peak_mb"] < MEMORY_MB, result
 
 
+def png_bomb(width: int, height: int, inflated: int) -> bytes:
+    """A PNG whose header claims ``width`` x ``height`` (8-bit RGB) and whose one IDAT chunk
+    inflates to ``inflated`` bytes of zeros: a small file a decoder chews on for minutes."""
+    packer, block = zlib.compressobj(9), bytes(1 << 20)
+    data = b"".join(packer.compress(block) for _ in range(inflated >> 20)) + packer.flush()
+    return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + _chunk(b"IDAT", data) + _chunk(b"IEND", b""))
+
+
+@pytest.mark.parametrize("width, height", [(320, 240), (1, 1), (4000, 3000)])
+def test_a_png_whose_pixels_inflate_past_its_header_is_refused_before_it_is_decoded(case, width, height):
+    """A 1 MB file of 1 GB of zeros: the header's size is fine, the stream is a bomb."""
+    from vicogym.images import decode_png
+
+    data = png_bomb(width, height, 1 << 30)
+    assert len(data) < 2 << 20
+    case.write("a.png", data)
+    path = case.write("records.jsonl", json.dumps({"id": "q", "image": "a.png", "question": "How many?", "answer": 1,
+                                                   "answer_type": "number",
+                                                   "targets": [{"label": "a", "box": [0, 0, 1, 1]}]}))
+    result = _measure(CALL.format(call=f"from vicogym.sources.natural import RecordSource; "
+                                       f"RecordSource({str(path)!r}).image('a.png')"))
+    assert "a decompression bomb" in result["outcome"] and "a.png" in result["outcome"], result
+    assert result["seconds"] < SECONDS and result["wall"] < WALL_SECONDS and result["peak_mb"] < MEMORY_MB, result
+    with pytest.raises(ValueError, match="a decompression bomb"):
+        decode_png(data)
+
+
+def test_pngs_as_encoders_write_them_pass_the_inflation_check():
+    """Plain, interlaced (Adam7), 1- to 16-bit, grey to RGBA: what the header needs, exactly."""
+    from vicogym.images import check_png_stream
+
+    rng = np.random.default_rng(3)
+    for width, height in [(1, 1), (3, 5), (17, 13), (64, 9)]:
+        for depth, color, channels in [(8, 2, 3), (8, 6, 4), (16, 6, 4), (8, 0, 1), (16, 2, 3), (1, 0, 1), (4, 0, 1)]:
+            row_bytes = lambda columns: -(-columns * channels * depth // 8)
+            for interlace in (0, 1):
+                passes = ((0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2),
+                          (0, 1, 1, 2)) if interlace else ((0, 0, 1, 1),)
+                raw = b""
+                for x0, y0, dx, dy in passes:
+                    columns, rows = len(range(x0, width, dx)), len(range(y0, height, dy))
+                    if columns and rows:
+                        raw += b"".join(b"\x00" + rng.bytes(row_bytes(columns)) for _ in range(rows))
+                data = (b"\x89PNG\r\n\x1a\n"
+                        + _chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, depth, color, 0, 0, interlace))
+                        + _chunk(b"IDAT", zlib.compress(raw)) + _chunk(b"IEND", b""))
+                check_png_stream(data)
+                assert cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED) is not None
+
+
 def test_a_pipe_named_as_a_file_is_refused_not_waited_on(case):
     """A FIFO inside the folder (a table, an image, a scenes file) would block a reader forever."""
     _chartqa(case)

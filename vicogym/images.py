@@ -120,6 +120,50 @@ def image_header(data: bytes) -> tuple[int, int]:
     return int(width), int(height)
 
 
+#: Adam7's passes: (first column, first row, column step, row step)
+_ADAM7 = ((0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2), (0, 1, 1, 2))
+_PNG_CHANNELS = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}
+
+
+def check_png_stream(data: bytes) -> None:
+    """``ValueError`` when PNG ``data``'s compressed pixels inflate to more bytes than its
+    header's width, height, bit depth and interlacing need (a decompression bomb: a small
+    file whose stream inflates to gigabytes keeps a decoder busy for minutes whatever size
+    it declares). The stream is inflated in bounded pieces and never kept; bytes that are
+    not PNG pass (their own decoder bounds them by the declared size)."""
+    import struct
+    import zlib
+
+    view = memoryview(data)
+    if bytes(view[:8]) != b"\x89PNG\r\n\x1a\n" or len(view) < 33 or bytes(view[12:16]) != b"IHDR":
+        return
+    width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", bytes(view[16:29]))
+    bits = _PNG_CHANNELS.get(colour, 4) * max(depth, 1)
+    passes = _ADAM7 if interlace else ((0, 0, 1, 1),)
+    needed = 0
+    for x0, y0, dx, dy in passes:
+        columns, rows = -(-(width - x0) // dx) if width > x0 else 0, -(-(height - y0) // dy) if height > y0 else 0
+        if columns and rows:
+            needed += rows * (1 + -(-columns * bits // 8))
+    inflater, inflated, pos = zlib.decompressobj(), 0, 8
+    while pos + 8 <= len(view) and not inflater.eof:
+        length, kind = struct.unpack(">I4s", bytes(view[pos:pos + 8]))
+        if kind == b"IDAT":
+            pending = bytes(view[pos + 8:pos + 8 + length])
+            while pending and not inflater.eof:
+                try:
+                    inflated += len(inflater.decompress(pending, 1 << 20))
+                except zlib.error:
+                    return  # a damaged stream: the decoder says so
+                if inflated > needed + (needed >> 4) + 65536:  # room for an encoder's padding, not for a bomb
+                    raise ValueError(f"the PNG's pixel data inflates to far more than the {needed} bytes its "
+                                     f"{width} x {height} header needs (a decompression bomb); save the image again")
+                pending = inflater.unconsumed_tail
+        elif kind == b"IEND":
+            break
+        pos += 12 + length
+
+
 def decode_png(data: bytes) -> np.ndarray:
     """The RGB array of PNG bytes; ``ValueError`` when they are not a decodable image or
     their header declares more than :data:`MAX_IMAGE_PIXELS` pixels."""
@@ -128,6 +172,7 @@ def decode_png(data: bytes) -> np.ndarray:
     if not isinstance(data, (bytes, bytearray, memoryview)) or not data:
         raise ValueError("expected PNG bytes, got none")
     image_header(bytes(data))
+    check_png_stream(data)
     image = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), cv2.IMREAD_COLOR)
     if image is None:
         raise ValueError("expected PNG bytes, could not decode")
