@@ -148,13 +148,36 @@ def _deepest(text: str) -> tuple[int, int]:
     return best, where
 
 
+#: a ``\\uD800``-``\\uDFFF`` escape that is not half of a pair: JSON allows it, Unicode text does not
+_LONE_SURROGATE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])"
+                             r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+
+
+def _holds_lone_surrogate(value: Any) -> bool:
+    """Whether any string (key or value) in a parsed JSON ``value`` cannot be UTF-8 text."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
 def parse_json(text: str, where: str, hint: str = "") -> Any:
     """``text`` as JSON; ``SourceError`` at ``where`` (a file, or ``file:line``) otherwise:
     not JSON, nested deeper than the parser follows, or a number no float holds
     (``Infinity``, ``NaN``, ``1e999``, an integer of more than :data:`MAX_INT_DIGITS` digits)."""
     has_line = ":" in where.rsplit("/", 1)[-1]
     try:
-        return json.loads(text, parse_float=_float, parse_int=_int, parse_constant=_constant)
+        value = json.loads(text, parse_float=_float, parse_int=_int, parse_constant=_constant)
     except json.JSONDecodeError as exc:
         line = f":{exc.lineno}" if not has_line else ""
         raise SourceError(f"{where}{line}: not valid JSON ({exc.msg} at column {exc.colno}){hint}") from None
@@ -170,6 +193,13 @@ def parse_json(text: str, where: str, hint: str = "") -> Any:
                           f"{hint}") from None
     except ValueError as exc:  # anything else Python will not convert
         raise SourceError(f"{where}: a JSON value Python will not convert ({str(exc).split(';')[0]}){hint}") from None
+    if "\\u" in text and _holds_lone_surrogate(value):
+        found = _LONE_SURROGATE.search(text)
+        line, column = _line_column(text, found.start() if found else 0)
+        at = f"{where}:{line}" if not has_line else where
+        raise SourceError(f"{at}: a string holds {found.group(0) if found else 'an escape'} (column {column}), "
+                          f"half of a surrogate pair, which is no character; write the character itself{hint}")
+    return value
 
 
 def read_json(path: Path, limit: int = LIMITS["text"]) -> Any:

@@ -903,3 +903,19 @@ def test_decoded_pngs_are_bounded_by_their_header_too():
         with pytest.raises(ValueError, match="expected an image of at most 40 MP"):
             decode_png(data)
     assert decode_png(png_uniform(60, 50)).shape == (50, 60, 3)
+
+
+@pytest.mark.parametrize("escape, pair", [("\\ud800", False), ("\\udfff", False), ("\\ud83d\\ude00", True),
+                                          ("\\ude00\\ud83d", False)])
+def test_a_half_surrogate_escape_is_refused_at_its_line_a_pair_is_a_character(escape, pair):
+    """JSON allows ``\\ud800`` alone; no UTF-8 text (a Parquet shard, a terminal) can hold it."""
+    from vicogym.sources import parse_json
+
+    text = '{"a": 1}\n' + '{"query": "What is ' + escape + '?", "' + escape + '": 2}'
+    if pair:
+        assert parse_json(text.splitlines()[1], "f.jsonl:2")["query"] == "What is \U0001F600?"
+        return
+    with pytest.raises(SourceError, match=r"f\.jsonl:2: a string holds \\ud[89a-f]..? .*half of a surrogate pair"):
+        parse_json(text.splitlines()[1], "f.jsonl:2")
+    with pytest.raises(SourceError, match=r"^f\.json:2: a string holds"):
+        parse_json("[" + text.replace("\n", ",\n") + "]", "f.json")
