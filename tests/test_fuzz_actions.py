@@ -460,3 +460,11 @@ def test_instruct_any_response_is_scored_or_a_typed_error_and_the_episode_then_o
     _, reward, terminated, _, info = env.step(response)
     assert info["error"]["code"] == "episode_over" and reward == 0.0 and terminated
     assert differences(before, snapshot(env)) == []
+
+
+@pytest.mark.parametrize("settings", ["[" * 100_000, '{"k": ' + "7" * 5000 + "}", "not json", "[1, 2]"])
+def test_a_rows_settings_text_is_a_value_error_naming_the_field_whatever_it_holds(settings):
+    from vicogym.adapters import settings_from
+
+    with pytest.raises(ValueError, match="^extra_info.settings: expected the environment settings as a JSON object"):
+        settings_from(settings, "extra_info.settings")

@@ -634,3 +634,22 @@ def test_a_write_the_machine_refuses_names_the_file_and_what_to_do(tmp_path):
     with pytest.raises(RunError, match=r"cannot write /x/y.parquet \(No space left on device\); free some space"):
         with writing(Path("/x/y.parquet")):
             raise OSError(errno.ENOSPC, "No space left on device")
+
+
+@pytest.mark.parametrize("flags, expected", [
+    (["--set", "k=" + "[" * 100_000], "--set k: the value is nested too deeply to read"),
+    (["--set", "k=" + "7" * 5000], "--set k: the value is JSON with an integer too long to read"),
+    (["--actor", '{"name": ' + "[" * 100_000 + "}"], "is nested too deeply to read"),
+    (["--config", "deep.json"], "deep.json: nested too deeply to read; flatten it"),
+    (["--config", "deep.toml"], "deep.toml: nested too deeply to read; flatten it"),
+    (["--config", "long.json"], "long.json: a value Python will not read"),
+])
+def test_settings_nested_too_deeply_or_too_long_are_one_line_not_a_traceback(tmp_path, monkeypatch, flags, expected):
+    monkeypatch.chdir(tmp_path)
+    Path("deep.json").write_text('{"env_kwargs": {"k": ' + "[" * 100_000 + "]" * 100_000 + "}}")
+    Path("deep.toml").write_text("k = " + "[" * 100_000 + "]" * 100_000)
+    Path("long.json").write_text('{"env_kwargs": {"k": ' + "7" * 5000 + "}}")
+    result = runner.invoke(app, ["generate", "vicogym/Chart-v0", *flags, "--n", "1", "--out", "out"])
+    assert result.exit_code != 0 and (result.exception is None or isinstance(result.exception, SystemExit))
+    assert expected in result.output and "Traceback" not in result.output
+    assert len([line for line in result.output.splitlines() if line.startswith("error:")]) == 1

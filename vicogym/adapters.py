@@ -7,7 +7,6 @@ evidence actions as OpenAI function tools (schemas, the views' descriptions, the
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import defaultdict
 from typing import Any, Mapping
@@ -15,7 +14,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from vicogym.core import canonical_json
-from vicogym.validation import MAX_SEED, is_int
+from vicogym.validation import MAX_SEED, brief, is_int, loads_json
 
 #: the largest image a tool or turn returns, in pixels: 768 patches of 28 x 28, the
 #: default of Qwen2-VL-family processors
@@ -64,13 +63,12 @@ def settings_from(value: Any, where: str) -> dict[str, Any]:
     if value is None or value == "":
         return {}
     if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            raise ValueError(f"{where}: expected the environment settings as a JSON object, got "
-                             f"{value[:80]!r}") from None
+        text, (value, why) = value, loads_json(value)
+        if why is not None:
+            raise ValueError(f"{where}: expected the environment settings as a JSON object, got {brief(text, 80)}, "
+                             f"which is {why}")
     if not isinstance(value, Mapping):
-        raise ValueError(f"{where}: expected the environment settings as a JSON object, got {value!r}")
+        raise ValueError(f"{where}: expected the environment settings as a JSON object, got {brief(value, 80)}")
     return dict(value)
 
 

@@ -20,6 +20,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from vicogym.validation import brief, loads_json
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Verifiable visual environments for VLM RL.")
 console = Console()
@@ -57,21 +59,23 @@ def parse_setting(text: str) -> tuple[str, Any]:
     key = key.strip()
     if not sep or not key:
         raise ValueError(f"expected --set KEY=VALUE, got {text!r}")
-    try:
-        return key, json.loads(raw)
-    except json.JSONDecodeError:
+    value, why = loads_json(raw)
+    if why is None:
+        return key, value
+    if why.startswith("not JSON"):
         return key, raw
+    raise ValueError(f"--set {key[:80]}: the value is {why}; give a flatter or shorter value")
 
 
 def json_flag(flag: str, text: str) -> Any:
     """The JSON value of ``flag`` (a JSON object given on the command line), or a message
     naming the flag."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{flag} {text!r} is not valid JSON ({exc.msg} at column {exc.colno}); give a JSON object "
-                         f"such as '{{\"name\": \"simulated\", \"skill\": 3.0}}', or a spec such as simulated or "
-                         f"openai:MODEL@URL") from None
+    value, why = loads_json(text)
+    if why is not None:
+        raise ValueError(f"{flag} {brief(text, 80)} is {why}; give a JSON object such as "
+                         f"'{{\"name\": \"simulated\", \"skill\": 3.0}}', or a spec such as simulated or "
+                         f"openai:MODEL@URL")
+    return value
 
 
 def load_config_file(path: Path) -> dict[str, Any]:
@@ -84,19 +88,21 @@ def load_config_file(path: Path) -> dict[str, Any]:
         raise ValueError(
             f"--config {path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8"
         ) from None
+    if path.suffix.lower() not in (".toml", ".json"):
+        raise ValueError(f"--config {path}: expected a .toml or .json file")
     try:
-        if path.suffix.lower() == ".toml":
-            data = tomllib.loads(text)
-        elif path.suffix.lower() == ".json":
-            data = json.loads(text)
-        else:
-            raise ValueError(f"--config {path}: expected a .toml or .json file")
+        data = tomllib.loads(text) if path.suffix.lower() == ".toml" else json.loads(text)
+    except RecursionError:
+        raise ValueError(f"--config {path}: nested too deeply to read; flatten it") from None
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"--config {path}: not valid TOML ({exc})") from None
     except json.JSONDecodeError as exc:
         raise ValueError(
             f"--config {path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
         ) from None
+    except ValueError as exc:  # an integer of more than 4300 digits
+        raise ValueError(f"--config {path}: a value Python will not read ({str(exc).split(';')[0][:80]}); write a "
+                         f"shorter number") from None
     if not isinstance(data, dict):
         raise ValueError(f"--config {path}: expected a table of settings, got {type(data).__name__}")
     return data
