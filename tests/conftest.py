@@ -15,6 +15,31 @@ REQUIRE_DATA = os.environ.get("VICOGYM_REQUIRE_DATA") == "1"
 REQUIRE_SANDBOX = os.environ.get("VICOGYM_REQUIRE_SANDBOX") == "1"
 REQUIRE_OCR = os.environ.get("VICOGYM_REQUIRE_OCR") == "1"
 
+#: Python for a child process: its peak resident memory in bytes. ``ru_maxrss`` would not
+#: do: Linux carries the parent's peak into a child across fork and exec, so a child of a
+#: large test worker would report the worker's memory; ``VmHWM`` belongs to the child alone.
+CHILD_PEAK_RSS = ("int(next(line for line in open('/proc/self/status') if line.startswith('VmHWM:')).split()[1])"
+                  " * 1024")
+
+
+def _status(field: str) -> int:
+    with open("/proc/self/status") as status:
+        return int(next(line for line in status if line.startswith(field + ":")).split()[1]) * 1024
+
+
+def start_peak_rss() -> int:
+    """Start measuring this process's peak resident memory afresh (the kernel's high-water
+    mark set back to what is resident now); returns the resident bytes it starts from."""
+    with open("/proc/self/clear_refs", "w") as clear:
+        clear.write("5")
+    return _status("VmRSS")
+
+
+def peak_rss() -> int:
+    """This process's peak resident memory in bytes since :func:`start_peak_rss`."""
+    return _status("VmHWM")
+
+
 # the toy arm joins the registry the way any arm does: one registration, no core change
 vicogym.register("vicogym/Toy-v0", "toy_arm:ToyEnv", description="test-only arm: count the squares")
 

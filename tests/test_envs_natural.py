@@ -547,6 +547,8 @@ import sys
 import textwrap
 import zlib
 
+from conftest import CHILD_PEAK_RSS
+
 #: the largest image a source may hold (vicogym.sources.MAX_IMAGE_PIXELS), as a strip
 STRIP = (40_000, 1_000)
 STRIP_TARGET = [100, 100, 400, 600]
@@ -593,11 +595,11 @@ STRIP_RUN = textwrap.dedent("""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     print(json.dumps({
         "seconds": time.perf_counter() - start, "cpu": usage.ru_utime + usage.ru_stime,
-        "peak": usage.ru_maxrss * 1024, "valid": valid, "png": len(png), "shape": list(sample.image.shape),
+        "peak": PEAK, "valid": valid, "png": len(png), "shape": list(sample.image.shape),
         "holds": bool(np.array_equal(image[protected], sample.image[frame_mask(protected, scene.ops)])),
         "covered": bool(protected[y0:y1, x0:x1].all()),
         "edited": float((sample.image[:, 1000:] != 0).any(axis=2).mean())}))
-""")
+""").replace("PEAK", CHILD_PEAK_RSS)
 
 
 def run_strip(folder, ops=STRIP_OPS, timeout=300):

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import struct
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from conftest import CHILD_PEAK_RSS, peak_rss, start_peak_rss
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -63,20 +63,13 @@ def _audit(event: str, args: tuple) -> None:
 sys.addaudithook(_audit)
 
 
-def _peak_rss() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
-BASELINE = _peak_rss()
-
-
 def attempt(name: str, load, *args) -> list[Task] | SourceError:
     """``load(*args)``: its tasks or its ``SourceError`` (any other exception fails the
     test), within the time and memory bounds, nothing outside the world's folder opened."""
     global _RECORDED
     TRIED[name] += 1
     _RECORDED = []
-    start, clock = time.process_time(), time.perf_counter()
+    resident, start, clock = start_peak_rss(), time.process_time(), time.perf_counter()
     try:
         result = load(*args)
     except SourceError as exc:
@@ -85,7 +78,7 @@ def attempt(name: str, load, *args) -> list[Task] | SourceError:
         opened, _RECORDED = _RECORDED, None
     took, waited = time.process_time() - start, time.perf_counter() - clock
     assert took < SECONDS and waited < WALL, f"{name} took {took:.1f} s of processor time, {waited:.1f} s in all"
-    assert _peak_rss() - BASELINE < MEMORY, f"{name} raised the peak memory by over 1 GiB"
+    assert peak_rss() - resident < MEMORY, f"{name} raised the peak memory by over 1 GiB"
     leaked = [p for p in opened if p.startswith(OUTSIDE_PREFIXES)]
     assert not leaked, f"{name} opened or listed outside its folder: {leaked}"
     if isinstance(result, SourceError):
@@ -688,9 +681,9 @@ HEAVY = textwrap.dedent("""
         except BaseException as exc:
             answer = type(exc).__name__ + ": " + str(exc)
         out[name] = [answer, time.process_time() - start]
-    out["peak"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    out["peak"] = PEAK
     print(json.dumps(out))
-""")
+""").replace("PEAK", CHILD_PEAK_RSS)
 
 
 def test_heavy_images_are_refused_on_their_header_in_bounded_time_and_memory(world, tmp_path):

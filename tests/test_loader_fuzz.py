@@ -28,7 +28,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-from conftest import REPO
+from conftest import CHILD_PEAK_RSS, REPO
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -766,7 +766,7 @@ def _measure(code: str, timeout: int = 300) -> dict:
     script = ("import json, resource, sys, time\nstart = time.monotonic()\n" + code
               + "\nusage = resource.getrusage(resource.RUSAGE_SELF)\n"
                 "print(json.dumps({'outcome': outcome, 'wall': time.monotonic() - start, 'seconds': usage.ru_utime + "
-                "usage.ru_stime, 'peak_mb': usage.ru_maxrss / 1024}))")
+                "usage.ru_stime, 'peak_mb': " + CHILD_PEAK_RSS + " / 2**20}))")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout,
                           cwd=REPO)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -20,7 +20,7 @@ from vicogym.instruct import discovery
 from vicogym.instruct.run_folder import iter_samples, load_types, verify_instruct
 from vicogym.instruct.synthesis import TYPES_FILE, SynthesizeConfig, synthesize
 from vicogym.programs.instruct import REGISTRY
-from vicogym.verl_reward import compute_score
+from vicogym.verl_reward import RowError, compute_score
 
 pytestmark = pytest.mark.usefixtures("walls")
 
@@ -122,9 +122,9 @@ def test_a_poisoned_row_runs_no_code_through_the_verl_reward(run, tmp_path):
     other["types"][0]["sha256"] = "0" * 64
     with pytest.raises(UnknownConstraintType, match="SHA-256 000000000000"):
         compute_score(row["data_source"], row["response"], json.dumps(other))
-    # a malformed constraint is a typed error too, never another exception
+    # a malformed constraint is a typed error too (the row's), never another exception
     for constraints in ([{"id": ["x"]}], [None], "always_fine"):
-        with pytest.raises(UnknownConstraintType, match="no {'id'|no {"):
+        with pytest.raises(RowError, match="is no {id: string, params: object}|has no constraints list"):
             compute_score(row["data_source"], "x", json.dumps({"constraints": constraints, "types": []}))
     # a row of an older vicogym (the proposal in its ground truth, no hash) is refused too
     old = {"constraints": other["constraints"], "discovered": [{"id": other["types"][0]["id"], "code": "..."}]}
