@@ -171,10 +171,12 @@ def _holds_lone_surrogate(value: Any) -> bool:
     return False
 
 
-def parse_json(text: str, where: str, hint: str = "") -> Any:
+def parse_json(text: str, where: str, hint: str = "", surrogates: bool = True) -> Any:
     """``text`` as JSON; ``SourceError`` at ``where`` (a file, or ``file:line``) otherwise:
     not JSON, nested deeper than the parser follows, or a number no float holds
-    (``Infinity``, ``NaN``, ``1e999``, an integer of more than :data:`MAX_INT_DIGITS` digits)."""
+    (``Infinity``, ``NaN``, ``1e999``, an integer of more than :data:`MAX_INT_DIGITS` digits),
+    or (``surrogates``: unless the caller checks its fields' text itself) a string holding
+    half of a surrogate pair."""
     has_line = ":" in where.rsplit("/", 1)[-1]
     try:
         value = json.loads(text, parse_float=_float, parse_int=_int, parse_constant=_constant)
@@ -193,7 +195,7 @@ def parse_json(text: str, where: str, hint: str = "") -> Any:
                           f"{hint}") from None
     except ValueError as exc:  # anything else Python will not convert
         raise SourceError(f"{where}: a JSON value Python will not convert ({str(exc).split(';')[0]}){hint}") from None
-    if "\\u" in text and _holds_lone_surrogate(value):
+    if surrogates and "\\u" in text and _holds_lone_surrogate(value):
         found = _LONE_SURROGATE.search(text)
         line, column = _line_column(text, found.start() if found else 0)
         at = f"{where}:{line}" if not has_line else where
@@ -206,11 +208,11 @@ def read_json(path: Path, limit: int = LIMITS["text"]) -> Any:
     return parse_json(read_text(path, limit, "JSON file"), place(path))
 
 
-def json_lines(lines: list[str], where: str, hint: str = "") -> Iterator[tuple[int, Any]]:
+def json_lines(lines: list[str], where: str, hint: str = "", surrogates: bool = True) -> Iterator[tuple[int, Any]]:
     """``(line number, value)`` for every non-blank line."""
     for number, line in enumerate(lines, 1):
         if line.strip():
-            yield number, parse_json(line, f"{where}:{number}", hint)
+            yield number, parse_json(line, f"{where}:{number}", hint, surrogates)
 
 
 #: the longest file name and path the package opens (Linux's NAME_MAX and PATH_MAX, in bytes)

@@ -293,7 +293,7 @@ def funsd_page(path: Path, image: Path, shown: str | None = None) -> list[Task]:
     path = Path(path)
     shown = shown or place(path)
     data = parse_json(decode_text(read_bytes(path, ANNOTATION_BYTES, "annotation file"), shown, "annotation file"),
-                      shown)
+                      shown, surrogates=False)  # every entity's text is checked where it is read
     unit = image_unit(Path(image), f"{shown}: the page's image", path.stem)
     entities = funsd_entities(shown, data, unit)
     records = {r["id"]: r for r in data["form"]}
@@ -332,7 +332,7 @@ def load_jsonl(file: str | os.PathLike) -> list[Task]:
     tasks: list[Task] = []
     ids: dict[str, int] = {}
     units: dict[Path, Unit] = {}
-    for n, record in json_lines(text.split("\n"), shown):
+    for n, record in json_lines(text.split("\n"), shown, surrogates=False):  # its fields name their text
         where = f"{shown}:{n}"
         task = jsonl_task(record, where, given, n, units)
         if task.id in ids:
