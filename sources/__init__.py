@@ -22,6 +22,7 @@ import numpy as np
 
 from vicogym.errors import SourceError
 from vicogym.images import MAX_IMAGE_PIXELS
+from vicogym.validation import lone_surrogate
 
 MiB = 1 << 20
 #: the largest file of each kind a source reads (checked on the file's size before reading)
@@ -153,24 +154,6 @@ _LONE_SURROGATE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])"
                              r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
 
 
-def _holds_lone_surrogate(value: Any) -> bool:
-    """Whether any string (key or value) in a parsed JSON ``value`` cannot be UTF-8 text."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                return True
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return False
-
-
 def parse_json(text: str, where: str, hint: str = "", surrogates: bool = True) -> Any:
     """``text`` as JSON; ``SourceError`` at ``where`` (a file, or ``file:line``) otherwise:
     not JSON, nested deeper than the parser follows, or a number no float holds
@@ -195,7 +178,7 @@ def parse_json(text: str, where: str, hint: str = "", surrogates: bool = True) -
                           f"{hint}") from None
     except ValueError as exc:  # anything else Python will not convert
         raise SourceError(f"{where}: a JSON value Python will not convert ({str(exc).split(';')[0]}){hint}") from None
-    if surrogates and "\\u" in text and _holds_lone_surrogate(value):
+    if surrogates and "\\u" in text and lone_surrogate(value) is not None:
         found = _LONE_SURROGATE.search(text)
         line, column = _line_column(text, found.start() if found else 0)
         at = f"{where}:{line}" if not has_line else where

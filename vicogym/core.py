@@ -10,7 +10,7 @@ from typing import Any, Callable, Mapping, Protocol, runtime_checkable
 import numpy as np
 
 from vicogym.errors import InvalidEdit
-from vicogym.validation import brief
+from vicogym.validation import brief, lone_surrogate
 
 
 def canonical_json(data: Any) -> str:
@@ -204,20 +204,10 @@ def _check_json_data(value: Any) -> None:
 def _check_text(value: Any, op: str, field: str) -> None:
     """``bad_value`` at ``op``'s ``field`` when a string in ``value`` holds a lone surrogate
     (no Unicode text: it cannot be drawn, stored or encoded)."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                raise InvalidEdit("bad_value", f"{field} holds a lone surrogate ({short_repr(item, 30)}), which is "
-                                  "not Unicode text; send valid UTF-8", op=op, field=field) from None
-        elif isinstance(item, Mapping):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, (list, tuple)):
-            stack.extend(item)
+    item = lone_surrogate(value)
+    if item is not None:
+        raise InvalidEdit("bad_value", f"{field} holds a lone surrogate ({short_repr(item, 30)}), which is "
+                          "not Unicode text; send valid UTF-8", op=op, field=field)
 
 
 def _loads(text: str | bytes) -> Any:

@@ -205,3 +205,23 @@ def as_text(value: Any) -> str:
         return str(value)
     except Exception:
         return ""
+
+
+def lone_surrogate(value: Any) -> str | None:
+    """The first string (a key or a value) in JSON-like ``value`` that is no Unicode text
+    (it holds half of a surrogate pair: it cannot be drawn, stored or encoded), or
+    ``None``; nested values are walked without recursion."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return item
+        elif isinstance(item, Mapping):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return None
