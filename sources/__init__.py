@@ -14,7 +14,6 @@ import math
 import os
 import re
 import stat
-import struct
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterator
 
@@ -56,17 +55,19 @@ def one_line(text: str) -> str:
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
-def check_size(path: Path, limit: int, what: str = "file") -> None:
-    """``SourceError`` naming ``path`` when it is no regular file (a folder, a pipe, a
-    device), cannot be read, or is larger than ``limit`` bytes."""
+def check_size(path: Path, limit: int, what: str = "file", where: str = "") -> None:
+    """``SourceError`` naming ``path`` (after ``where``, the record that names it, when
+    given) when it is no regular file (a folder, a pipe, a device), cannot be read, or is
+    larger than ``limit`` bytes."""
+    at = f"{where}: {place(path)}" if where else place(path)
     try:
         info = path.stat()
     except (OSError, ValueError) as exc:
-        raise SourceError(f"{place(path)}: cannot read this {what} ({getattr(exc, 'strerror', None) or exc})") from None
+        raise SourceError(f"{at}: cannot read this {what} ({getattr(exc, 'strerror', None) or exc})") from None
     if not stat.S_ISREG(info.st_mode):
-        raise SourceError(f"{place(path)}: not a regular file; give the {what} as a plain file")
+        raise SourceError(f"{at}: not a regular file; give the {what} as a plain file")
     if info.st_size > limit:
-        raise SourceError(f"{place(path)}: {info.st_size / MiB:.1f} MiB, more than the {limit / MiB:g} MiB a {what} "
+        raise SourceError(f"{at}: {info.st_size / MiB:.1f} MiB, more than the {limit / MiB:g} MiB a {what} "
                           f"may have; split it or make it smaller")
 
 
@@ -304,7 +305,7 @@ def image_size(path: Path, where: str, formats: tuple[str, ...] | None = None) -
     given) or has more than ``MAX_IMAGE_PIXELS`` pixels. Nothing is decoded."""
     from PIL import Image
 
-    check_size(path, LIMITS["image"], "image")
+    check_size(path, LIMITS["image"], "image", where)
     try:
         with Image.open(path) as header:
             (width, height), kind = header.size, header.format
@@ -312,7 +313,7 @@ def image_size(path: Path, where: str, formats: tuple[str, ...] | None = None) -
         width, height, kind = None, None, None
         count = re.search(r"\((\d+) pixels\)", str(exc))
         shape = f"has {int(count[1]) / 1e6:g} million pixels" if count else "has over 179 million pixels"
-    except (OSError, ValueError, SyntaxError, struct.error, EOFError, MemoryError):
+    except Exception:  # Pillow's header parsers raise many kinds of error on a damaged file
         raise SourceError(f"{where}: {place(path)} is not an image file that can be read; give a PNG or JPEG") from None
     if width is None or width * height > MAX_IMAGE_PIXELS:
         shape = f"is {width} x {height} pixels" if width else shape

@@ -20,11 +20,7 @@ import numpy as np
 from vicogym.errors import SourceError
 from vicogym.renderers.evidence import RasterCache, cut
 from vicogym.structures.evidence import Box, Unit
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 120 else text[:100] + "..."
+from vicogym.validation import brief
 
 
 class RegionRenderer:
@@ -48,9 +44,9 @@ class RegionRenderer:
             data = self.payloads.get(spec["png"])
             if data is None:
                 raise KeyError(f"no payload with SHA-256 {spec['png']} was given to the renderer")
-            where = f"the raster payload {_shown(spec['png'])}"
+            where = f"the raster payload {brief(spec['png'], 120)}"
         else:
-            where = f"the image unit's file {_shown(spec['path'])}"
+            where = f"the image unit's file {brief(spec['path'], 120)}"
             try:
                 data = read_checked(spec["path"], spec.get("sha256"))
             except ValueError as exc:
