@@ -53,9 +53,10 @@ import math
 import os
 import time
 import unicodedata
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

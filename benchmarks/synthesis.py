@@ -17,6 +17,7 @@ Run: ``python benchmarks/synthesis.py [--rounds 6] [--per-round 16] [--seeds 0 1
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import tempfile
@@ -71,11 +72,9 @@ def main() -> None:
     seconds: dict[str, float] = Counter()
     images = args.rounds * args.per_round
     with tempfile.TemporaryDirectory() as tmp:
-        try:  # warm up (imports, fonts, language profiles) outside the timed runs
+        with contextlib.suppress(GenerationError):  # warm up (imports, fonts, language profiles) untimed
             synthesize(SynthesizeConfig(out=str(Path(tmp) / "warm-up"), n=10**9, per_round=4, max_rounds=1,
                                         progress=False))
-        except GenerationError:
-            pass
         for seed in args.seeds:
             for name, settings in VARIANTS.items():  # the variants interleaved per seed: noise hits all alike
                 out = Path(tmp) / f"{name.replace(' ', '_')}-{seed}"
@@ -83,10 +82,8 @@ def main() -> None:
                 config = SynthesizeConfig(out=str(out), seed=seed, per_round=args.per_round, n=10**9,
                                           max_rounds=args.rounds, progress=False, **settings)
                 start = time.perf_counter()
-                try:
+                with contextlib.suppress(GenerationError):
                     synthesize(config)
-                except GenerationError:
-                    pass
                 seconds[name] += time.perf_counter() - start
                 results[name].append(measure(out, images))
     keys = list(results["full"][0])

@@ -34,8 +34,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

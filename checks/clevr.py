@@ -14,7 +14,8 @@ Pure functions of the scene, the label rule and the renderer's facts
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from vicogym.errors import InvalidEdit
 from vicogym.programs import clevr as clevr_programs

@@ -35,8 +35,9 @@ stop            (none)                                      ends the episode
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 

@@ -33,8 +33,9 @@ scene, so they are recomputed by construction.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 

@@ -35,8 +35,9 @@ about).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, Mapping
+from typing import Any
 
 from vicogym.core import Edit, fold_ops
 from vicogym.core import short_repr as _short
@@ -133,10 +134,9 @@ def _guard(name: str, op: Mapping[str, Any], scene: Scene, guarded: list[tuple[i
     if record.answer_type == "number" and name in ("remove", "paste", "crop"):
         raise InvalidEdit("guarded", f"{name} is refused for a counting question: an uncounted "
                           f"{record.targets[0].label} could lie where it reaches", field="op")
-    if name in COLOUR_OPS and COLOUR_QUESTION.search(record.question):
-        if "box" not in op:
-            raise InvalidEdit("guarded", f"{name} over the whole image is refused for a colour question; give a box "
-                              "clear of the targets", field="box")
+    if name in COLOUR_OPS and COLOUR_QUESTION.search(record.question) and "box" not in op:
+        raise InvalidEdit("guarded", f"{name} over the whole image is refused for a colour question; give a box "
+                          "clear of the targets", field="box")
     if name in ("pad", "crop") and POSITION_QUESTION.search(record.question):
         raise InvalidEdit("guarded", f"{name} is refused for a question about where things lie in the picture: moving "
                           "the frame could move the answer", field="op")

@@ -15,8 +15,9 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np

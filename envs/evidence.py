@@ -5,8 +5,9 @@ from __future__ import annotations
 import copy
 import json
 import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -327,7 +328,7 @@ class EvidenceEnv(gym.Env):
         base: dict[int, np.ndarray] = {}
         best: tuple[int, str] | None = None
         others = family_module(task.family).counterfactuals(task, np.random.default_rng([seed, 1]))
-        for tried, other in enumerate(others, 1):
+        for tried, other in enumerate(others, 1):  # noqa: B007 (tried is reported after the loop)
             other, _ = self.renderer.prepare(other)
             # a tile of a unit the counterfactual leaves as it was draws the same pixels
             levels = 0

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -182,7 +183,7 @@ class NaturalArm(Arm):
             self.source = RecordSource(self.config.source)
             for record in self.source.records:
                 self._known.setdefault(record.answer_type, []).append(record.answer)
-        self.segmenter  # a missing model or package fails here, at gym.make
+        _ = self.segmenter  # a missing model or package fails here, at gym.make
         if hasattr(self.inpainter, "load"):
             try:
                 self.inpainter.load()

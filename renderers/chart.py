@@ -88,10 +88,7 @@ def layout_limits(magnitude: tuple[int, int]) -> tuple[float, float]:
 
 
 def _axis_number(x: float, _pos: Any = None) -> str:
-    if abs(x) >= 1000:
-        text = f"{x:,.2f}".rstrip("0").rstrip(".")
-    else:
-        text = f"{x:.6g}"
+    text = f"{x:,.2f}".rstrip("0").rstrip(".") if abs(x) >= 1000 else f"{x:.6g}"
     return "0" if text in ("-0", "") else text
 
 
@@ -255,7 +252,7 @@ class ChartRenderer:
                 if len(self._spares) > SPARES:
                     self._spares.pop(0)
 
-    def _spare(self, key: FrameKey) -> "_Frame | None":
+    def _spare(self, key: FrameKey) -> _Frame | None:
         """An evicted frame of ``key``'s shape, taken from the spares, or ``None``."""
         shape = shape_of(key)
         if shape is None:
@@ -303,7 +300,7 @@ class ChartRenderer:
         return self._sizes[(text, size)]
 
     # -- frame -----------------------------------------------------------------------
-    def _build_frame(self, key: FrameKey, spare: "_Frame | None" = None) -> _Frame:
+    def _build_frame(self, key: FrameKey, spare: _Frame | None = None) -> _Frame:
         """The frame of ``key``: a new figure, or ``spare`` (a frame of the same shape)
         stripped of everything its own key drew and set up again for ``key``, which keeps
         matplotlib's axes and tick objects, the costly part of a new figure."""
@@ -352,7 +349,7 @@ class ChartRenderer:
         return fig, canvas, ax, [], []
 
     @staticmethod
-    def _style(key: FrameKey, spare: "_Frame | None", ax: Any, bars: list[list[Any]], data_labels: list[Any],
+    def _style(key: FrameKey, spare: _Frame | None, ax: Any, bars: list[list[Any]], data_labels: list[Any],
                colors: list[Any]) -> None:
         """Pools recoloured (and cut to the series there are), fonts sized, the title set."""
         fs = key.spec.font_size
@@ -611,7 +608,7 @@ def _set_up_pie(ax: Any, key: FrameKey, colors: list[Any]) -> list[Any]:
     return [Patch(facecolor=c, edgecolor="white", label=r) for r, c in zip(key.pie_rows, colors)]
 
 
-def _set_up_axes(fig: Any, ax: Any, key: FrameKey, spare: "_Frame | None", colors: list[Any]) -> tuple:
+def _set_up_axes(fig: Any, ax: Any, key: FrameKey, spare: _Frame | None, colors: list[Any]) -> tuple:
     """The axes of a chart with axes: animated (the frame's tick pools draw them), turned
     labels where the key turns them; the legend handles, the tick pools and the axis
     titles (bottom, left)."""

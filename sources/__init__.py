@@ -14,8 +14,9 @@ import math
 import os
 import re
 import stat
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 

@@ -32,11 +32,12 @@ import re
 import statistics
 import unicodedata
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -598,7 +599,7 @@ def _mentioned(question: str, labels: tuple[str, ...]) -> list[str]:
     return [x for _, x in sorted(found)]
 
 
-def parse_question(question: str, table: Table, label: str) -> dict[str, Any] | None:
+def parse_question(question: str, table: Table, label: str) -> dict[str, Any] | None:  # noqa: C901
     """A table program for a common ChartQA question form, or ``None``.
 
     Conservative: every row and series the form needs must be named (or the table must
@@ -1000,7 +1001,7 @@ class Classified:
     mark: str | None = None
 
 
-def classify_record(table: Table, query: str, label: str, tier2: str = "drop") -> Classified:
+def classify_record(table: Table, query: str, label: str, tier2: str = "drop") -> Classified:  # noqa: C901
     """Screen and classify one record (see the module notes)."""
     refers = question_references(query)
     if "colour" in refers:

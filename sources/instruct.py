@@ -21,7 +21,8 @@ No rendering here: callers pass the renderer's report when they have it.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from vicogym.programs.instruct.text import collapse_spaces
 from vicogym.structures.chart import ChartStructure

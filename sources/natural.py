@@ -126,7 +126,7 @@ def _rgb(image: np.ndarray, ref: str) -> np.ndarray:
         image = np.round(image.astype(np.float64) * (255.0 / top)).astype(np.uint8)
     elif image.dtype != np.uint8:
         image = np.nan_to_num(image.astype(np.float64), nan=0.0, posinf=255.0, neginf=0.0)
-        if image.dtype.kind == "f" and 0 <= image.min() and image.max() <= 1:
+        if image.dtype.kind == "f" and image.min() >= 0 and image.max() <= 1:
             image = np.round(image * 255)
         image = np.clip(image, 0, 255).astype(np.uint8)
     if image.ndim == 2:

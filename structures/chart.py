@@ -19,8 +19,9 @@ import json
 import math
 import re
 import unicodedata
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from vicogym.answers import format_number
 from vicogym.core import canonical_json
@@ -235,7 +236,7 @@ class Table:
         return float(sum(v for v in self.all_values() if v is not None))
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Table":
+    def from_dict(cls, data: Mapping[str, Any]) -> Table:
         if not isinstance(data, Mapping):
             raise TypeError(f"expected a table object, got {type(data).__name__}")
         missing = {"rows", "series", "values"} - set(data)
@@ -338,7 +339,7 @@ class ChartSpec:
         return d
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "ChartSpec":
+    def from_dict(cls, data: Mapping[str, Any]) -> ChartSpec:
         if not isinstance(data, Mapping):
             raise TypeError(f"expected a chart spec object, got {type(data).__name__}")
         known = {f.name for f in fields(cls)}
@@ -373,7 +374,7 @@ class Vocabulary:
         return {"rows": list(self.rows), "series": list(self.series), "ordered": self.ordered}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Vocabulary":
+    def from_dict(cls, data: Mapping[str, Any]) -> Vocabulary:
         if not isinstance(data, Mapping) or set(data) - {"rows", "series", "ordered"}:
             raise ValueError(f"expected a vocabulary object with rows, series and ordered, got {data!r}")
         return cls(tuple(data.get("rows", ())), tuple(data.get("series", ())), data.get("ordered", False))
@@ -398,7 +399,7 @@ class ChartStructure:
         return {"table": self.table.to_dict(), "spec": self.spec.to_dict(), "vocabulary": self.vocabulary.to_dict()}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "ChartStructure":
+    def from_dict(cls, data: Mapping[str, Any]) -> ChartStructure:
         if not isinstance(data, Mapping) or "table" not in data:
             raise ValueError("expected a structure object with a 'table' (and optional 'spec', 'vocabulary')")
         unknown = set(data) - {"table", "spec", "vocabulary"}
@@ -414,13 +415,13 @@ class ChartStructure:
         return canonical_json(self.to_dict())
 
     @classmethod
-    def from_json(cls, text: str) -> "ChartStructure":
+    def from_json(cls, text: str) -> ChartStructure:
         return cls.from_dict(json.loads(text))
 
-    def with_table(self, table: Table) -> "ChartStructure":
+    def with_table(self, table: Table) -> ChartStructure:
         return replace(self, table=table)
 
-    def with_spec(self, **changes: Any) -> "ChartStructure":
+    def with_spec(self, **changes: Any) -> ChartStructure:
         return replace(self, spec=replace(self.spec, **changes))
 
 

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -243,7 +244,7 @@ class Scene:
         return canonical_json(self.to_dict())
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], width: int | None = None, height: int | None = None) -> "Scene":
+    def from_dict(cls, data: Mapping[str, Any], width: int | None = None, height: int | None = None) -> Scene:
         """A scene from CLEVR's JSON (our files, or the released ones: a released scene has no
         ``camera``; its camera's heading is taken from its ``directions``)."""
         if not isinstance(data, Mapping) or not isinstance(data.get("objects"), list):
@@ -264,7 +265,7 @@ class Scene:
                    str(data.get("image_filename", "CLEVR_new_000000.png")), str(data.get("split", "new")),
                    int(width or size[0]), int(height or size[1]))
 
-    def with_objects(self, objects: tuple[Obj, ...]) -> "Scene":
+    def with_objects(self, objects: tuple[Obj, ...]) -> Scene:
         return replace(self, objects=tuple(objects))
 
 

@@ -21,8 +21,9 @@ Everything round-trips through JSON (``to_dict`` / ``from_dict``).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from vicogym.legibility import TEXT_DRAWN, TEXT_FONT, legible_px
 from vicogym.validation import is_int, is_number
@@ -116,7 +117,7 @@ class Evidence:
         return out
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Evidence":
+    def from_dict(cls, d: Mapping[str, Any]) -> Evidence:
         return cls(d["unit"], tuple(d["box"]), d["size"], d["legible"], d.get("what", ""),
                    tuple(d["ink"]) if d.get("ink") is not None else None)
 
@@ -154,7 +155,7 @@ class Unit:
                 "title": self.title, "max_scale": float(self.max_scale)}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Unit":
+    def from_dict(cls, d: Mapping[str, Any]) -> Unit:
         return cls(d["kind"], d["width"], d["height"], d.get("spec", {}), d.get("title", ""),
                    d.get("max_scale", 4.0))
 
@@ -227,7 +228,7 @@ class Task:
                 "meta": dict(self.meta), **({} if self.start_scale is None else {"start_scale": self.start_scale})}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Task":
+    def from_dict(cls, d: Mapping[str, Any]) -> Task:
         return cls(d["id"], d["family"], d["question"], d["answer"], tuple(Unit.from_dict(u) for u in d["units"]),
                    tuple(Evidence.from_dict(e) for e in d.get("evidence", ())), d.get("contract", "text"),
                    d.get("scorer", "anls"), tuple(d.get("golds", ())), tuple(d.get("options", ())),
@@ -279,7 +280,7 @@ class Tile:
                 "at": list(self.at), "label": self.label}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Tile":
+    def from_dict(cls, d: Mapping[str, Any]) -> Tile:
         return cls(d["unit"], tuple(d["crop"]), d["scale"], tuple(d.get("at", (0, 0))), d.get("label", ""))
 
 
@@ -297,7 +298,7 @@ class Note:
         return {"ordinal": self.ordinal, "unit": self.unit, "at": [round(v, 4) for v in self.at], "text": self.text}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Note":
+    def from_dict(cls, d: Mapping[str, Any]) -> Note:
         return cls(d["ordinal"], d["unit"], tuple(d["at"]), d.get("text", ""))
 
 
@@ -336,7 +337,7 @@ class View:
         return out
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "View":
+    def from_dict(cls, d: Mapping[str, Any]) -> View:
         return cls(d["id"], d["width"], d["height"], tuple(Tile.from_dict(t) for t in d["tiles"]),
                    tuple(Note.from_dict(n) for n in d.get("notes", ())), d.get("made_by", {}), d.get("style", {}))
 

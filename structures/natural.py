@@ -16,8 +16,9 @@ from __future__ import annotations
 import hashlib
 import math
 import zlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -152,7 +153,7 @@ class Target:
         return {"label": self.label, self.geometry: [list(v) for v in value] if self.geometry != "box" else list(value)}
 
     @classmethod
-    def from_dict(cls, data: Any, where: str = "target") -> "Target":
+    def from_dict(cls, data: Any, where: str = "target") -> Target:
         if not isinstance(data, Mapping):
             raise _fail(where, "an object with a label and a box, points or polygon", data)
         label = data.get("label")
@@ -194,7 +195,7 @@ class Record:
                 "answer_type": self.answer_type, "targets": [t.to_dict() for t in self.targets]}
 
     @classmethod
-    def from_dict(cls, data: Any, where: str = "record") -> "Record":
+    def from_dict(cls, data: Any, where: str = "record") -> Record:
         if not isinstance(data, Mapping):
             raise _fail(where, "an object with id, image, question, answer, answer_type and targets", data)
         missing = [k for k in ("id", "image", "question", "answer", "answer_type", "targets") if k not in data]
@@ -327,7 +328,7 @@ class Scene:
         return out
 
     @classmethod
-    def from_dict(cls, data: Any, payloads: Mapping[str, bytes] | None = None) -> "Scene":
+    def from_dict(cls, data: Any, payloads: Mapping[str, bytes] | None = None) -> Scene:
         if not isinstance(data, Mapping) or not {"record", "size", "ops"} <= set(data):
             raise _fail("scene", "an object with record, size, margin and ops", data)
         size = data["size"]

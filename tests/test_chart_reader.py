@@ -234,7 +234,7 @@ def test_the_simulated_actor_reads_the_smallest_needed_text_on_the_fitted_curve(
     from vicogym.policies import SimulatedActor
     from vicogym.sources.evidence.forms import cap_ratio
 
-    assert chart_checks.CAP_RATIO == pytest.approx(cap_ratio(TEXT_FONT), abs=1e-3)
+    assert pytest.approx(cap_ratio(TEXT_FONT), abs=1e-3) == chart_checks.CAP_RATIO
     env = _lookup_env(reader_check="off")
     for step in (SMALL, LARGE):
         env.reset(seed=2)

@@ -154,7 +154,7 @@ def test_accepted_edits_keep_every_target_inside_and_clear(scene, ops):
         frame = frame_of(after)
         for target in after.record.targets:  # every target still whole on the canvas
             x0, y0, x1, y1 = frame.place(target.bounds())
-            assert 0 <= x0 and 0 <= y0 and x1 <= frame.width and y1 <= frame.height
+            assert x0 >= 0 and y0 >= 0 and x1 <= frame.width and y1 <= frame.height
         new = after.ops[-1]
         for field in ("box", "source"):
             if field in new and new["op"] != "crop":

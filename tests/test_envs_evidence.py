@@ -127,7 +127,7 @@ def test_budgets_refuse_what_passes_them(make):
 def test_running_out_of_steps_truncates_with_zero(make):
     env = make(max_steps=3)
     env.reset(seed=0)
-    for k in range(3):
+    for _k in range(3):
         _, reward, terminated, truncated, info = env.step('{"action": "view", "units": [0]}')
     assert truncated and not terminated and reward == 0.0 and info["outcome"] == "out_of_steps"
     assert info["score"] == 0.0

@@ -26,9 +26,10 @@ import io
 import json
 import random
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any, Callable, Iterator
+from functools import cache, lru_cache
+from typing import Any
 from unittest import mock
 
 import pytest
@@ -39,7 +40,7 @@ from vicogym.programs.instruct import REGISTRY
 
 
 # -- the reference ------------------------------------------------------------------------
-@lru_cache(maxsize=None)
+@cache
 def reference_registry() -> dict[str, Any]:
     """IFEval's ``INSTRUCTION_DICT``. lm-eval's ``instructions_util`` calls
     ``nltk.download("punkt_tab")`` at import when the data is missing: offline that is a

@@ -631,8 +631,8 @@ def test_a_write_the_machine_refuses_names_the_file_and_what_to_do(tmp_path):
     assert str(tmp_path / "run") in " ".join(done.stderr.split()) and "ulimit -f" in done.stderr, done.stderr
     from vicogym.runs.rounds import writing
 
-    with pytest.raises(RunError, match=r"cannot write /x/y.parquet \(No space left on device\); free some space"):
-        with writing(Path("/x/y.parquet")):
+    with pytest.raises(RunError, match=r"cannot write /x/y.parquet \(No space left on device\); free some space"), \
+            writing(Path("/x/y.parquet")):
             raise OSError(errno.ENOSPC, "No space left on device")
 
 

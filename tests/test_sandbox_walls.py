@@ -13,6 +13,7 @@ attacks succeed, so these tests test the walls.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -626,10 +627,8 @@ class Arena:
         self.server.close()
         for entry in Path("/proc").iterdir():
             if entry.name.isdigit() and self._has_token(entry):
-                try:
+                with contextlib.suppress(OSError):
                     os.kill(int(entry.name), 9)
-                except OSError:
-                    pass
         self.process.kill()
         self.process.wait()
 

@@ -286,8 +286,8 @@ def test_sessions_over_the_limit_are_refused_clearly(serve_env):
     a, b = served.client().sync(), served.client().sync()
     a.reset(seed=1)
     b.reset(seed=2)
-    with served.client().sync() as third:
-        with pytest.raises(RuntimeError, match=r"at capacity: 2/2 sessions.*CAPACITY_REACHED"):
+    with served.client().sync() as third, \
+            pytest.raises(RuntimeError, match=r"at capacity: 2/2 sessions.*CAPACITY_REACHED"):
             third.reset(seed=3)
     assert a.step(VicoAction(edit={"op": "stop"})).done
     b.close()

@@ -8,6 +8,7 @@ stands in for the policy (no GPU); the model files are a tiny Qwen2-VL built her
 
 import asyncio
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -317,7 +318,7 @@ def test_the_tool_schemas_file_is_what_the_tools_declare():
     from vicogym.adapters import EVIDENCE_ACTIONS, tool_schema_of
     from vicogym.verl_agent import TOOL_CONFIG, overrides
 
-    tools = yaml.safe_load(open(TOOL_CONFIG, encoding="utf-8"))["tools"]
+    tools = yaml.safe_load(Path(TOOL_CONFIG).read_text(encoding="utf-8"))["tools"]
     assert [t["tool_schema"] for t in tools] == [tool_schema_of(a) for a in EVIDENCE_ACTIONS]
     assert [t["class_name"].rsplit(".", 1)[1] for t in tools] == [f"{a.title()}Tool" for a in EVIDENCE_ACTIONS]
     assert any(o.startswith("data.custom_cls.path=pkg://vicogym.verl_agent") for o in overrides())

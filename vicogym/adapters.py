@@ -7,9 +7,11 @@ evidence actions as OpenAI function tools (schemas, the views' descriptions, the
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import defaultdict
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -140,10 +142,9 @@ def step_edit(env: Any, edit: Any) -> Any:
     from vicogym.clients import parse_edit
 
     if isinstance(edit, str):
-        try:
+        # JSON nested too deeply to read: the environment names what is wrong with it
+        with contextlib.suppress(RecursionError):
             edit = parse_edit(edit)
-        except RecursionError:  # JSON nested too deeply to read: the environment names what is wrong with it
-            pass
     return env.step_result(edit)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from typing import Callable
+from collections.abc import Callable
 
 Scorer = Callable[[str, str], float]
 

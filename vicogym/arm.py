@@ -16,7 +16,8 @@ import abc
 import hashlib
 import importlib.util
 import json
-from typing import Any, Callable, ClassVar, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 

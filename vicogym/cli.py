@@ -13,7 +13,7 @@ import json
 import math
 import tomllib
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -134,34 +134,34 @@ def _runtime(values: dict[str, Any]) -> dict[str, Any]:
 
 @app.command()
 def generate(
-    env_id: Optional[str] = typer.Argument(None, help="environment id (see `vicogym envs`); default vicogym/Chart-v0"),
-    n: Optional[int] = typer.Option(None, "--n", help="samples to generate [64]"),
-    out: Optional[str] = typer.Option(None, "--out", help="output folder (or fsspec URL), resumable [vicogym-out]"),
-    seed: Optional[int] = typer.Option(None, "--seed", help="run seed: same seed, same bytes [0]"),
-    workers: Optional[int] = WORKERS,
-    keep: Optional[str] = typer.Option(None, "--keep", help="final | all | sweet [final]"),
-    episodes_per_shard: Optional[int] = typer.Option(None, "--episodes-per-shard",
+    env_id: str | None = typer.Argument(None, help="environment id (see `vicogym envs`); default vicogym/Chart-v0"),
+    n: int | None = typer.Option(None, "--n", help="samples to generate [64]"),
+    out: str | None = typer.Option(None, "--out", help="output folder (or fsspec URL), resumable [vicogym-out]"),
+    seed: int | None = typer.Option(None, "--seed", help="run seed: same seed, same bytes [0]"),
+    workers: int | None = WORKERS,
+    keep: str | None = typer.Option(None, "--keep", help="final | all | sweet [final]"),
+    episodes_per_shard: int | None = typer.Option(None, "--episodes-per-shard",
                                                      help="episodes per Parquet shard [16]"),
-    max_episodes: Optional[int] = typer.Option(None, "--max-episodes", help="episode budget [max(4n, 32)]"),
-    k: Optional[int] = typer.Option(None, "--k", help="actor rollouts per sample (same as --set k=K) [8]"),
-    probe: Optional[str] = typer.Option(None, "--probe", help="fixed: every probe draws K answers; sequential: "
+    max_episodes: int | None = typer.Option(None, "--max-episodes", help="episode budget [max(4n, 32)]"),
+    k: int | None = typer.Option(None, "--k", help="actor rollouts per sample (same as --set k=K) [8]"),
+    probe: str | None = typer.Option(None, "--probe", help="fixed: every probe draws K answers; sequential: "
                                         "batches of probe_batch (3) until the Beta posterior puts the pass rate in or "
                                         "out of the sweet zone with probe_confidence (0.8), at most K (--set "
                                         "probe=...) [fixed]"),
-    actor: Optional[str] = typer.Option(None, "--actor", help=ACTOR + " [simulated]"),
-    rewriter: Optional[str] = typer.Option(None, "--rewriter", help=REWRITER + " [random]"),
-    max_turns: Optional[int] = typer.Option(None, "--max-turns", help="edit turns per episode (--set max_turns=T) [3]"),
-    source: Optional[str] = typer.Option(None, "--source", help="seed source of the environment (--set source=S)"),
-    tier2: Optional[str] = typer.Option(None, "--tier2", help="drop | keep: real records whose answer their own "
+    actor: str | None = typer.Option(None, "--actor", help=ACTOR + " [simulated]"),
+    rewriter: str | None = typer.Option(None, "--rewriter", help=REWRITER + " [random]"),
+    max_turns: int | None = typer.Option(None, "--max-turns", help="edit turns per episode (--set max_turns=T) [3]"),
+    source: str | None = typer.Option(None, "--source", help="seed source of the environment (--set source=S)"),
+    tier2: str | None = typer.Option(None, "--tier2", help="drop | keep: real records whose answer their own "
                                         "table contradicts (--set tier2=...)"),
-    settings: Optional[list[str]] = SETTINGS,
-    config_file: Optional[Path] = CONFIG,
-    backend: Optional[str] = BACKEND,
-    ray_address: Optional[str] = RAY_ADDRESS,
-    ray_cpus: Optional[float] = RAY_CPUS,
-    ray_gpus: Optional[float] = RAY_GPUS,
-    threads: Optional[int] = THREADS,
-    episodes_in_flight: Optional[int] = IN_FLIGHT,
+    settings: list[str] | None = SETTINGS,
+    config_file: Path | None = CONFIG,
+    backend: str | None = BACKEND,
+    ray_address: str | None = RAY_ADDRESS,
+    ray_cpus: float | None = RAY_CPUS,
+    ray_gpus: float | None = RAY_GPUS,
+    threads: int | None = THREADS,
+    episodes_in_flight: int | None = IN_FLIGHT,
     progress: bool = PROGRESS,
 ) -> None:
     """Run rewriter episodes and stream accepted samples to Parquet shards (--set: an
@@ -215,15 +215,15 @@ def _is_agent_env(env_id: str) -> bool:
         return False  # the generate workflow names what is wrong with the id
 
 
-def _settings(settings: Optional[list[str]], config_file: Optional[Path]) -> dict[str, Any]:
+def _settings(settings: list[str] | None, config_file: Path | None) -> dict[str, Any]:
     data = load_config_file(config_file) if config_file is not None else {}
     env_kwargs = dict(data.get("env_kwargs") or {})
     env_kwargs.update(parse_setting(text) for text in settings or [])
     return env_kwargs
 
 
-def _generate_tasks(env_id: str, n: Optional[int], out: Optional[str], seed: Optional[int],
-                    per_shard: Optional[int], settings: Optional[list[str]], config_file: Optional[Path],
+def _generate_tasks(env_id: str, n: int | None, out: str | None, seed: int | None,
+                    per_shard: int | None, settings: list[str] | None, config_file: Path | None,
                     progress: bool) -> None:
     """``vicogym generate vicogym/Evidence-v0``: the tasks themselves, as Parquet rows."""
     from vicogym.errors import VicogymError
@@ -279,7 +279,7 @@ def _summary(manifest: dict) -> None:
 def verify(
     out: str = typer.Argument(..., help="a folder (or filesystem URL) written by `vicogym generate`"),
     images: bool = typer.Option(True, "--images/--no-images", help="decode, re-render and compare every image"),
-    source: Optional[str] = typer.Option(None, "--source", help="the run's source data, to replay its episodes from"),
+    source: str | None = typer.Option(None, "--source", help="the run's source data, to replay its episodes from"),
     allow_unreplayed: bool = typer.Option(False, "--allow-unreplayed",
                                           help="accept rows whose episodes cannot be replayed here (their source is "
                                           "not on this machine): the other checks alone"),
@@ -349,7 +349,7 @@ def export(
 
 @app.command()
 def evolve(
-    env_id: Optional[str] = typer.Argument(None, help="environment id; default vicogym/Chart-v0"),
+    env_id: str | None = typer.Argument(None, help="environment id; default vicogym/Chart-v0"),
     rounds: int = typer.Option(2, "--rounds", help="co-evolution rounds"),
     n: int = typer.Option(64, "--n", help="samples per round"),
     out: str = typer.Option("vicogym-evolve", "--out", help="output folder, resumable"),
@@ -358,19 +358,19 @@ def evolve(
                                 help="worker processes (local) or Ray actors (ray); the output does not depend on it"),
     actor: str = typer.Option("simulated", "--actor", help="the first round's actor: " + ACTOR),
     rewriter: str = typer.Option("search", "--rewriter", help=REWRITER),
-    train_actor: Optional[str] = typer.Option(None, "--train-actor", help="shell command run after each round; "
+    train_actor: str | None = typer.Option(None, "--train-actor", help="shell command run after each round; "
                                               "placeholders {round} {round_dir} {verl_files} {rewriter_data} "
                                               "{dataset_info} {next_actor_file} {next_rewriter_file}"),
-    train_rewriter: Optional[str] = typer.Option(None, "--train-rewriter", help="shell command run after each round "
+    train_rewriter: str | None = typer.Option(None, "--train-rewriter", help="shell command run after each round "
                                                  "(the same placeholders)"),
     episodes_per_shard: int = typer.Option(16, "--episodes-per-shard", help="episodes per Parquet shard"),
-    settings: Optional[list[str]] = SETTINGS,
-    backend: Optional[str] = BACKEND,
-    ray_address: Optional[str] = RAY_ADDRESS,
-    ray_cpus: Optional[float] = RAY_CPUS,
-    ray_gpus: Optional[float] = RAY_GPUS,
-    threads: Optional[int] = THREADS,
-    episodes_in_flight: Optional[int] = IN_FLIGHT,
+    settings: list[str] | None = SETTINGS,
+    backend: str | None = BACKEND,
+    ray_address: str | None = RAY_ADDRESS,
+    ray_cpus: float | None = RAY_CPUS,
+    ray_gpus: float | None = RAY_GPUS,
+    threads: int | None = THREADS,
+    episodes_in_flight: int | None = IN_FLIGHT,
     progress: bool = PROGRESS,
 ) -> None:
     """Run rewriter-actor rounds: generate, export both trainers' data, train, switch models
@@ -412,37 +412,37 @@ def evolve(
 
 @app.command()
 def synthesize(
-    n: Optional[int] = typer.Option(None, "--n",
+    n: int | None = typer.Option(None, "--n",
                                     help="accepted samples wanted; whole rounds run, so a few more may come [64]"),
-    out: Optional[str] = typer.Option(None, "--out", help="run folder with memory.sqlite, resumable and extendable "
+    out: str | None = typer.Option(None, "--out", help="run folder with memory.sqlite, resumable and extendable "
                                       "[runs/instruct]"),
-    seed: Optional[int] = typer.Option(None, "--seed", help="run seed: same seed, same samples [0]"),
-    images: Optional[list[str]] = typer.Option(None, "--images", help="image source: an environment id (its "
+    seed: int | None = typer.Option(None, "--seed", help="run seed: same seed, same samples [0]"),
+    images: list[str] | None = typer.Option(None, "--images", help="image source: an environment id (its "
                                                "structures ground the constraints) or a folder of images; repeatable "
                                                "[vicogym/Chart-v0 and vicogym/Natural-v0]"),
-    per_round: Optional[int] = typer.Option(None, "--per-round", help="images per round [16]"),
-    probes: Optional[int] = typer.Option(None, "--probes", help="target-model responses per sample (K) [4]"),
-    candidates: Optional[int] = typer.Option(None, "--candidates", help="candidate instructions per image [4]"),
-    discover: Optional[float] = typer.Option(None, "--discover", help="share of images on which the proposer may add "
+    per_round: int | None = typer.Option(None, "--per-round", help="images per round [16]"),
+    probes: int | None = typer.Option(None, "--probes", help="target-model responses per sample (K) [4]"),
+    candidates: int | None = typer.Option(None, "--candidates", help="candidate instructions per image [4]"),
+    discover: float | None = typer.Option(None, "--discover", help="share of images on which the proposer may add "
                                              "a constraint type [0]"),
-    writer: Optional[str] = typer.Option(None, "--writer", help="synthesis model: simulated | openai:MODEL@URL"),
-    target: Optional[str] = typer.Option(None, "--target", help="probed model: simulated | openai:MODEL@URL"),
-    judge: Optional[str] = typer.Option(None, "--judge", help="judge of judge-track constraints: simulated | "
+    writer: str | None = typer.Option(None, "--writer", help="synthesis model: simulated | openai:MODEL@URL"),
+    target: str | None = typer.Option(None, "--target", help="probed model: simulated | openai:MODEL@URL"),
+    judge: str | None = typer.Option(None, "--judge", help="judge of judge-track constraints: simulated | "
                                         "openai:MODEL@URL"),
-    composer: Optional[str] = typer.Option(None, "--composer", help="template | openai:MODEL@URL"),
-    embedder: Optional[str] = typer.Option(None, "--embedder", help="hashing | a local Hugging Face model folder"),
-    perceiver: Optional[str] = typer.Option(None, "--perceiver",
+    composer: str | None = typer.Option(None, "--composer", help="template | openai:MODEL@URL"),
+    embedder: str | None = typer.Option(None, "--embedder", help="hashing | a local Hugging Face model folder"),
+    perceiver: str | None = typer.Option(None, "--perceiver",
                                             help="for image folders: simulated | openai:MODEL@URL"),
-    proposer: Optional[str] = typer.Option(None, "--proposer", help="new constraint types: simulated | "
+    proposer: str | None = typer.Option(None, "--proposer", help="new constraint types: simulated | "
                                            "openai:MODEL@URL"),
-    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="samples executed side by side (model "
+    concurrency: int | None = typer.Option(None, "--concurrency", help="samples executed side by side (model "
                                               "requests in flight); the output does not depend on it [1]"),
-    backend: Optional[str] = BACKEND,
-    workers: Optional[int] = WORKERS,
-    ray_address: Optional[str] = RAY_ADDRESS,
-    ray_cpus: Optional[float] = RAY_CPUS,
-    settings: Optional[list[str]] = SETTINGS,
-    config_file: Optional[Path] = CONFIG,
+    backend: str | None = BACKEND,
+    workers: int | None = WORKERS,
+    ray_address: str | None = RAY_ADDRESS,
+    ray_cpus: float | None = RAY_CPUS,
+    settings: list[str] | None = SETTINGS,
+    config_file: Path | None = CONFIG,
 ) -> None:
     """Synthesize instruction-following samples with verifiable constraints (VISA loop;
     --set: a synthesis setting)."""
@@ -470,7 +470,7 @@ def synthesize(
 @app.command("report")
 def report_command(
     folder: str = typer.Argument(..., help="a run folder (or filesystem URL), or a folder of round-* runs"),
-    out: Optional[Path] = typer.Option(None, "--out", help="where to write the report [FOLDER/report]"),
+    out: Path | None = typer.Option(None, "--out", help="where to write the report [FOLDER/report]"),
     limit: int = typer.Option(200, "--limit", min=1, help="samples shown on the page"),
 ) -> None:
     """Write a static HTML page and plots to look at a run's samples."""
@@ -490,7 +490,7 @@ def serve(
     env_id: str = typer.Argument(..., help="environment id (see `vicogym envs`)"),
     host: str = typer.Option("127.0.0.1", "--host", help="address to listen on (0.0.0.0: every interface)"),
     port: int = typer.Option(8000, "--port", min=1, max=65535, help="port to listen on"),
-    env_kwargs: Optional[str] = typer.Option(None, "--env-kwargs", help="environment settings as a JSON object, "
+    env_kwargs: str | None = typer.Option(None, "--env-kwargs", help="environment settings as a JSON object, "
                                              "e.g. '{\"k\": 4}' [none]"),
     max_sessions: int = typer.Option(64, "--max-sessions", min=1, help="environments held at once: WebSocket "
                                      "sessions, HTTP calls and warm ones together"),
@@ -528,15 +528,15 @@ def evidence_run(
     executor: str = typer.Option("simulated", "--executor", help="simulated | simulated:largest | simulated:oracle | "
                                  "direct | ocr | ocr:largest | ocr:oracle | direct:ocr | direct:openai:MODEL@URL | "
                                  "openai:MODEL@URL [simulated]"),
-    skill: Optional[str] = typer.Option(None, "--skill", help="a skill folder (reader.md, answer_contract.md, "
+    skill: str | None = typer.Option(None, "--skill", help="a skill folder (reader.md, answer_contract.md, "
                                         "view_contract.md, protocol.json, interface.json) or a built-in skill: "
                                         "initial, direct [none]"),
     out: str = typer.Option("vicogym-evidence", "--out", help="run folder, resumable [vicogym-evidence]"),
     n: int = typer.Option(32, "--n", help="episodes [32]"),
     seed: int = typer.Option(0, "--seed", help="run seed: same seed, same traces [0]"),
     episodes_per_shard: int = typer.Option(16, "--episodes-per-shard", help="episodes per Parquet shard [16]"),
-    settings: Optional[list[str]] = SETTINGS,
-    config_file: Optional[Path] = CONFIG,
+    settings: list[str] | None = SETTINGS,
+    config_file: Path | None = CONFIG,
     progress: bool = PROGRESS,
 ) -> None:
     """Play episodes and write their traces (every action, view, reply, score and the
@@ -564,7 +564,7 @@ CRAFT_ACTIONS = ("report", "transfer", "grammar")
 @app.command(context_settings={"allow_interspersed_args": True})
 def craft(
     ctx: typer.Context,
-    args: Optional[list[str]] = typer.Argument(None, help="TASKS (families or data, comma-separated) [forms,slides]; "
+    args: list[str] | None = typer.Argument(None, help="TASKS (families or data, comma-separated) [forms,slides]; "
                                                "or `report DIR...`, `transfer DIR...`, `grammar`"),
     executor: str = typer.Option("simulated", "--executor", help="the frozen executor: simulated[:POLICY][,acuity=X]"
                                  " | ocr[:POLICY] (Tesseract reads) | openai:MODEL@URL [simulated]"),
@@ -581,8 +581,8 @@ def craft(
                               "`initial` [initial]"),
     out: str = typer.Option("vicogym-craft", "--out", help="run folder (resumable); for report: the page's folder "
                             "[vicogym-craft; report: DIR/report]"),
-    settings: Optional[list[str]] = SETTINGS,
-    config_file: Optional[Path] = CONFIG,
+    settings: list[str] | None = SETTINGS,
+    config_file: Path | None = CONFIG,
     progress: bool = PROGRESS,
 ) -> None:
     """Evolve skills for a frozen executor (ViewCraft's loop: proposals, the replay
@@ -638,7 +638,7 @@ def craft(
     console.print(f"ledgers and skills in {out}/<mode>/; `vicogym craft report {out}` for the statistics")
 
 
-def _craft_report(dirs: list[str], out: Optional[str]) -> None:
+def _craft_report(dirs: list[str], out: str | None) -> None:
     report = _workflow("evidence.report")
     result, page = report.write_report(dirs, out)
     console.print(f"executor {result['executor']['spec']}: {result['executor']['kind']}")

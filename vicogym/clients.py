@@ -19,9 +19,10 @@ import json
 import os
 import re
 import threading
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -264,7 +265,7 @@ class OpenAIRewriter(_ChatClient):
     last_response: str = field(default="", init=False)
 
     @classmethod
-    def for_env(cls, env: Any, **settings: Any) -> "OpenAIRewriter":
+    def for_env(cls, env: Any, **settings: Any) -> OpenAIRewriter:
         return cls(env=env, **settings)
 
     def prompt(self) -> list[dict[str, Any]]:

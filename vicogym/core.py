@@ -4,8 +4,9 @@ provenance, step results."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -54,7 +55,7 @@ class Edit:
         return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True)
 
     @classmethod
-    def parse(cls, edit: Any) -> "Edit":
+    def parse(cls, edit: Any) -> Edit:
         if isinstance(edit, Edit):
             return edit
         if isinstance(edit, (str, bytes)):

@@ -9,8 +9,9 @@ generation manifests count rejections by code and rewriter training reads them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 CORE_ERROR_CODES: Mapping[str, str] = MappingProxyType({
     "malformed": "the edit is not a JSON object with an 'ops' list or a 'replace' structure",
@@ -78,7 +79,7 @@ class InvalidEdit(VicogymError, ValueError):
     def __reduce__(self):  # picklable across worker processes, keyword arguments included
         return _rebuild_invalid_edit, (self.code, self.message, self.op, self.field)
 
-    def at(self, op: str) -> "InvalidEdit":
+    def at(self, op: str) -> InvalidEdit:
         """The same error, located at ``op`` (kept if already located)."""
         if self.op is not None:
             return self

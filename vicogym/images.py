@@ -8,8 +8,9 @@ exported as PNG). A Gymnasium observation needs one fixed shape, so each arm dec
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 

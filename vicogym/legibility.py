@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

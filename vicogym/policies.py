@@ -21,8 +21,9 @@ Built in:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -142,7 +143,7 @@ class RandomRewriter:
             raise ValueError(f"expected p_stop in [0, 1], got {self.p_stop}")
 
     @classmethod
-    def for_env(cls, env: Any, p_stop: float = 0.0) -> "RandomRewriter":
+    def for_env(cls, env: Any, p_stop: float = 0.0) -> RandomRewriter:
         """A rewriter over ``env``'s edit space (``env.unwrapped.sample_edit``)."""
         return cls(sampler=env.unwrapped.sample_edit, p_stop=p_stop)
 
@@ -181,14 +182,14 @@ class SearchRewriter:
     depth: int = 1
     pool: int = 4
     stay: bool = True
-    effects: "EffectModel" = field(default_factory=lambda: EffectModel(), init=False)
+    effects: EffectModel = field(default_factory=lambda: EffectModel(), init=False)
 
     def __post_init__(self) -> None:
         if not is_int(self.n, 1):
             raise ValueError(f"expected n to be a positive integer, got {self.n!r}")
 
     @classmethod
-    def for_env(cls, env: Any, **settings: Any) -> "SearchRewriter":
+    def for_env(cls, env: Any, **settings: Any) -> SearchRewriter:
         """A search rewriter over ``env``; ``settings`` as the class takes them."""
         return cls(env=env, **settings)
 

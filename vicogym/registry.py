@@ -9,8 +9,9 @@ twice is an error. The core reaches an arm only through its environment class
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Mapping
+from typing import Any
 
 import gymnasium as gym
 

@@ -9,8 +9,8 @@ the rewriter, where each edit transition is repeated ``floor(5 * w(p))`` times.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from typing import Iterable
 
 from vicogym.validation import is_number
 

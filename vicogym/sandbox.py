@@ -67,6 +67,7 @@ only.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import math
@@ -81,10 +82,11 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from vicogym.errors import VicogymError
 from vicogym.validation import is_number
@@ -416,7 +418,7 @@ def _shared_libraries(objects: Sequence[str]) -> set[str]:
     return paths
 
 
-@lru_cache(maxsize=None)
+@cache
 def _view(allowed: tuple[str, ...]) -> tuple[str, ...]:
     """bwrap's arguments for the child's file system: the interpreter, its shared
     libraries and the modules' files, read-only, and nothing else (staged as one tree, so
@@ -625,10 +627,8 @@ def _same_file(host: str, copy: Path) -> bool:
 
 
 def _touch(path: Path) -> None:
-    try:
+    with contextlib.suppress(OSError):
         os.utime(path)
-    except OSError:
-        pass
 
 
 def _remove(path: Path) -> None:
@@ -636,10 +636,8 @@ def _remove(path: Path) -> None:
     if os.path.isdir(path) and not os.path.islink(path):
         shutil.rmtree(path, ignore_errors=True)
     else:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
-        except FileNotFoundError:
-            pass
 
 
 def _prune(base: Path) -> None:
@@ -647,15 +645,13 @@ def _prune(base: Path) -> None:
     since the others were staged)."""
     views = []
     for view in base.glob("view-*"):
-        try:
+        with contextlib.suppress(OSError):  # (another process pruned it)
             views.append((os.lstat(view).st_mtime, str(view)))
-        except OSError:  # (another process pruned it)
-            pass
     for _, stale in sorted(views, reverse=True)[KEPT_VIEWS:]:
         _remove(Path(stale))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _filters() -> tuple[bytes, bytes]:
     """The two seccomp programs: bwrap's (everything but exec) and the driver's (exec)."""
     return (_compile(_REFUSED_CALLS, _ABSENT_CALLS, first=True), _compile(_REFUSED_LATER))
@@ -922,10 +918,8 @@ class _Child:
         if self.writing:
             self.selector.unregister(self.proc.stdin)
             self.writing = False
-        try:
+        with contextlib.suppress(OSError):
             self.proc.stdin.close()
-        except OSError:
-            pass
         try:
             code = self.proc.wait(timeout=max(grace, 0.0))
         except subprocess.TimeoutExpired:

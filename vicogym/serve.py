@@ -46,7 +46,8 @@ import logging
 import secrets
 import threading
 import time
-from typing import Any, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -116,11 +117,11 @@ class VicoAction(Action):
     ``{"action": "zoom" | "note" | "view" | "compose" | "answer", ...}`` or its JSON text),
     ``response`` (Instruct: the response text)."""
 
-    edit: Optional[str | dict[str, Any]] = Field(
+    edit: str | dict[str, Any] | None = Field(
         default=None, description="edit environments: the edit as a JSON object, or text holding one")
-    action: Optional[str | dict[str, Any]] = Field(
+    action: str | dict[str, Any] | None = Field(
         default=None, description="vicogym/Evidence-v0: the action object (or its JSON text)")
-    response: Optional[str] = Field(default=None, description="vicogym/Instruct-v0: the response")
+    response: str | None = Field(default=None, description="vicogym/Instruct-v0: the response")
 
 
 class VicoError(BaseModel):
@@ -130,8 +131,8 @@ class VicoError(BaseModel):
 
     code: str
     message: str
-    op: Optional[str] = None
-    field: Optional[str] = None
+    op: str | None = None
+    field: str | None = None
 
 
 class VicoObservation(Observation):
@@ -143,19 +144,19 @@ class VicoObservation(Observation):
     text: str = Field(default="", description="what the policy reads next: the rewriter prompt at reset and the "
                       "feedback after an edit; the request, or the reply to an evidence action; the instruction")
     question: str = Field(default="", description="the sample's or task's question")
-    image_png_b64: Optional[str] = Field(default=None, description="edit and response environments: the current "
+    image_png_b64: str | None = Field(default=None, description="edit and response environments: the current "
                                          "image, base64 PNG")
     views_png_b64: list[str] = Field(default_factory=list, description="vicogym/Evidence-v0: the views sent by this "
                                      "reset or step, base64 PNG, in the order of view_ids")
     view_ids: list[int] = Field(default_factory=list, description="the image numbers of views_png_b64 (what zoom "
                                 "and note name)")
-    structure: Optional[str] = Field(default=None, description="edit environments: the structure as JSON text")
-    pass_rate: Optional[float] = Field(default=None, description="the actor's pass rate (edit), the constraint pass "
+    structure: str | None = Field(default=None, description="edit environments: the structure as JSON text")
+    pass_rate: float | None = Field(default=None, description="the actor's pass rate (edit), the constraint pass "
                                        "rate (response)")
-    answer: Optional[str] = Field(default=None, description="the sample's answer (edit); the task's answer once an "
+    answer: str | None = Field(default=None, description="the sample's answer (edit); the task's answer once an "
                                   "evidence episode has ended")
-    score: Optional[float] = Field(default=None, description="vicogym/Evidence-v0, at the end: the answer's score")
-    error: Optional[VicoError] = Field(default=None, description="set when the reset or step was rejected")
+    score: float | None = Field(default=None, description="vicogym/Evidence-v0, at the end: the answer's score")
+    error: VicoError | None = Field(default=None, description="set when the reset or step was rejected")
 
     def image(self) -> np.ndarray | None:
         """``image_png_b64`` decoded (an RGB array), or ``None``."""
@@ -172,7 +173,7 @@ class VicoState(State):
 
     env_id: str = ""
     kind: str = ""
-    seed: Optional[int] = None
+    seed: int | None = None
 
 
 def b64_png(image: Any) -> str:
@@ -387,8 +388,8 @@ class VicoEnvironment(Environment[VicoAction, VicoObservation, VicoState]):
         self._http_call = _IN_HTTP_CALL.get()
 
     # -- OpenEnv's interface -------------------------------------------------------------------------
-    def reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None,
-              options: Optional[dict[str, Any]] = None, **kwargs: Any) -> VicoObservation:
+    def reset(self, seed: int | None = None, episode_id: str | None = None,
+              options: dict[str, Any] | None = None, **kwargs: Any) -> VicoObservation:
         with self._lock:
             if self._closed:
                 return self._error("session_closed", "this session was closed (idle for longer than the server's "
@@ -433,7 +434,7 @@ class VicoEnvironment(Environment[VicoAction, VicoObservation, VicoState]):
                 self._state = VicoState(env_id=self.env_id, kind=self.kind)
                 return self._error("unhandled", f"{type(exc).__name__} in reset(seed={seed}): {exc}")
 
-    def step(self, action: VicoAction, timeout_s: Optional[float] = None, **kwargs: Any) -> VicoObservation:
+    def step(self, action: VicoAction, timeout_s: float | None = None, **kwargs: Any) -> VicoObservation:
         with self._lock:
             if self._closed:
                 return self._error("session_closed", "this session was closed (idle for longer than the server's "

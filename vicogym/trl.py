@@ -25,10 +25,12 @@ the next ``reset`` or when the instance goes. Nothing here imports TRL.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from vicogym.adapters import (
     EDIT_TOOL_ASK,
@@ -306,10 +308,8 @@ class _Lent:
         self._env, self._lent = None, None
 
     def __del__(self) -> None:
-        try:
+        with contextlib.suppress(Exception):  # interpreter shutdown: the pools may be gone already
             self._give_back()
-        except Exception:  # interpreter shutdown: the pools may be gone already
-            pass
 
 
 def _described(action: str, **fallback: str) -> Callable[[Callable], Callable]:

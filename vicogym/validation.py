@@ -12,7 +12,8 @@ import itertools
 import json
 import math
 import reprlib
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 #: the largest seed a vicogym episode takes (NumPy's ``integers(2**63 - 1)``)
 MAX_SEED = 2**63 - 1

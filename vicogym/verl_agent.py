@@ -34,8 +34,9 @@ from __future__ import annotations
 import asyncio
 import importlib.resources
 import weakref
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 from uuid import uuid4
 
 import numpy as np
@@ -346,7 +347,7 @@ class _Episode:
 #: episodes (as the futures that open them) by verl's per-trajectory ``agent_data`` (freed
 #: with it), and by instance id for callers that keep one tool instance per trajectory
 #: (create, execute..., release)
-_BY_TRAJECTORY: "weakref.WeakKeyDictionary[Any, asyncio.Future]" = weakref.WeakKeyDictionary()
+_BY_TRAJECTORY: weakref.WeakKeyDictionary[Any, asyncio.Future] = weakref.WeakKeyDictionary()
 _BY_INSTANCE: dict[str, asyncio.Future] = {}
 _CREATE_KWARGS: dict[str, dict[str, Any]] = {}
 

@@ -42,7 +42,8 @@ against it. (An instruction row naming constraint types that were not loaded rai
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from vicogym.errors import VicogymError
 from vicogym.validation import as_text, brief, error_text, loads_json

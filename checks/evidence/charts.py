@@ -26,7 +26,8 @@ not import):
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from vicogym.checks.chart import check as chart_check
 from vicogym.errors import InvalidEdit

@@ -27,8 +27,9 @@ from ``meta`` alone (what ``verify`` re-runs).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from types import SimpleNamespace
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from vicogym.checks import clevr as clevr_checks
 from vicogym.core import canonical_json

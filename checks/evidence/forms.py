@@ -23,7 +23,8 @@ A loaded FUNSD page (family ``funsd``) gets the checks that its data allows
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from vicogym.programs.evidence.forms import field_label, pair_fields
 from vicogym.structures.evidence import Task, contains, crop_view, support, whole_view

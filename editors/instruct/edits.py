@@ -4,8 +4,9 @@ the constraint (see the package's docstring). One registration per type, :func:`
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 

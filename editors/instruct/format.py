@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -315,7 +316,7 @@ edits("line_count", ("Write {relation} {n} non-empty lines.", "Your answer shoul
 
 
 def build_blockquote(response, k, params):
-    return ''.join((f'> {c}\n' for c in (chunks(response, k) if k else []))) + '\n' + response.replace('>', ')')
+    return ''.join(f'> {c}\n' for c in (chunks(response, k) if k else [])) + '\n' + response.replace('>', ')')
 
 
 edits("blockquote",

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -33,7 +34,7 @@ def satisfy_include_keywords(response, params, rng):
     # a keyword counts as a word a reader sees: "here" inside "Therefore" passes IFEval's
     # check, not a reader's, so the writer adds it unless it stands as a word of its own
     return response + "".join(
-        (" " + k for k in params["keywords"] if not re.search(rf"(?<!\w){re.escape(k)}(?!\w)", response, re.I))
+        " " + k for k in params["keywords"] if not re.search(rf"(?<!\w){re.escape(k)}(?!\w)", response, re.I)
     )
 
 
@@ -320,7 +321,7 @@ edits("logical_connectors",
 
 
 def build_hashtags(response, k, params):
-    return response.replace('#', '') + ('\n' + ' '.join(('#' + w for w in material(response, k)[:k])) if k else '')
+    return response.replace('#', '') + ('\n' + ' '.join('#' + w for w in material(response, k)[:k]) if k else '')
 
 
 edits("hashtags", ("Add at least {n} hashtags, like #sunset.", "Use {n} or more #hashtags anywhere in your answer."),

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -26,7 +27,7 @@ from vicogym.validation import pick
 
 
 def build_placeholders(response, k, params):
-    return ' '.join((f'[{w}]' for w in material(response, k)[:k])) + '\n' + response.replace('[', '(')
+    return ' '.join(f'[{w}]' for w in material(response, k)[:k]) + '\n' + response.replace('[', '(')
 
 
 edits("placeholders",
@@ -69,7 +70,7 @@ edits("word_count", ("Answer with {relation} {n} words.", "Your response should 
 
 
 def build_sentence_count(response, k, params):
-    return ' '.join((as_sentence(c) for c in chunks(response, k))) if k else ''
+    return ' '.join(as_sentence(c) for c in chunks(response, k)) if k else ''
 
 
 edits("sentence_count", ("Answer in {relation} {n} sentences.", "Write {relation} {n} sentences."),
@@ -224,7 +225,7 @@ QUESTIONS = ("Why does it matter?", "What comes next?", "Which one is larger?", 
 
 
 def build_question_count(response, k, params):
-    return response.replace('?', '.') + ''.join((' ' + QUESTIONS[i % len(QUESTIONS)] for i in range(k)))
+    return response.replace('?', '.') + ''.join(' ' + QUESTIONS[i % len(QUESTIONS)] for i in range(k))
 
 
 edits("question_count", ("Ask {relation} {n} questions in your response.", "Include {relation} {n} questions."),

@@ -4,7 +4,8 @@ family) what derives a task's answer from its structure."""
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from vicogym.answers import exact_match, relaxed_accuracy, short_answer
 

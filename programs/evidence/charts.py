@@ -27,7 +27,8 @@ values that print alike are a tie, and a tie, or no option or more than one that
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from vicogym.answers import format_number
 from vicogym.errors import InvalidEdit

@@ -41,8 +41,9 @@ both strings lower-cased, stripped and with inner whitespace collapsed to one sp
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from vicogym.answers import levenshtein
 

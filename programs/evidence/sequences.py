@@ -39,9 +39,10 @@ and the question), which is how ``verify`` re-derives a stored answer. Pure: no 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import combinations
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from vicogym.errors import InvalidEdit
 from vicogym.structures.clevr import (

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 CATEGORIES = ("format", "lexical", "structural", "style", "attribute", "spatial", "counting", "object_grounded",
               "ocr_grounded", "causal", "conditional")

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from vicogym.programs.instruct.contracts import WHOLE_LIST, WHOLE_RESPONSE, Verdict, constraint, layout, only_on
 from vicogym.programs.instruct.text import (

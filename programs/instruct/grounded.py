@@ -15,7 +15,8 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from vicogym.programs.instruct.contracts import Verdict, constraint, judged, only_on
 from vicogym.programs.instruct.text import (

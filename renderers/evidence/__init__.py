@@ -14,8 +14,9 @@ import importlib
 import math
 import os
 from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -28,8 +28,9 @@ threads, 2) and ``timeout`` (seconds a render may take, 300).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -101,7 +102,7 @@ class RegionRenderer(rasters.RegionRenderer):
             png, facts, image = self.render(unit)
             digest = hashlib.sha256(png).hexdigest()
             payloads[digest] = png
-            self.cache.get(digest, lambda: image)  # the first view needs no decoding
+            self.cache.get(digest, lambda image=image: image)  # the first view needs no decoding
             units[k] = replace(unit, spec={**unit.spec, "png": digest, "facts": facts})
         self.payloads.update(payloads)
         evidence = list(task.evidence)

@@ -19,8 +19,9 @@ resizes the crop: the baseline a benchmark compares against. Same inputs, same b
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 

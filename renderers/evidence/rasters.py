@@ -13,7 +13,8 @@ at most :data:`vicogym.images.MAX_IMAGE_PIXELS` pixels.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 

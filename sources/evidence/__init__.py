@@ -10,7 +10,8 @@ renderer's ``prepare`` completes it (:meth:`vicogym.renderers.evidence.EvidenceR
 from __future__ import annotations
 
 import importlib
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

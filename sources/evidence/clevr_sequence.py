@@ -28,7 +28,8 @@ recolour or first-frame question) comes only from frames that all tell large fro
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 

@@ -38,8 +38,9 @@ from __future__ import annotations
 import hashlib
 import os
 import statistics
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from vicogym.errors import SourceError
 from vicogym.images import record_checked
@@ -199,7 +200,8 @@ def load_funsd(folder: str | os.PathLike) -> list[Task]:
     return tasks
 
 
-def funsd_entities(path: Path | str, data: Any, unit: Unit) -> list[Entity]:
+# each branch refuses one malformed field of FUNSD's entity records and names it
+def funsd_entities(path: Path | str, data: Any, unit: Unit) -> list[Entity]:  # noqa: C901
     """The entities of one annotation file, checked (``SourceError`` naming the entity
     and field); ``path`` is the file as errors name it."""
     path = place(path)
@@ -405,10 +407,7 @@ def jsonl_task(record: Any, where: str, file: Path, line: int, units: dict[Path,
             units[full] = image_unit(full, at)
         made.append(units[full])
     evidence = _evidence(record.get("evidence", []), where, made)
-    if metric == "letter":
-        distractors = [m for m in letters(len(options)) if m != answer]
-    else:
-        distractors = []
+    distractors = [m for m in letters(len(options)) if m != answer] if metric == "letter" else []
     meta = {"source": "jsonl", "file": os.path.realpath(file), "line": line, "distractors": distractors}
     try:
         return Task(ident, "jsonl", question, answer, tuple(made), evidence, CONTRACT_OF[metric], metric, golds,

@@ -41,8 +41,9 @@ import importlib.util
 import json
 import math
 import os
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

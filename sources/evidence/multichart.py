@@ -22,7 +22,8 @@ the charts that would otherwise fit too, so exactly one chart does.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

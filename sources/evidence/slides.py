@@ -28,8 +28,9 @@ entry) are known only once the chart is rendered, so the task names them as targ
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -121,7 +122,7 @@ def check_common(settings: Mapping[str, Any], units: str, low: int, high: int, w
 
 
 def check_scale(max_scale: Any) -> None:
-    if not is_number(max_scale) or not 1.0 <= max_scale or CHART_DPI * max_scale > MAX_RENDER_DPI \
+    if not is_number(max_scale) or not max_scale >= 1.0 or CHART_DPI * max_scale > MAX_RENDER_DPI \
             or abs(CHART_DPI * max_scale - round(CHART_DPI * max_scale)) > 1e-9:
         raise ValueError(f"expected max_scale as a number in [1, {MAX_RENDER_DPI / CHART_DPI:g}] that makes "
                          f"{CHART_DPI} * max_scale a whole dpi, got {max_scale!r}")

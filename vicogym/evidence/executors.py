@@ -21,8 +21,9 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -305,9 +306,8 @@ class SimulatedExecutor:
                 h = round((cy1 - cy0) * t["scale"])
                 sx, sy = w / (cx1 - cx0), h / (cy1 - cy0)
                 ax, ay = t["at"]
-                fx = lambda x: min(1.0, max(0.0, (ax + (x - cx0) * sx) / view["width"]))
-                fy = lambda y: min(1.0, max(0.0, (ay + (y - cy0) * sy) / view["height"]))
-                region = (fx(bx0), fy(by0), fx(bx1), fy(by1))
+                region = (_fraction(bx0, ax, cx0, sx, view["width"]), _fraction(by0, ay, cy0, sy, view["height"]),
+                          _fraction(bx1, ax, cx0, sx, view["width"]), _fraction(by1, ay, cy0, sy, view["height"]))
                 if region[0] < region[2] and region[1] < region[3]:
                     return image["id"], region
         return None
@@ -369,6 +369,11 @@ class SimulatedExecutor:
             k = ord(answer[:1].upper() or "A") - 65
             return str(task["options"][k]) if 0 <= k < len(task["options"]) else answer
         return f"Based on the image, I believe the answer is {answer}, as shown in the figure."
+
+
+def _fraction(x: float, at: float, origin: float, scale: float, size: float) -> float:
+    """Where ``x`` of a composed image's source lands in the composed view, as a fraction of ``size``."""
+    return min(1.0, max(0.0, (at + (x - origin) * scale) / size))
 
 
 def _typo(text: str, rng: np.random.Generator, n: int) -> str:

@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import copy
 import re
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 #: the answer contracts and sheet label formats the grammar names (the structures' own:
 #: ``vicogym.structures.evidence.CONTRACTS`` and ``LABEL_FORMATS``; a test holds them equal)

@@ -17,7 +17,8 @@ numbers and budgets.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from vicogym.errors import InvalidEdit, register_error_codes
 from vicogym.validation import brief, did_you_mean, int_size, is_int, is_number, loads_json

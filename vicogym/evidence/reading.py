@@ -40,8 +40,9 @@ A question of another kind, a slide it cannot find, a label it cannot read: no a
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

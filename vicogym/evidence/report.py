@@ -22,8 +22,9 @@ from __future__ import annotations
 import html
 import json
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from vicogym.errors import RunError
 from vicogym.evidence import stats

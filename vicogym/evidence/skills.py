@@ -29,9 +29,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from vicogym.core import canonical_json
 from vicogym.errors import RunError
@@ -106,7 +107,7 @@ class Skill:
         value = getattr(self, name)
         return dict(value) if isinstance(value, Mapping) else value
 
-    def with_fields(self, **values: Any) -> "Skill":
+    def with_fields(self, **values: Any) -> Skill:
         """A copy with fields replaced (``select``/``present``: that part of the expression;
         an empty one is dropped)."""
         expression = json.loads(json.dumps(self.interface))
@@ -123,7 +124,7 @@ class Skill:
                 raise ValueError(f"no skill field {name!r} (fields: {', '.join(FIELDS)})")
         return replace(self, interface=expression, **plain)
 
-    def changed(self, other: "Skill") -> list[str]:
+    def changed(self, other: Skill) -> list[str]:
         """The fields in which ``other`` differs from this skill, in :data:`FIELDS` order."""
         return [f for f in FIELDS if canonical_json(self.get(f)) != canonical_json(other.get(f))]
 
@@ -145,7 +146,7 @@ class Skill:
         return {"name": self.name, **self.content(), "sha256": self.digest()}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Skill":
+    def from_dict(cls, d: Mapping[str, Any]) -> Skill:
         return cls(d.get("reader", ""), d.get("answer_contract", ""), d.get("view_contract", ""),
                    d.get("protocol", {}), d.get("interface", {}), d.get("name", "none"))
 

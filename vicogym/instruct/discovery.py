@@ -39,8 +39,9 @@ import ast
 import hashlib
 import json
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -124,7 +125,7 @@ class Proposal:
     cues: tuple[str, ...] = ()
 
     @classmethod
-    def from_json(cls, data: str | Mapping[str, Any]) -> "Proposal":
+    def from_json(cls, data: str | Mapping[str, Any]) -> Proposal:
         """A proposal from JSON text (a fence around it allowed) or a mapping; ``Rejected``
         (``malformed``) naming the field that is missing or of the wrong type."""
         if isinstance(data, (str, bytes)):

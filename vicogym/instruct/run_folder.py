@@ -12,9 +12,10 @@ from __future__ import annotations
 import html
 import json
 from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
 from itertools import combinations
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -34,10 +34,11 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -134,7 +135,7 @@ class SynthesizeConfig:
             raise ValueError(f"expected discover as a probability in [0, 1], got {self.discover!r}")
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any]) -> "SynthesizeConfig":
+    def from_mapping(cls, data: Mapping[str, Any]) -> SynthesizeConfig:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:

@@ -21,9 +21,10 @@ import os
 import pickle
 import queue
 import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -97,7 +98,7 @@ class GenerateConfig:
         make_config(self.env_id, self.make_kwargs)  # names and values checked before anything runs
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any]) -> "GenerateConfig":
+    def from_mapping(cls, data: Mapping[str, Any]) -> GenerateConfig:
         """A config from plain data (a TOML or JSON file); unknown keys get a suggestion."""
         known = [f.name for f in fields(cls)]
         for key in data:
@@ -431,7 +432,7 @@ def _generate(config: GenerateConfig, folder: RunFolder, progress: bool,
         folder.unlock()
 
 
-def _resume(config: GenerateConfig, folder: RunFolder, run: "_Progress", previous: dict[str, dict[str, Any]],
+def _resume(config: GenerateConfig, folder: RunFolder, run: _Progress, previous: dict[str, dict[str, Any]],
             stored: Mapping[str, Any] | None, blocks_total: int,
             files_of: Callable[[list[dict[str, Any]]], dict[str, str]]) -> int:
     """Keep the shards a previous run of these settings committed, each checked against its
@@ -485,7 +486,7 @@ def _final_entry(config: GenerateConfig, folder: RunFolder, result: dict[str, An
     store and written again: once a run)."""
     entry, episodes = result["entry"], result["episodes"]
     rows = 0
-    for kept, (count, _, _) in enumerate(episodes):
+    for kept, (count, _, _) in enumerate(episodes):  # noqa: B007 (kept is read after the loop)
         if rows >= needed:
             break
         rows += count

@@ -54,7 +54,7 @@ class EpisodeStats:
     rejections: Counter = field(default_factory=Counter)
     seed_rejections: Counter = field(default_factory=Counter)
 
-    def add(self, other: "EpisodeStats") -> None:
+    def add(self, other: EpisodeStats) -> None:
         self.steps += other.steps
         self.valid += other.valid
         self.no_edit += other.no_edit
@@ -67,7 +67,7 @@ class EpisodeStats:
                 "seed_rejections": dict(sorted(self.seed_rejections.items()))}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "EpisodeStats":
+    def from_dict(cls, data: dict[str, Any]) -> EpisodeStats:
         return cls(data["steps"], data["valid"], data.get("no_edit", 0), Counter(data["rejections"]),
                    Counter(data.get("seed_rejections", {})))
 

@@ -16,9 +16,10 @@ from __future__ import annotations
 import errno
 import json
 import os
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 from vicogym.errors import RunError
 

@@ -25,8 +25,9 @@ import json
 import os
 import tempfile
 import uuid
+from collections.abc import Callable, Container, Iterator
 from pathlib import Path
-from typing import Any, Callable, Container, Iterator
+from typing import Any
 
 from vicogym.errors import RunError
 from vicogym.runs.rounds import check_identity, writing
@@ -285,10 +286,8 @@ class RunFolder:
         """Release the folder; the lock file goes with the lock (a run that finds one left by
         a killed run takes it over: the kernel released the lock with the process)."""
         if self._lock is not None:
-            try:
+            with contextlib.suppress(OSError):
                 (self.out / LOCK_FILE).unlink()
-            except OSError:
-                pass
             self._lock.close()
             self._lock = None
 

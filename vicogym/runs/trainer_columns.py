@@ -12,7 +12,8 @@ concatenate with other multimodal datasets.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from vicogym.core import ExportHints
 

@@ -28,9 +28,10 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from vicogym.arm import payload_dict
 from vicogym.errors import InvalidEdit, MissingExtra, RunError, UnknownEnvironment
@@ -478,7 +479,7 @@ class _Replay:
     trace and which rows it yields are re-derived; with another rewriter the recorded
     edits are applied again. Episodes whose source cannot be opened count as unreplayed."""
 
-    def __init__(self, manifest: dict[str, Any], arms: "_Arms", findings: Findings):
+    def __init__(self, manifest: dict[str, Any], arms: _Arms, findings: Findings):
         from vicogym.policies import parse_rewriter
 
         config = manifest["config"]
