@@ -9,12 +9,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vicogym.answers import levenshtein
+from vicogym.answers import SCORERS, anls, anls_normalize, levenshtein, normalize_text
 from vicogym.checks.evidence import check_task
 from vicogym.checks.evidence.forms import check, needs_zoom, overlaps, problems
 from vicogym.legibility import legible_px
 from vicogym.programs.evidence import score_answer
-from vicogym.programs.evidence.forms import anls, field_label, pair_fields
+from vicogym.programs.evidence.forms import field_label, pair_fields
 from vicogym.renderers.evidence import EvidenceRenderer, cut
 from vicogym.renderers.evidence.forms import RegionRenderer
 from vicogym.sources.evidence import TaskSource, forms
@@ -433,6 +433,24 @@ def test_anls_agrees_with_the_reference_package(prediction, golds, threshold):
 def test_anls_agrees_with_the_reference_on_any_text(prediction, gold):
     reference = pytest.importorskip("anls.metrics.score", reason="the conformance test needs anls==0.0.2")
     assert anls(prediction, [gold]) == reference.anls_score(prediction, [gold])
+
+
+def test_anls_is_the_one_every_scorer_uses_and_keeps_punctuation():
+    assert SCORERS["anls"] is anls
+    assert anls("ACME corp", "Acme Corp.") == pytest.approx(0.9)  # the period is one edit in ten characters
+    assert score_answer("anls", "ACME corp", "Acme Corp.") == pytest.approx(0.9)
+    assert score_answer("anls", "ACME corp", "Acme Corp.", golds=["acme  CORP"]) == 1.0
+    assert anls_normalize("  Acme\tCorp. ") == "acme corp." and normalize_text("  Acme\tCorp. ") == "acme corp"
+    with pytest.raises(ValueError, match="threshold"):
+        anls("x", "x", threshold=0)
+
+
+@settings(max_examples=100, deadline=None)
+@given(prediction=st.text(alphabet="ab ß.", max_size=40), gold=st.text(alphabet="ab ß.", max_size=6))
+def test_anls_skips_hopeless_lengths_without_changing_a_score(prediction, gold):
+    reference = pytest.importorskip("anls.metrics.score", reason="the conformance test needs anls==0.0.2")
+    assert anls(prediction, [gold]) == reference.anls_score(prediction, [gold])
+    assert anls(prediction, [gold, prediction]) == 1.0
 
 
 @pytest.mark.parametrize("name", ["../../../../etc/passwd", "/etc/fonts/x.ttf", "ttf/../DejaVuSans.ttf",

@@ -2,6 +2,13 @@
 (exact match, ChartQA relaxed accuracy, ANLS, VQA-style short answers).
 
 Scorers are pure functions ``score(prediction, target) -> float`` in [0, 1].
+
+Two normalisations, for two purposes: :func:`normalize_text` (NFKC, lower case, inner
+spaces collapsed, surrounding punctuation dropped) is what exact match, relaxed accuracy
+and short answers compare; :func:`anls` keeps DocVQA's own (:func:`anls_normalize`: lower
+case and whitespace only, punctuation and Unicode forms kept), so its scores are the ones
+the ``anls`` package and published ANLS numbers give (``"Acme Corp."`` against ``"ACME
+corp"`` scores 0.9, one edit in ten characters).
 """
 
 from __future__ import annotations
@@ -9,7 +16,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 Scorer = Callable[[str, str], float]
 
@@ -86,15 +93,42 @@ def levenshtein(a: str, b: str) -> int:
     return previous[-1]
 
 
-def anls(prediction: str, target: str, threshold: float = 0.5) -> float:
-    """Average normalised Levenshtein similarity for one pair (0 below ``threshold``)."""
-    p, t = normalize_text(prediction), normalize_text(target)
-    if not p and not t:
-        return 1.0
-    if 1.0 - abs(len(p) - len(t)) / max(len(p), len(t)) < threshold:  # the distance is at least the lengths' gap
-        return 0.0  # (so a reply of 100,000 characters is not compared letter by letter with a word)
-    similarity = 1.0 - levenshtein(p, t) / max(len(p), len(t))
-    return similarity if similarity >= threshold else 0.0
+def anls_normalize(text: str) -> str:
+    """ANLS's normalisation (DocVQA's, as the ``anls`` package does it): lower case,
+    stripped, inner whitespace runs as one space. Unlike :func:`normalize_text` it keeps
+    punctuation and applies no Unicode normal form."""
+    return " ".join(str(text).strip().lower().split())
+
+
+def normalized_levenshtein(a: str, b: str) -> float:
+    """The edit distance over the longer length (0 for two empty strings). The length is
+    taken of the upper-cased strings, as the ``anls`` package does (``'ß'`` counts two)."""
+    length = max(len(a.upper()), len(b.upper()))
+    return 0.0 if length == 0 else levenshtein(a, b) / length
+
+
+def anls(prediction: str, golds: str | Sequence[str], threshold: float = 0.5) -> float:
+    """ANLS (Biten et al., 2019; DocVQA's metric) of ``prediction`` against ``golds`` (one
+    string or several): both sides put through :func:`anls_normalize`, ``NL`` their
+    :func:`normalized_levenshtein`; per gold ``1 - NL`` when ``NL < threshold``, else 0;
+    the best over the golds. Case and runs of whitespace do not count, punctuation does."""
+    if isinstance(golds, str):
+        golds = [golds]
+    golds = list(golds)
+    if not golds:
+        raise ValueError("anls needs at least one gold answer")
+    if not 0 < threshold <= 1:
+        raise ValueError(f"expected the ANLS threshold in (0, 1], got {threshold!r}")
+    said = anls_normalize(prediction)
+    best = 0.0
+    for gold in golds:
+        want = anls_normalize(gold)
+        length = max(len(said.upper()), len(want.upper()))
+        if length and abs(len(said) - len(want)) / length >= threshold:
+            continue  # the distance is at least the lengths' gap, so NL >= threshold: 0 without comparing
+        nl = normalized_levenshtein(said, want)  # (a reply of 100,000 characters is not compared letter by letter)
+        best = max(best, 1 - nl if nl < threshold else 0.0)
+    return best
 
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")

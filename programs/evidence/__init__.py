@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from vicogym.answers import exact_match, relaxed_accuracy, short_answer
+from vicogym.answers import anls, exact_match, relaxed_accuracy, short_answer
 
 _LETTER = re.compile(r"^\(?([A-Za-z])\)?(?:[.:)\s]|$)")
 
@@ -24,13 +24,12 @@ def letter_of(prediction: str, n_options: int) -> str | None:
 
 
 def score_answer(scorer: str, prediction: str, answer: str, golds: Sequence[str] = (), n_options: int = 0) -> float:
-    """A task's score of ``prediction`` in [0, 1] by its ``scorer``: ``anls`` (FUNSD's
-    field-value ANLS, the best over the answer and ``golds``), ``relaxed`` (ChartQA's 5%),
-    ``letter`` (the option letter), ``short`` (VQA short answers), ``exact``."""
+    """A task's score of ``prediction`` in [0, 1] by its ``scorer``: ``anls`` (DocVQA's
+    ANLS, :func:`vicogym.answers.anls`, the best over the answer and ``golds``),
+    ``relaxed`` (ChartQA's 5%), ``letter`` (the option letter), ``short`` (VQA short
+    answers), ``exact``."""
     prediction = str(prediction or "")
     if scorer == "anls":
-        from vicogym.programs.evidence.forms import anls
-
         return float(anls(prediction, [answer, *golds]))
     if scorer == "letter":
         return float(letter_of(prediction, n_options) == answer)

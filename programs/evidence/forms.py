@@ -1,5 +1,6 @@
 """FUNSD field-value QA, as pure programs: which value answers which field label on a
-form page (:func:`pair_fields`), and the ANLS score of a read value (:func:`anls`).
+form page (:func:`pair_fields`). A read value is scored by ANLS
+(:func:`vicogym.answers.anls`, DocVQA's metric, as the ``anls`` package computes it).
 
 The pairing is the paper's conversion of FUNSD to field-value QA, read off the page's
 entities (FUNSD's ``form`` records: ``id``, ``box`` [x0, y0, x1, y1], ``text``,
@@ -32,11 +33,6 @@ entities (FUNSD's ``form`` records: ``id``, ``box`` [x0, y0, x1, y1], ``text``,
    nearer label keeps it (vertical distance, horizontal gap, then the lower id of its
    first entity) and the other chooses again among the rest, so a label with no value
    of its own (a signature line) does not take its neighbour's.
-
-ANLS is the standard metric (Biten et al., 2019, as the ``anls`` package computes it):
-both strings lower-cased, stripped and with inner whitespace collapsed to one space;
-``NL`` is the Levenshtein distance over the longer length; the score is ``1 - NL`` when
-``NL < threshold``, else 0; the best over the golds.
 """
 
 from __future__ import annotations
@@ -44,8 +40,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-
-from vicogym.answers import levenshtein
 
 Box = tuple[float, float, float, float]
 
@@ -321,36 +315,3 @@ def _blocks(free: Sequence[Entity], questions: Sequence[Entity]) -> list[list[En
 def field_label(text: str) -> str:
     """A label as a question names it: trimmed, without its trailing colon."""
     return " ".join(str(text).split()).rstrip(" :").strip()
-
-
-# --------------------------------------------------------------------------- ANLS
-
-
-def normalize(text: str) -> str:
-    """ANLS's normalisation: lower case, stripped, inner whitespace runs as one space."""
-    return " ".join(str(text).strip().lower().split())
-
-
-def normalized_levenshtein(a: str, b: str) -> float:
-    """The edit distance over the longer length (0 for two empty strings). The length is
-    taken of the upper-cased strings, as the reference does (``'ß'`` counts two)."""
-    length = max(len(a.upper()), len(b.upper()))
-    return 0.0 if length == 0 else levenshtein(a, b) / length
-
-
-def anls(prediction: str, golds: str | Sequence[str], threshold: float = 0.5) -> float:
-    """The ANLS of ``prediction`` against ``golds`` (one string or several): per gold
-    ``1 - NL`` when ``NL < threshold``, else 0; the best over the golds."""
-    if isinstance(golds, str):
-        golds = [golds]
-    golds = list(golds)
-    if not golds:
-        raise ValueError("anls needs at least one gold answer")
-    if not 0 < threshold <= 1:
-        raise ValueError(f"expected the ANLS threshold in (0, 1], got {threshold!r}")
-    said = normalize(prediction)
-    best = 0.0
-    for gold in golds:
-        nl = normalized_levenshtein(said, normalize(gold))
-        best = max(best, 1 - nl if nl < threshold else 0.0)
-    return best
