@@ -30,8 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from vicogym import sandbox
-from vicogym.instruct import discovery
+from vicogym.instruct import discovery, sandbox
 from vicogym.programs.instruct import REGISTRY
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,7 +42,7 @@ def old_module(commit: str, file: str | None):
     """The sandbox module as it was before the walls."""
     if file is None:
         try:
-            text = subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:vicogym/sandbox.py"], check=True,
+            text = subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:vicogym/instruct/sandbox.py"], check=True,
                                   capture_output=True, text=True).stdout
         except (OSError, subprocess.CalledProcessError) as exc:
             raise SystemExit(f"cannot read the old sandbox from git ({exc}); pass --old-file PATH") from None

@@ -3,7 +3,7 @@
 
 ``throughput`` (the default): steps per second of vicogym/Chart-v0 through the server
 against in-process ``env.step``, same settings, same seeds and edits, in one run. The
-clients are OpenEnv's WebSocket client (:class:`vicogym.serve.VicoEnvClient`, async, one
+clients are OpenEnv's WebSocket client (:class:`vicogym.trainers.openenv.VicoEnvClient`, async, one
 per session, side by side on one event loop). In process, each session is its own
 environment stepped in its own thread. Every session resets and takes ``--warmup`` steps
 untimed (they warm the renderer's caches), then steps ``--steps`` edits, timed (a
@@ -71,7 +71,7 @@ def in_process(settings: dict, sessions: int, steps: int, warmup: int) -> float:
 
 def through_server(url: str, sessions: int, steps: int, warmup: int) -> float:
     """Seconds for ``sessions`` WebSocket sessions, side by side, to take ``steps`` steps."""
-    from vicogym.serve import VicoAction, VicoEnvClient
+    from vicogym.trainers.openenv import VicoAction, VicoEnvClient
 
     async def main() -> float:
         clients = [VicoEnvClient(base_url=url, message_timeout_s=600) for _ in range(sessions)]
@@ -183,7 +183,7 @@ def http_resets(url: str, n: int, seed: int) -> Counter:
 def ws_sessions(url: str, n: int, seed: int) -> Counter:
     """``n`` WebSocket sessions at once, each resetting, stepping once and closing; their
     answers counted by kind (``CAPACITY_REACHED``: the session was refused)."""
-    from vicogym.serve import VicoAction, VicoEnvClient
+    from vicogym.trainers.openenv import VicoAction, VicoEnvClient
 
     async def one(i: int) -> str:
         client = VicoEnvClient(base_url=url, message_timeout_s=600)

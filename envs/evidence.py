@@ -429,15 +429,15 @@ class EvidenceEnv(gym.Env):
                        **kwargs: Any) -> float:
         """A stored task row's reward for ``response`` (what the verl reward calls): the
         score the answer tool recorded in the trajectory (``extra_info["evidence_score"]``,
-        set by :mod:`vicogym.verl_agent`'s tools), else the answer extracted from the text
+        set by :mod:`vicogym.trainers.verl_agent`'s tools), else the answer extracted from the text
         (``\\boxed{}``, an ``Answer:`` line, the last line) scored by the task's scorer
         against the row's ground truth (JSON: ``answer``, ``golds``, ``scorer``, ``options``).
         Any response gets a score (an answer the answer tool would refuse, longer than
         :data:`~vicogym.evidence.protocol.MAX_TEXT` characters, scores 0.0); a ground truth
         or recorded score that is not what the rows hold raises
-        :class:`vicogym.verl_reward.RowError`."""
+        :class:`vicogym.scoring.RowError`."""
         from vicogym.clients import extract_answer
-        from vicogym.verl_reward import row_error
+        from vicogym.scoring import row_error
 
         recorded = extra_info.get("evidence_score") if isinstance(extra_info, Mapping) else None
         if recorded is not None:
@@ -707,9 +707,9 @@ def _cols(n: int) -> int:
 def _ground_truth(ground_truth: Any) -> dict[str, Any]:
     """An Evidence-v0 row's ground truth, checked: ``answer`` (text), ``scorer`` (one of
     :data:`~vicogym.structures.evidence.SCORERS`), ``golds`` and ``options`` (lists of
-    text); :class:`vicogym.verl_reward.RowError` otherwise."""
+    text); :class:`vicogym.scoring.RowError` otherwise."""
+    from vicogym.scoring import ground_truth_json, row_error
     from vicogym.structures.evidence import SCORERS
-    from vicogym.verl_reward import ground_truth_json, row_error
 
     what = "answer, golds, scorer and options (rows of `vicogym generate vicogym/Evidence-v0`)"
     truth = ground_truth_json(EvidenceEnv.env_id, ground_truth, what)

@@ -41,7 +41,7 @@ def peak_rss() -> int:
 
 
 # the toy arm joins the registry the way any arm does: one registration, no core change
-vicogym.register("vicogym/Toy-v0", "toy_arm:ToyEnv", description="test-only arm: count the squares")
+vicogym.register("vicogym/Toy-v0", "helpers.toy_arm:ToyEnv", description="test-only arm: count the squares")
 
 
 def chartqa_dir() -> Path:
@@ -62,10 +62,10 @@ def chartqa() -> Path:
 
 @pytest.fixture(scope="session")
 def walls() -> None:
-    """The operating-system sandbox model-written code runs in (``vicogym.sandbox``): where
+    """The operating-system sandbox model-written code runs in (``vicogym.instruct.sandbox``): where
     it cannot start, the code does not run, so a test of such code is skipped (failed on
     CI, which installs bubblewrap)."""
-    from vicogym.sandbox import SandboxUnavailable, check_sandbox
+    from vicogym.instruct.sandbox import SandboxUnavailable, check_sandbox
 
     try:
         check_sandbox()

@@ -191,7 +191,7 @@ def test_edits_are_parsed_from_fences_or_bare_objects():
 
 
 def test_a_local_image_text_to_text_model_answers_in_batches_and_repeats_itself(tmp_path):
-    from tiny_models import tiny_image_text_to_text
+    from helpers.tiny_models import tiny_image_text_to_text
 
     from vicogym.clients import TransformersActor
 

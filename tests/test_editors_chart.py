@@ -3,10 +3,10 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from helpers.reference_chart import reference
+from helpers.strategies import LABELS, VALUES, structures
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reference_chart import reference
-from strategies import LABELS, VALUES, structures
 
 from vicogym.editors.chart import OP_FIELDS, apply, diff, sample_edit
 from vicogym.errors import GenerationError, InvalidEdit

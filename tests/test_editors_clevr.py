@@ -3,7 +3,7 @@ import json
 
 import numpy as np
 import pytest
-import reference_clevr
+from helpers import reference_clevr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

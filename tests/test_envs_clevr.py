@@ -6,7 +6,7 @@ import json
 import gymnasium as gym
 import numpy as np
 import pytest
-import reference_clevr
+from helpers import reference_clevr
 
 from vicogym.checks.clevr import difficulty, difficulty_features, distractors
 from vicogym.errors import InvalidEdit

@@ -29,7 +29,7 @@ def toy(monkeypatch):
     package's own families)."""
     import vicogym.sources.evidence as source
 
-    monkeypatch.setitem(source.FAMILIES, "toy", "evidence_toy")
+    monkeypatch.setitem(source.FAMILIES, "toy", "helpers.evidence_toy")
 
 
 @pytest.fixture

@@ -60,9 +60,9 @@ def test_features_need_a_target():
 import json
 
 import gymnasium as gym
+from helpers.tiny_models import TINY_SAM, tiny_ddpm, tiny_sam_checkpoint, tiny_stable_diffusion
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tiny_models import TINY_SAM, tiny_ddpm, tiny_sam_checkpoint, tiny_stable_diffusion
 
 from vicogym.renderers.natural import frame_mask
 

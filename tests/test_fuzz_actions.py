@@ -178,7 +178,7 @@ def evidence(tmp_path, monkeypatch):
     steps enough for a long fuzz."""
     import vicogym.sources.evidence as source
 
-    monkeypatch.setitem(source.FAMILIES, "toy", "evidence_toy")
+    monkeypatch.setitem(source.FAMILIES, "toy", "helpers.evidence_toy")
     env = gym.make("vicogym/Evidence-v0", tasks="toy", view_size=256, max_images=4, max_steps=256,
                    family_settings={"toy": {"folder": str(tmp_path), "units": 2}}).unwrapped
     env.reset(seed=0)
@@ -464,7 +464,7 @@ def test_instruct_any_response_is_scored_or_a_typed_error_and_the_episode_then_o
 
 @pytest.mark.parametrize("settings", ["[" * 100_000, '{"k": ' + "7" * 5000 + "}", "not json", "[1, 2]"])
 def test_a_rows_settings_text_is_a_value_error_naming_the_field_whatever_it_holds(settings):
-    from vicogym.adapters import settings_from
+    from vicogym.trainers.common import settings_from
 
     with pytest.raises(ValueError, match="^extra_info.settings: expected the environment settings as a JSON object"):
         settings_from(settings, "extra_info.settings")

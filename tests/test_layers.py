@@ -1,7 +1,8 @@
-"""The architecture stays visible: arms x layers at the top, the kernel (``vicogym/*.py``)
-below them, and the kernel's sub-packages (``vicogym/runs/``, ``vicogym/instruct/``)
-beside it. Each file imports only what its room may, module-level and deferred imports
-alike, in every folder and sub-folder."""
+"""The architecture stays visible: arms x layers, the kernel (``vicogym/*.py``) below them,
+the rooms beside it (``vicogym/runs/``, ``instruct/``, ``evidence/``, ``trainers/``), and
+the command line (``vicogym/cli.py``) on top, the one module that may import everything.
+Each file imports only what its room may, module-level and deferred imports alike, in
+every folder and sub-folder."""
 
 import ast
 from pathlib import Path
@@ -20,10 +21,10 @@ LAYER_IMPORTS = {
     "sources": {"structures", "programs"},
     "envs": set(LAYERS),
 }
-SUBPACKAGES = ("runs", "instruct", "evidence")
-#: the trainer adapters beside the kernel (``vicogym.verl_agent``, ``vicogym.trl``): they run
-#: generation's episodes inside a trainer's loop, so they may use the generation workflow
-TRAINER_ADAPTERS = ("verl_agent.py", "trl.py")
+SUBPACKAGES = ("runs", "instruct", "evidence", "trainers")
+#: room -> the rooms it may import besides the kernel: the workflows' rooms use generation's
+#: runs; the trainers run generation's episodes and the evidence method inside a trainer's loop
+ROOM_IMPORTS = {"runs": set(), "instruct": {"runs"}, "evidence": {"runs"}, "trainers": {"runs", "evidence"}}
 #: the instruction-following method reads its arm's constraint types, edits and facts
 INSTRUCT_ARM = {"vicogym.programs.instruct", "vicogym.editors.instruct", "vicogym.sources.instruct"}
 HEAVY = {"matplotlib", "cv2", "bpy", "torch", "torchvision", "segment_anything", "diffusers", "ray", "pandas",
@@ -44,8 +45,8 @@ def room(path: Path) -> str:
     """``kernel``, a sub-package's name, or an arm layer's name."""
     parts = path.relative_to(REPO).parts
     if parts[0] == "vicogym":
-        if len(parts) == 2 and parts[1] in TRAINER_ADAPTERS:
-            return "adapters"
+        if parts[1:] == ("cli.py",):
+            return "cli"
         return parts[1] if len(parts) > 2 and parts[1] in SUBPACKAGES else "kernel"
     return parts[0]
 
@@ -55,6 +56,8 @@ def target(module: str) -> str | None:
     parts = module.split(".")
     if parts[0] != "vicogym":
         return None
+    if parts[1:2] == ["cli"]:
+        return "cli"
     if len(parts) > 1 and (parts[1] in LAYERS or parts[1] in SUBPACKAGES):
         return parts[1]
     return "kernel"
@@ -62,18 +65,18 @@ def target(module: str) -> str | None:
 
 def allowed(source: str, module: str) -> bool:
     where = target(module)
+    if source == "cli":
+        return True  # the top of the graph
+    if where == "cli":
+        return False  # nothing imports the command line
     if where in (None, "kernel", source):
         return True
     if source == "kernel":
-        return False  # the kernel reaches arms through the registry, workflows by name
-    if source == "runs":
-        return False
-    if source == "adapters":
-        return where == "runs"
-    if source == "instruct":
-        return where == "runs" or any(module == m or module.startswith(m + ".") for m in INSTRUCT_ARM)
-    if source == "evidence":
-        return where == "runs"
+        return False  # the kernel reaches arms through the registry, never a room or a layer
+    if source in ROOM_IMPORTS:
+        if source == "instruct" and any(module == m or module.startswith(m + ".") for m in INSTRUCT_ARM):
+            return True
+        return where in ROOM_IMPORTS[source]
     if where in SUBPACKAGES:  # an arm's environment may run on its method's machinery
         return source == "envs"
     return where in LAYER_IMPORTS[source]
@@ -90,7 +93,7 @@ def test_each_file_imports_only_what_its_room_may(path):
 
 
 def test_the_rules_refuse_what_the_architecture_forbids():
-    kernel, runs = REPO / "vicogym" / "cli.py", REPO / "vicogym" / "runs" / "generate.py"
+    kernel, runs = REPO / "vicogym" / "registry.py", REPO / "vicogym" / "runs" / "generate.py"
     assert not allowed(room(kernel), "vicogym.runs.generate") and not allowed(room(kernel), "vicogym.envs.chart")
     assert not allowed(room(runs), "vicogym.instruct.synthesis") and not allowed(room(runs), "vicogym.programs.chart")
     instruct = REPO / "vicogym" / "instruct" / "synthesis.py"
@@ -99,9 +102,14 @@ def test_the_rules_refuse_what_the_architecture_forbids():
     )
     assert not allowed("renderers", "vicogym.programs.chart") and allowed("checks", "vicogym.programs.chart")
     assert not allowed("editors", "vicogym.instruct.synthesis") and allowed("envs", "vicogym.instruct.synthesis")
-    adapter = room(REPO / "vicogym" / "verl_agent.py")
-    assert allowed(adapter, "vicogym.runs.generate") and not allowed(adapter, "vicogym.envs.chart")
-    assert not allowed(adapter, "vicogym.evidence.runs") and room(REPO / "vicogym" / "serve.py") == "kernel"
+    trainer = room(REPO / "vicogym" / "trainers" / "verl_agent.py")
+    assert allowed(trainer, "vicogym.runs.generate") and allowed(trainer, "vicogym.evidence.protocol")
+    assert not allowed(trainer, "vicogym.envs.chart") and not allowed(trainer, "vicogym.instruct.synthesis")
+    assert not allowed(room(kernel), "vicogym.trainers.trl") and not allowed(room(runs), "vicogym.trainers.common")
+    assert not allowed(room(REPO / "vicogym" / "evidence" / "runs.py"), "vicogym.trainers.common")
+    cli = room(REPO / "vicogym" / "cli.py")
+    assert cli == "cli" and allowed(cli, "vicogym.evidence.craft") and allowed(cli, "vicogym.trainers.openenv")
+    assert not allowed(trainer, "vicogym.cli") and not allowed(room(REPO / "vicogym" / "registry.py"), "vicogym.cli")
 
 
 @pytest.mark.parametrize("folder", ["vicogym", "structures", "programs", "editors", "checks"])
@@ -115,3 +123,12 @@ def test_programs_and_editors_touch_no_pixels_at_all():
     for folder in ("programs", "editors", "structures"):
         for path in sorted((REPO / folder).rglob("*.py")):
             assert not {m.split(".")[0] for m in _imports(path)} & HEAVY, path
+
+
+def test_the_command_line_is_the_top_of_the_graph():
+    """The CLI reaches every workflow by a plain import the rules above can see (no import
+    by a name in a string), and every room's workflow is among them."""
+    cli = REPO / "vicogym" / "cli.py"
+    rooms = {target(m) for m in _imports(cli)}
+    assert {"runs", "instruct", "evidence", "trainers"} <= rooms
+    assert "importlib" not in {m.split(".")[0] for m in _imports(cli)}

@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
+from helpers.reference_chart import reference
+from helpers.strategies import tables
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reference_chart import reference
-from strategies import tables
 
 from vicogym.answers import anls, exact_match, format_number, parse_number, relaxed_accuracy
 from vicogym.errors import GenerationError, InvalidEdit

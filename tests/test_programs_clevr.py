@@ -4,7 +4,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-import reference_clevr
+from helpers import reference_clevr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -35,13 +35,13 @@ def test_registering_an_id_twice_is_an_error(variant):
 
 
 def test_unregister_removes_from_both_registries():
-    register("vicogym/Gone-v0", "toy_arm:ToyEnv")
+    register("vicogym/Gone-v0", "helpers.toy_arm:ToyEnv")
     unregister("vicogym/Gone-v0")
     assert "vicogym/Gone-v0" not in gym.registry and "vicogym/Gone-v0" not in dict(vicogym.list_environments())
 
 
 def test_a_missing_extra_is_named_at_make():
-    register("vicogym/ToyExtra-v0", "toy_arm:NeedsExtraEnv")
+    register("vicogym/ToyExtra-v0", "helpers.toy_arm:NeedsExtraEnv")
     try:
         with pytest.raises(MissingExtra) as info:
             gym.make("vicogym/ToyExtra-v0")

@@ -1,6 +1,6 @@
 """The suite every registered environment gets, through the arm interface only.
 
-A new arm is covered by registering it: the test-only toy arm (``toy_arm.py``, registered
+A new arm is covered by registering it: the test-only toy arm (``helpers/toy_arm.py``, registered
 in ``conftest.py``) runs here beside the chart arm.
 """
 

@@ -3,7 +3,7 @@
 import cv2
 import numpy as np
 import pytest
-from tiny_models import tiny_ddpm, tiny_sam_checkpoint, tiny_stable_diffusion
+from helpers.tiny_models import tiny_ddpm, tiny_sam_checkpoint, tiny_stable_diffusion
 
 from vicogym.renderers.natural import GrabCutSegmenter, box_mask, polygon_mask, protected_region
 from vicogym.structures.natural import Target

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from vicogym import sandbox
-from vicogym.sandbox import MAX_ERROR, MAX_INT_DIGITS, SandboxUnavailable, run_untrusted, run_untrusted_batch
+from vicogym.instruct import sandbox
+from vicogym.instruct.sandbox import MAX_ERROR, MAX_INT_DIGITS, SandboxUnavailable, run_untrusted, run_untrusted_batch
 
 #: the tests that run code need the walls (skipped where they cannot stand, failed on CI)
 walled = pytest.mark.usefixtures("walls")

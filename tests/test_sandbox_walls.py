@@ -25,9 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from vicogym import sandbox
-from vicogym.instruct import discovery
-from vicogym.sandbox import run_untrusted, run_untrusted_batch
+from vicogym.instruct import discovery, sandbox
+from vicogym.instruct.sandbox import run_untrusted, run_untrusted_batch
 
 walled = pytest.mark.usefixtures("walls")
 

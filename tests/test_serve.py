@@ -26,9 +26,9 @@ from typer.testing import CliRunner
 from websockets.sync.client import connect as ws_connect
 
 import vicogym  # noqa: F401
-from vicogym.adapters import MAX_PIXELS, feedback, fit_image, rewriter_prompt
 from vicogym.envs.chart import ChartEnv
-from vicogym.serve import (
+from vicogym.trainers.common import MAX_PIXELS, feedback, fit_image, rewriter_prompt
+from vicogym.trainers.openenv import (
     Environments,
     ServerFull,
     VicoAction,

@@ -2,7 +2,7 @@ import json
 
 import numpy as np
 import pytest
-import reference_clevr
+from helpers import reference_clevr
 
 from vicogym.errors import SourceError
 from vicogym.sources.clevr import ReleaseSource, make_source, procedural_scene

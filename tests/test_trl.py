@@ -1,4 +1,4 @@
-"""vicogym in TRL's GRPOTrainer (vicogym.trl): the reward of offline rows against
+"""vicogym in TRL's GRPOTrainer (vicogym.trainers.trl): the reward of offline rows against
 compute_score, the rows as TRL's multimodal dataset, the evidence and rewriter
 environments driven as TRL drives them, and two training steps of a tiny Qwen2-VL on CPU
 for each: offline Chart rows with the reward function, the evidence tools and the
@@ -21,10 +21,10 @@ datasets = pytest.importorskip("datasets", reason="the TRL adapter needs dataset
 trl = pytest.importorskip("trl", reason="the TRL adapter is tested with trl installed (pip install trl)")
 torch = pytest.importorskip("torch", reason="the TRL training tests need torch")
 
-from tiny_models import chat_template, tiny_qwen2_vl
+from helpers.tiny_models import chat_template, tiny_qwen2_vl
 
 from vicogym.runs.generate import GenerateConfig, generate
-from vicogym.trl import (
+from vicogym.trainers.trl import (
     EvidenceToolEnv,
     RewriterToolEnv,
     completion_text,
@@ -153,7 +153,8 @@ def _tool_schemas(env):
 
 
 def test_the_evidence_tools_have_the_verl_tools_schemas_texts():
-    from vicogym.adapters import EVIDENCE_ACTIONS, tool_schema_of
+    from vicogym.evidence.protocol import ACTIONS as EVIDENCE_ACTIONS
+    from vicogym.evidence.protocol import tool_schema_of
 
     schemas = _tool_schemas(EvidenceToolEnv())
     assert sorted(schemas) == sorted(EVIDENCE_ACTIONS)
@@ -243,7 +244,7 @@ def test_a_rewriter_episode_through_the_edit_tool():
 
 
 def test_environments_are_lent_and_given_back():
-    from vicogym import adapters
+    from vicogym.trainers import common as adapters
 
     rows = rewriter_dataset("vicogym/Chart-v0", n=1, seed=5, env_kwargs=REWRITER_SETTINGS)
     key = adapters._settings_key("vicogym/Chart-v0", REWRITER_SETTINGS)

@@ -1,7 +1,7 @@
 """vicogym inside verl's training loop, driven through verl's own classes (verl 0.9.1,
 installed with --no-deps): its config composed by Hydra from verl's own YAML with the
-overrides ``python -m vicogym.verl_agent`` prints, its RL dataset machinery and
-dataloader over :class:`~vicogym.verl_agent.EpisodeDataset`, its ``AgentLoopWorker``
+overrides ``python -m vicogym.trainers.verl_agent`` prints, its RL dataset machinery and
+dataloader over :class:`~vicogym.trainers.verl_agent.EpisodeDataset`, its ``AgentLoopWorker``
 running the rewriter's agent loop and its ``tool_agent`` loop with the evidence tools,
 its reward loop scoring the trajectories, and its batch post-processing. A scripted server
 stands in for the policy (no GPU); the model files are a tiny Qwen2-VL built here."""
@@ -59,10 +59,10 @@ def chart_run(tmp_path_factory):
 def test_the_dataset_gives_the_rows_generate_writes_and_new_episodes_each_epoch(chart_run, tmp_path):
     from verl.trainer.ppo.utils import create_rl_dataset
 
-    from vicogym.verl_agent import EpisodeDataset
+    from vicogym.trainers.verl_agent import EpisodeDataset
 
     path = _config_file(tmp_path, "chart", env_id="vicogym/Chart-v0", n=3, seed=3, env_kwargs=CHART)
-    config = _data_config(tmp_path, custom_cls={"path": "pkg://vicogym.verl_agent", "name": "EpisodeDataset"})
+    config = _data_config(tmp_path, custom_cls={"path": "pkg://vicogym.trainers.verl_agent", "name": "EpisodeDataset"})
     dataset = create_rl_dataset([path], config, Stub(), Stub(), is_train=True)  # verl's own loader of custom_cls
     assert type(dataset).__name__ == "EpisodeDataset" and len(dataset) == 3
     assert isinstance(dataset, EpisodeDataset)
@@ -90,7 +90,7 @@ def test_verls_dataloader_workers_see_the_epoch_from_on_batch_end(chart_run, tmp
     from torchdata.stateful_dataloader import StatefulDataLoader
     from verl.utils.dataset.rl_dataset import collate_fn
 
-    from vicogym.verl_agent import EpisodeDataset
+    from vicogym.trainers.verl_agent import EpisodeDataset
 
     path = _config_file(tmp_path, "chart", env_id="vicogym/Chart-v0", n=4, seed=3, env_kwargs=CHART)
     dataset = EpisodeDataset([path], Stub(), _data_config(tmp_path), Stub())
@@ -107,7 +107,7 @@ def test_verls_dataloader_workers_see_the_epoch_from_on_batch_end(chart_run, tmp
 
 
 def test_rewriter_rows_name_the_episode_and_bad_files_are_named(tmp_path):
-    from vicogym.verl_agent import EpisodeDataset
+    from vicogym.trainers.verl_agent import EpisodeDataset
 
     path = _config_file(tmp_path, "rw", env_id="vicogym/Chart-v0", n=2, seed=5, env_kwargs=CHART, rows="rewriter")
     dataset = EpisodeDataset([path], Stub(), _data_config(tmp_path), Stub())
@@ -129,7 +129,7 @@ def test_rewriter_rows_name_the_episode_and_bad_files_are_named(tmp_path):
 # -- verl's agent loop worker, with a scripted policy ------------------------------------------
 @pytest.fixture(scope="module")
 def tiny_vlm(tmp_path_factory):
-    from tiny_models import tiny_qwen2_vl
+    from helpers.tiny_models import tiny_qwen2_vl
 
     return tiny_qwen2_vl(tmp_path_factory.mktemp("tiny-qwen2-vl"))
 
@@ -142,7 +142,7 @@ def verl_config(model, *overrides):
     from hydra import compose, initialize_config_dir
 
     import vicogym.verl_reward
-    from vicogym.verl_agent import overrides as vicogym_overrides
+    from vicogym.trainers.verl_agent import overrides as vicogym_overrides
 
     folder = os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
     with initialize_config_dir(config_dir=folder, version_base=None):
@@ -225,7 +225,7 @@ def test_the_rewriter_plays_through_verls_agent_loop_worker(tiny_vlm, tmp_path, 
     from transformers import AutoTokenizer
 
     from vicogym.rewards import difficulty_reward
-    from vicogym.verl_agent import EpisodeDataset
+    from vicogym.trainers.verl_agent import EpisodeDataset
 
     actor = serve(("ok", ["Answer: 7"]))  # the actor's server, apart from the policy's
     settings = {"k": 2, "actor": f"openai:vlm@{actor.url}", "max_turns": 3}
@@ -315,17 +315,18 @@ def test_the_evidence_tools_play_through_verls_tool_agent_loop(tiny_vlm, tmp_pat
 def test_the_tool_schemas_file_is_what_the_tools_declare():
     import yaml
 
-    from vicogym.adapters import EVIDENCE_ACTIONS, tool_schema_of
-    from vicogym.verl_agent import TOOL_CONFIG, overrides
+    from vicogym.evidence.protocol import ACTIONS as EVIDENCE_ACTIONS
+    from vicogym.evidence.protocol import tool_schema_of
+    from vicogym.trainers.verl_agent import TOOL_CONFIG, overrides
 
     tools = yaml.safe_load(Path(TOOL_CONFIG).read_text(encoding="utf-8"))["tools"]
     assert [t["tool_schema"] for t in tools] == [tool_schema_of(a) for a in EVIDENCE_ACTIONS]
     assert [t["class_name"].rsplit(".", 1)[1] for t in tools] == [f"{a.title()}Tool" for a in EVIDENCE_ACTIONS]
-    assert any(o.startswith("data.custom_cls.path=pkg://vicogym.verl_agent") for o in overrides())
+    assert any(o.startswith("data.custom_cls.path=pkg://vicogym.trainers.verl_agent") for o in overrides())
 
 
 def test_a_trajectory_without_an_episode_gets_an_error_text_not_an_exception():
-    from vicogym.verl_agent import ZoomTool, tool_schema_of
+    from vicogym.trainers.verl_agent import ZoomTool, tool_schema_of
 
     async def main():
         tool = ZoomTool({}, None)
@@ -351,7 +352,7 @@ class Trajectory:
 def _evidence_row_kwargs(seed, settings):
     import gymnasium as gym
 
-    from vicogym.adapters import episode_tools_kwargs
+    from vicogym.evidence.protocol import episode_tools_kwargs
 
     env = gym.make("vicogym/Evidence-v0", **settings).unwrapped
     env.reset(seed=seed)
@@ -359,7 +360,7 @@ def _evidence_row_kwargs(seed, settings):
 
 
 def test_a_tool_runs_its_own_action_and_the_last_step_ends_the_episode_even_when_rejected():
-    from vicogym.verl_agent import AnswerTool, ViewTool, ZoomTool
+    from vicogym.trainers.verl_agent import AnswerTool, ViewTool, ZoomTool
     from vicogym.verl_reward import compute_score
 
     settings = {"view_size": 256, "max_steps": 2}
@@ -398,7 +399,7 @@ def test_a_tool_runs_its_own_action_and_the_last_step_ends_the_episode_even_when
     ({"settings": "{}"}, "names no evidence episode"),
 ])
 def test_a_row_that_names_no_episode_gets_an_error_text(create, message):
-    from vicogym.verl_agent import ZoomTool
+    from vicogym.trainers.verl_agent import ZoomTool
 
     async def main():
         return await ZoomTool({}).execute("i", {"image": 0, "regions": []},
@@ -409,7 +410,7 @@ def test_a_row_that_names_no_episode_gets_an_error_text(create, message):
 
 
 def test_tool_and_loop_settings_are_checked():
-    from vicogym.verl_agent import ZoomTool
+    from vicogym.trainers.verl_agent import ZoomTool
 
     for bad in (0, "big", 100):
         with pytest.raises(ValueError, match="max_pixels as a whole number of at least 784"):
@@ -421,7 +422,7 @@ def _documented_verl_commands():
 
     for page in PAGES:
         for block in blocks(page):
-            if "verl.trainer.main_ppo" in block.code and "vicogym.verl_agent" in block.code:  # the adapter's
+            if "verl.trainer.main_ppo" in block.code and "vicogym.trainers.verl_agent" in block.code:  # the adapter's
                 yield pytest.param(block.code, id=block.name)
 
 

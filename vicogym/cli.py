@@ -8,10 +8,8 @@ that every default shows (``[vicogym-out]``, ``[random]``).
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -20,20 +18,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from vicogym.validation import brief, loads_json
+from vicogym.validation import brief, load_config_file, loads_json
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Verifiable visual environments for VLM RL.")
 console = Console()
 errors = Console(stderr=True, soft_wrap=True)
 MAX_PROBLEMS_SHOWN = 50
-
-
-def _workflow(name: str) -> Any:
-    """The module that does a command's work, by name (``runs.generate``,
-    ``instruct.synthesis`` ...): the kernel reaches the workflows' sub-packages as the
-    registry reaches the arms, through names, never through imports."""
-    return importlib.import_module(f"vicogym.{name}")
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -78,36 +69,6 @@ def json_flag(flag: str, text: str) -> Any:
     return value
 
 
-def load_config_file(path: Path) -> dict[str, Any]:
-    """Generate settings from a TOML or JSON file (``env_kwargs`` as a table/object)."""
-    if not path.is_file():
-        raise ValueError(f"--config {path} is not a file")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValueError(
-            f"--config {path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8"
-        ) from None
-    if path.suffix.lower() not in (".toml", ".json"):
-        raise ValueError(f"--config {path}: expected a .toml or .json file")
-    try:
-        data = tomllib.loads(text) if path.suffix.lower() == ".toml" else json.loads(text)
-    except RecursionError:
-        raise ValueError(f"--config {path}: nested too deeply to read; flatten it") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"--config {path}: not valid TOML ({exc})") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(
-            f"--config {path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
-        ) from None
-    except ValueError as exc:  # an integer of more than 4300 digits
-        raise ValueError(f"--config {path}: a value Python will not read ({str(exc).split(';')[0][:80]}); write a "
-                         f"shorter number") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"--config {path}: expected a table of settings, got {type(data).__name__}")
-    return data
-
-
 #: options several commands share (how a run runs does not change what it writes)
 BACKEND = typer.Option(None, "--backend", help="local (worker processes) | ray (Ray actors on a local instance or "
                        "the cluster at --ray-address); the output does not depend on it [local]")
@@ -129,7 +90,8 @@ REWRITER = "random | search | search:N | openai:MODEL@URL"
 
 def _runtime(values: dict[str, Any]) -> dict[str, Any]:
     """The runtime settings (``pipeline.RUNTIME``) among a command's arguments that were given."""
-    return {key: values[key] for key in _workflow("runs.generate").RUNTIME if values.get(key) is not None}
+    from vicogym.runs import generate as generation
+    return {key: values[key] for key in generation.RUNTIME if values.get(key) is not None}
 
 
 @app.command()
@@ -168,8 +130,7 @@ def generate(
     environment setting)."""
     arguments = dict(locals())
     from vicogym.errors import VicogymError
-
-    workflow = _workflow("runs.generate")
+    from vicogym.runs import generate as workflow
 
     if env_id is not None and _is_agent_env(env_id):
         _generate_tasks(env_id, n, out, seed, episodes_per_shard, settings, config_file, progress)
@@ -227,8 +188,9 @@ def _generate_tasks(env_id: str, n: int | None, out: str | None, seed: int | Non
                     progress: bool) -> None:
     """``vicogym generate vicogym/Evidence-v0``: the tasks themselves, as Parquet rows."""
     from vicogym.errors import VicogymError
+    from vicogym.evidence import runs as evidence_runs
 
-    runs = _workflow("evidence.runs")
+    runs = evidence_runs
     try:
         manifest = runs.generate_tasks(out or "vicogym-out", n=64 if n is None else n, seed=0 if seed is None else seed,
                                        env_kwargs=_settings(settings, config_file),
@@ -286,8 +248,11 @@ def verify(
 ) -> None:
     """Check a run against its manifest, replay every episode and re-derive every label."""
     from vicogym.errors import VicogymError
+    from vicogym.evidence import runs as evidence_runs
+    from vicogym.instruct import run_folder
+    from vicogym.runs import verify as run_verify
 
-    instruct, evidence = _workflow("instruct.run_folder"), _workflow("evidence.runs")
+    instruct, evidence = run_folder, evidence_runs
     try:
         if (Path(out) / "craft.json").is_file():
             raise ValueError(f"{out} is a craft run: check it by running its `vicogym craft` command again (it "
@@ -297,7 +262,7 @@ def verify(
         elif instruct.is_instruct_run(out):
             notes, (rows, problems) = [], instruct.verify_instruct(out, images=images)
         else:
-            findings = _workflow("runs.verify").verify(out, images=images, source=source,
+            findings = run_verify.verify(out, images=images, source=source,
                                                        allow_unreplayed=allow_unreplayed)
             notes, rows, problems = findings.notes, findings.rows, findings.problems
     except (VicogymError, ValueError, OSError) as exc:
@@ -327,8 +292,10 @@ def export(
 ) -> None:
     """Export a run's edit transitions as training data for the rewriter."""
     from vicogym.errors import VicogymError
+    from vicogym.instruct import run_folder
+    from vicogym.runs import llamafactory
 
-    llamafactory, instruct = _workflow("runs.llamafactory"), _workflow("instruct.run_folder")
+    llamafactory, instruct = llamafactory, run_folder
     if format not in llamafactory.FORMATS:
         raise _fail(f"expected --format in {list(llamafactory.FORMATS)}, got {format!r}")
     if instruct.is_instruct_run(run):
@@ -379,8 +346,8 @@ def evolve(
     from rich.table import Table
 
     from vicogym.errors import VicogymError
+    from vicogym.runs import evolve as workflow
 
-    workflow = _workflow("runs.evolve")
 
     def show(r: int, stats: dict) -> None:
         table = Table(title=f"round {r}", show_header=False)
@@ -447,8 +414,9 @@ def synthesize(
     """Synthesize instruction-following samples with verifiable constraints (VISA loop;
     --set: a synthesis setting)."""
     from vicogym.errors import VicogymError
+    from vicogym.instruct import synthesis
 
-    workflow = _workflow("instruct.synthesis")
+    workflow = synthesis
 
     try:
         data = load_config_file(config_file) if config_file is not None else {}
@@ -475,11 +443,13 @@ def report_command(
 ) -> None:
     """Write a static HTML page and plots to look at a run's samples."""
     from vicogym.errors import VicogymError
+    from vicogym.instruct import run_folder
+    from vicogym.runs import report_page
 
-    instruct = _workflow("instruct.run_folder")
+    instruct = run_folder
     try:
         page = (instruct.write_report_page(folder, out, limit) if instruct.is_instruct_run(folder)
-                else _workflow("runs.report_page").write_report_page(folder, out, limit))
+                else report_page.write_report_page(folder, out, limit))
     except (VicogymError, ValueError, OSError) as exc:
         raise _fail(str(exc)) from None
     console.print(f"wrote {page}")
@@ -502,12 +472,14 @@ def serve(
     """Serve an environment over OpenEnv (WebSocket sessions at /ws; /reset, /step, /state,
     /schema, /health over HTTP); see docs/trainers-openenv.md."""
     from vicogym.errors import VicogymError
+    from vicogym.trainers.common import settings_from
 
     try:
         if not math.isfinite(session_ttl) or session_ttl < 0:
             raise ValueError(f"--session-ttl: expected seconds >= 0 (0: sessions never expire), got {session_ttl}")
-        module = _workflow("serve")
-        settings = _workflow("adapters").settings_from(env_kwargs, "--env-kwargs")
+        from vicogym.trainers import openenv as module  # MissingExtra without openenv, fastapi, uvicorn
+
+        settings = settings_from(env_kwargs, "--env-kwargs")
         application = module.make_app(env_id, settings, max_sessions=max_sessions,
                                       max_request_bytes=max_request_bytes, session_ttl_s=session_ttl or None)
     except (VicogymError, ValueError, TypeError, ImportError) as exc:
@@ -542,8 +514,9 @@ def evidence_run(
     """Play episodes and write their traces (every action, view, reply, score and the
     evidence support); `vicogym verify RUN` replays them."""
     from vicogym.errors import VicogymError
+    from vicogym.evidence import runs as evidence_runs
 
-    runs = _workflow("evidence.runs")
+    runs = evidence_runs
     try:
         specs = [t.strip() for t in tasks.split(",") if t.strip()]
         manifest = runs.run_traces(specs if len(specs) != 1 else specs[0], executor, out, n=n, seed=seed, skill=skill,
@@ -591,6 +564,8 @@ def craft(
     DIR...` evaluates each run's skill on each run's executor; `craft grammar` prints the
     interface grammar."""
     from vicogym.errors import VicogymError
+    from vicogym.evidence import craft as crafting
+    from vicogym.evidence import interface
 
     args = list(args or [])
     # what the command line set (typer carries its own click: its sources are compared by name)
@@ -605,7 +580,7 @@ def craft(
             where = "it writes transfer.json into the first run" if args[0] == "transfer" else "it prints"
             raise ValueError(f"`vicogym craft {args[0]}` takes no --out ({where})")
         if args and args[0] == "grammar":
-            console.print_json(json.dumps(_workflow("evidence.interface").SCHEMA))
+            console.print_json(json.dumps(interface.SCHEMA))
             return
         if args and args[0] in ("report", "transfer"):
             if len(args) < 2:
@@ -618,7 +593,7 @@ def craft(
         if len(args) > 1:
             raise ValueError(f"expected one TASKS argument (comma-separated), got {args}; or report DIR..., "
                              "transfer DIR..., grammar")
-        module = _workflow("evidence.craft")
+        module = crafting
         tasks = [t.strip() for t in args[0].split(",") if t.strip()] if args else list(module.DEFAULT_TASKS)
         config = module.CraftConfig(tasks=tasks, executor=executor, optimizer=optimizer,
                                     modes=[m.strip() for m in modes.split(",") if m.strip()], rounds=rounds,
@@ -639,7 +614,8 @@ def craft(
 
 
 def _craft_report(dirs: list[str], out: str | None) -> None:
-    report = _workflow("evidence.report")
+    from vicogym.evidence import report as craft_report
+    report = craft_report
     result, page = report.write_report(dirs, out)
     console.print(f"executor {result['executor']['spec']}: {result['executor']['kind']}")
     for family in result["families"] + ["all"]:
@@ -657,7 +633,9 @@ def _craft_report(dirs: list[str], out: str | None) -> None:
 
 
 def _craft_transfer(dirs: list[str]) -> None:
-    module, report = _workflow("evidence.craft"), _workflow("evidence.report")
+    from vicogym.evidence import craft as crafting
+    from vicogym.evidence import report as craft_report
+    module, report = crafting, craft_report
     matrix = module.transfer(dirs)
     table = Table("skill evolved with \\ evaluated on", *matrix["executors"], title="transfer (test score)")
     for row in report.transfer_rows(matrix):

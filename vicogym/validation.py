@@ -12,7 +12,9 @@ import itertools
 import json
 import math
 import reprlib
+import tomllib
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 #: the largest seed a vicogym episode takes (NumPy's ``integers(2**63 - 1)``)
@@ -226,3 +228,33 @@ def lone_surrogate(value: Any) -> str | None:
         elif isinstance(item, (list, tuple)):
             stack.extend(item)
     return None
+
+
+def load_config_file(path: Path) -> dict[str, Any]:
+    """Generate settings from a TOML or JSON file (``env_kwargs`` as a table/object)."""
+    if not path.is_file():
+        raise ValueError(f"--config {path} is not a file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"--config {path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8"
+        ) from None
+    if path.suffix.lower() not in (".toml", ".json"):
+        raise ValueError(f"--config {path}: expected a .toml or .json file")
+    try:
+        data = tomllib.loads(text) if path.suffix.lower() == ".toml" else json.loads(text)
+    except RecursionError:
+        raise ValueError(f"--config {path}: nested too deeply to read; flatten it") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"--config {path}: not valid TOML ({exc})") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"--config {path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
+        ) from None
+    except ValueError as exc:  # an integer of more than 4300 digits
+        raise ValueError(f"--config {path}: a value Python will not read ({str(exc).split(';')[0][:80]}); write a "
+                         f"shorter number") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"--config {path}: expected a table of settings, got {type(data).__name__}")
+    return data

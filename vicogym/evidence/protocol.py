@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from vicogym.core import canonical_json
 from vicogym.errors import InvalidEdit, register_error_codes
 from vicogym.validation import brief, did_you_mean, int_size, is_int, is_number, loads_json
 
@@ -258,3 +259,47 @@ def parse_action(action: Any, max_regions: int = 2) -> dict[str, Any]:
     if is_number(answer):
         answer = str(answer)
     return {"action": name, "answer": _text(answer, name, "answer"), "note": _text(obj.get("note"), name, "note")}
+
+
+# -- the actions as OpenAI function tools (the verl and TRL tools and the OpenEnv server send these)
+
+_REGION = {"type": "object", "description": "a box in fractions [0, 1] of the image",
+           "properties": {k: {"type": "number"} for k in ("x0", "y0", "x1", "y1")},
+           "required": ["x0", "y0", "x1", "y1"]}
+_UNITS = {"type": "array", "items": {"type": "integer"}, "description": "unit numbers of the task's pool"}
+_SCHEMAS: dict[str, tuple[str, dict[str, Any], list[str]]] = {
+    "zoom": ("Zoom into regions of a sent image: each region becomes a new, sharper view cut from the original "
+             "unit.", {"image": {"type": "integer", "description": "the number of a sent image"},
+                       "regions": {"type": "array", "items": _REGION,
+                                   "description": "boxes {x0, y0, x1, y1} in fractions [0, 1] of the image (at most "
+                                                  "max_regions)"},
+                       "note": {"type": "string", "description": "what you look for"}}, ["image", "regions"]),
+    "note": ("Place numbered rings on points of sent images; they stay drawn on every later view.",
+             {"notes": {"type": "array", "description": "rings {image, at: [x, y] in fractions [0, 1], text}",
+                        "items": {
+                 "type": "object", "properties": {
+                     "image": {"type": "integer"},
+                     "at": {"type": "array", "items": {"type": "number"}, "description": "[x, y] in [0, 1]"},
+                     "text": {"type": "string"}}, "required": ["image", "at", "text"]}}}, ["notes"]),
+    "view": ("Attach more units of the task's pool, each as its own image.", {"units": _UNITS}, ["units"]),
+    "compose": ("Tile units of the pool into one labelled sheet.",
+                {"units": _UNITS, "cols": {"type": "integer", "description": "columns of the sheet"}}, ["units"]),
+    "answer": ("Give the final answer; it ends the task.",
+               {"answer": {"type": "string", "description": "the answer, as the question's contract asks"},
+                "note": {"type": "string"}}, ["answer"]),
+}
+
+
+def tool_schema_of(action: str) -> dict[str, Any]:
+    """The OpenAI function schema of evidence action ``action``."""
+    description, properties, required = _SCHEMAS[action]
+    return {"type": "function", "function": {"name": action, "description": description,
+                                             "parameters": {"type": "object", "properties": properties,
+                                                            "required": required}}}
+
+
+def episode_tools_kwargs(seed: int, settings: Mapping[str, Any], task_id: str) -> dict[str, Any]:
+    """The ``extra_info.tools_kwargs`` of an evidence row: every tool's ``create_kwargs``
+    name the episode (its seed and settings; the task id, checked at the first call)."""
+    create = {"seed": int(seed), "settings": canonical_json(dict(settings)), "task_id": task_id}
+    return {name: {"create_kwargs": dict(create)} for name in ACTIONS}

@@ -207,10 +207,9 @@ def generate_tasks(out: str | Path, n: int = 64, seed: int = 0, env_kwargs: Mapp
     evidence boxes and the task itself; resumable, verified like every run."""
     import pyarrow as pa
 
-    from vicogym.adapters import EVIDENCE_ACTIONS, TOOL_AGENT, episode_tools_kwargs
-    from vicogym.evidence.protocol import tool_contract_text
+    from vicogym.evidence.protocol import ACTIONS, episode_tools_kwargs, tool_contract_text
     from vicogym.images import encode_png
-    from vicogym.runs.trainer_columns import IMAGE_TOKEN, images_type, verl_schema
+    from vicogym.runs.trainer_columns import IMAGE_TOKEN, TOOL_AGENT, images_type, verl_schema
 
     _check(n, seed, episodes_per_shard)
     kwargs = dict(env_kwargs or {})
@@ -247,7 +246,7 @@ def generate_tasks(out: str | Path, n: int = 64, seed: int = 0, env_kwargs: Mapp
                       ("family", pa.string()), ("question", pa.string()), ("answer", pa.string()),
                       ("contract", pa.string()), ("scorer", pa.string()), ("evidence", pa.string()),
                       ("task", pa.string()), ("payloads", pa.list_(pa.string())), ("start_views", pa.string()),
-                      ("images", images_type()), ("units", images_type()), *list(verl_schema(EVIDENCE_ACTIONS))])
+                      ("images", images_type()), ("units", images_type()), *list(verl_schema(ACTIONS))])
     return _run(out, identity, n, episodes_per_shard, make_row, schema, kwargs, progress)
 
 

@@ -12,7 +12,7 @@ it and returns the registered :class:`~vicogym.programs.instruct.Contract`
   well-formed with both outcomes (``id``, ``duplicate``, ``category``, ``schema``, ``cases``);
 - the code parses, defines ``verify`` and imports only allow-listed modules (read with
   ``ast``, never run here: ``malformed``, ``unsafe``);
-- in ONE sandbox child (:func:`vicogym.sandbox.run_untrusted_batch`), the verifier runs on
+- in ONE sandbox child (:func:`vicogym.instruct.sandbox.run_untrusted_batch`), the verifier runs on
   its cases and on the :data:`ADVERSARIAL` responses (empty, whitespace, 200k characters,
   unicode/RTL/emoji, JSON-looking text, its passing cases with trailing noise, ...) under
   each parameter set of its cases: every call must return a well-formed verdict in time
@@ -49,7 +49,7 @@ import vicogym.programs.instruct as instruct
 from vicogym.clients import _ChatClient, image_data_url, parse_spec
 from vicogym.errors import VicogymError
 from vicogym.instruct.judge import check_judge_cases
-from vicogym.sandbox import ALLOWED_MODULES, run_untrusted_batch
+from vicogym.instruct.sandbox import ALLOWED_MODULES, run_untrusted_batch
 from vicogym.validation import is_number, pick
 
 ID_PATTERN = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")

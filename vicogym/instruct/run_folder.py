@@ -4,7 +4,7 @@ VISA paper reports, their plots and report page, SFT data, and a check of every 
 The samples are the rows of the shards the memory has committed (a shard left by a
 killed round is not data). verl reads the shards directly (they carry ``data_source``,
 ``prompt``, ``images``, ``ability``, ``reward_model`` and ``extra_info``; the reward is
-:func:`vicogym.verl_reward.compute_score`, the constraint pass rate).
+:func:`vicogym.scoring.score_row`, the constraint pass rate).
 """
 
 from __future__ import annotations

@@ -456,7 +456,7 @@ class Synthesizer:
         self.records: dict[str, dict[str, Any]] = {}
         if config.discover > 0:
             from vicogym.instruct.discovery import make_proposer
-            from vicogym.sandbox import check_sandbox
+            from vicogym.instruct.sandbox import check_sandbox
 
             check_sandbox()  # proposed code runs only behind the OS sandbox: none here, no discovery
 

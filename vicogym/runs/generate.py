@@ -294,13 +294,13 @@ def _episode_result(config: GenerateConfig, env: Any, e: int) -> EpisodeResult:
 def episode_rows(config: GenerateConfig, episode: int) -> list[dict[str, Any]]:
     """The rows episode ``episode`` of the run ``config`` keeps, as its shard holds them
     (made on this process's environment of the run's settings; for trainers that draw
-    episodes as they go, :mod:`vicogym.verl_agent`)."""
+    episodes as they go, :mod:`vicogym.trainers.verl_agent`)."""
     return _episode_result(config, _env_for(config), episode)[0]
 
 
 def rewriter_episode_row(config: GenerateConfig, episode: int) -> dict[str, Any]:
     """Episode ``episode`` of the run ``config`` as a rewriter episode to play (for trainers
-    whose policy is the rewriter: :mod:`vicogym.verl_agent`, :mod:`vicogym.trl`): the
+    whose policy is the rewriter: :mod:`vicogym.trainers.verl_agent`, :mod:`vicogym.trainers.trl`): the
     environment, the seed ``generate`` draws for the episode and the run's settings (JSON)."""
     seed = episode_seed(config.seed, episode)
     return {"id": f"{_slug(config.env_id)}-s{config.seed}-e{episode:07d}", "data_source": config.env_id,

@@ -18,6 +18,8 @@ from typing import Any
 from vicogym.core import ExportHints
 
 IMAGE_TOKEN = "<image>"
+#: verl's agent loop that plays a row with tools (the rows of evidence tasks name it)
+TOOL_AGENT = "tool_agent"
 
 
 def verl_schema(tools: Sequence[str] = ()):

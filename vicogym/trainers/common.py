@@ -1,5 +1,5 @@
-"""What the trainer adapters share (:mod:`vicogym.verl_agent`, :mod:`vicogym.trl`,
-:mod:`vicogym.serve`): environments lent per trajectory, settings passed as JSON, images
+"""What the trainer adapters share (:mod:`vicogym.trainers.verl_agent`, :mod:`vicogym.trainers.trl`,
+:mod:`vicogym.trainers.openenv`): environments lent per trajectory, settings passed as JSON, images
 fitted to a vision encoder's limits, the text a rewriter reads after an edit, and the
 evidence actions as OpenAI function tools (schemas, the views' descriptions, the rows'
 ``tools_kwargs``). Nothing here imports a trainer.
@@ -176,11 +176,6 @@ def feedback(info: Mapping[str, Any], structure: str, ask: str = EDIT_ASK) -> st
     return f"{head}\n\nStructure (JSON):\n{structure}\n\n{ask}"
 
 
-EVIDENCE_ACTIONS = ("zoom", "note", "view", "compose", "answer")
-#: verl's agent loop that plays a row with tools (the rows of evidence tasks name it)
-TOOL_AGENT = "tool_agent"
-
-
 #: the error code of a call after the end of an episode (as the environments answer a step then)
 EPISODE_OVER = "episode_over"
 
@@ -197,13 +192,6 @@ def episode_over_text(outcome: str | None) -> str:
 def is_episode_over(info: Mapping[str, Any]) -> bool:
     """Whether a step's ``info`` says the episode had already ended (nothing was done)."""
     return ((info.get("error") or {}).get("code") == EPISODE_OVER) if isinstance(info, Mapping) else False
-
-
-def episode_tools_kwargs(seed: int, settings: Mapping[str, Any], task_id: str) -> dict[str, Any]:
-    """The ``extra_info.tools_kwargs`` of an evidence row: every tool's ``create_kwargs``
-    name the episode (its seed and settings; the task id, checked at the first call)."""
-    create = {"seed": int(seed), "settings": canonical_json(dict(settings)), "task_id": task_id}
-    return {name: {"create_kwargs": dict(create)} for name in EVIDENCE_ACTIONS}
 
 
 def evidence_reply(env: Any, info: Mapping[str, Any], terminated: bool, truncated: bool,
@@ -244,38 +232,3 @@ def describe_views(env: Any, view_ids: list[int]) -> str:
     lines.append(f"left: {budget['steps']} steps, {budget['crops']} zooms, {budget['notes']} notes; the newest "
                  f"{budget['images']} images can be named")
     return "\n".join(lines)
-
-
-_REGION = {"type": "object", "description": "a box in fractions [0, 1] of the image",
-           "properties": {k: {"type": "number"} for k in ("x0", "y0", "x1", "y1")},
-           "required": ["x0", "y0", "x1", "y1"]}
-_UNITS = {"type": "array", "items": {"type": "integer"}, "description": "unit numbers of the task's pool"}
-_SCHEMAS: dict[str, tuple[str, dict[str, Any], list[str]]] = {
-    "zoom": ("Zoom into regions of a sent image: each region becomes a new, sharper view cut from the original "
-             "unit.", {"image": {"type": "integer", "description": "the number of a sent image"},
-                       "regions": {"type": "array", "items": _REGION,
-                                   "description": "boxes {x0, y0, x1, y1} in fractions [0, 1] of the image (at most "
-                                                  "max_regions)"},
-                       "note": {"type": "string", "description": "what you look for"}}, ["image", "regions"]),
-    "note": ("Place numbered rings on points of sent images; they stay drawn on every later view.",
-             {"notes": {"type": "array", "description": "rings {image, at: [x, y] in fractions [0, 1], text}",
-                        "items": {
-                 "type": "object", "properties": {
-                     "image": {"type": "integer"},
-                     "at": {"type": "array", "items": {"type": "number"}, "description": "[x, y] in [0, 1]"},
-                     "text": {"type": "string"}}, "required": ["image", "at", "text"]}}}, ["notes"]),
-    "view": ("Attach more units of the task's pool, each as its own image.", {"units": _UNITS}, ["units"]),
-    "compose": ("Tile units of the pool into one labelled sheet.",
-                {"units": _UNITS, "cols": {"type": "integer", "description": "columns of the sheet"}}, ["units"]),
-    "answer": ("Give the final answer; it ends the task.",
-               {"answer": {"type": "string", "description": "the answer, as the question's contract asks"},
-                "note": {"type": "string"}}, ["answer"]),
-}
-
-
-def tool_schema_of(action: str) -> dict[str, Any]:
-    """The OpenAI function schema of evidence action ``action``."""
-    description, properties, required = _SCHEMAS[action]
-    return {"type": "function", "function": {"name": action, "description": description,
-                                             "parameters": {"type": "object", "properties": properties,
-                                                            "required": required}}}

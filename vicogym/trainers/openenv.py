@@ -72,7 +72,7 @@ except ImportError as exc:  # pragma: no cover - the trainers extra is what brin
     raise MissingExtra(f"vicogym serve needs openenv, fastapi and uvicorn ({exc}); install them with "
                        "pip install 'vicogym[trainers]'") from None
 
-from vicogym.adapters import (
+from vicogym.trainers.common import (
     EDIT_ASK,
     MAX_PIXELS,
     describe_views,

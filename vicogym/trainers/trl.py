@@ -8,7 +8,7 @@ evidence and rewriter episodes as environments whose methods are the model's too
   ``data_source``, ``reward_model`` and ``extra_info``.
 - :data:`reward_function` (:func:`make_reward_function` for other settings): TRL's
   reward signature ``f(prompts, completions, **columns)``; each completion's last
-  assistant text is scored by :func:`vicogym.verl_reward.compute_score` against its row.
+  assistant text is scored by :func:`vicogym.scoring.score_row` against its row.
 - :class:`EvidenceToolEnv`, for ``environment_factory``: the actions of
   ``vicogym/Evidence-v0`` (``zoom``, ``note``, ``view``, ``compose``, ``answer``) as tool
   methods. ``reset(**row)`` plays the row's task (the ``tools_kwargs`` that rows of
@@ -19,7 +19,7 @@ evidence and rewriter episodes as environments whose methods are the model's too
   and what went wrong; ``get_reward()`` is the band reward of the final pass rate.
   :func:`rewriter_dataset` makes the rows it plays.
 
-Environments are lent per rollout (:func:`vicogym.adapters.borrow_env`) and given back at
+Environments are lent per rollout (:func:`vicogym.trainers.common.borrow_env`) and given back at
 the next ``reset`` or when the instance goes. Nothing here imports TRL.
 """
 
@@ -32,10 +32,12 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from vicogym.adapters import (
+from vicogym.evidence.protocol import ACTIONS as EVIDENCE_ACTIONS
+from vicogym.evidence.protocol import tool_schema_of
+from vicogym.runs.trainer_columns import IMAGE_TOKEN
+from vicogym.trainers.common import (
     EDIT_TOOL_ASK,
     EPISODE_OVER,
-    EVIDENCE_ACTIONS,
     MAX_PIXELS,
     borrow_env,
     describe_views,
@@ -53,9 +55,7 @@ from vicogym.adapters import (
     settings_from,
     step_edit,
     structure_text,
-    tool_schema_of,
 )
-from vicogym.runs.trainer_columns import IMAGE_TOKEN
 
 EVIDENCE_ENV = "vicogym/Evidence-v0"
 #: the columns :func:`rows_dataset` keeps (those a row has)
@@ -192,11 +192,11 @@ def rewriter_dataset(env_id: str, n: int, seed: int = 0, env_kwargs: Mapping[str
 def make_reward_function(extractor: str = "auto", judge: Any = None, types: Any = None,
                          name: str = "vicogym") -> Callable[..., list[float]]:
     """A reward function for ``GRPOTrainer(reward_funcs=...)``: per completion, the text of
-    its last assistant message scored by :func:`vicogym.verl_reward.compute_score` with the
+    its last assistant message scored by :func:`vicogym.scoring.score_row` with the
     row's ``data_source``, ``reward_model.ground_truth`` (or a ``ground_truth`` column) and
     ``extra_info`` (``extractor``, ``judge`` and ``types`` as there). TRL logs it as
     ``rewards/NAME``."""
-    from vicogym.verl_reward import compute_score
+    from vicogym.scoring import score_row
 
     def reward(prompts: list[Any], completions: list[Any], **columns: Any) -> list[float]:
         n = len(completions)
@@ -210,8 +210,8 @@ def make_reward_function(extractor: str = "auto", judge: Any = None, types: Any 
         for source, completion, truth, extra in zip(sources, completions, truths, extras):
             if truth is None:
                 raise ValueError("a row has no reward_model.ground_truth; expected rows of vicogym generate "
-                                 "(vicogym.trl.rows_dataset reads them)")
-            scores.append(float(compute_score(source, completion_text(completion), str(truth), _plain(extra),
+                                 "(vicogym.trainers.trl.rows_dataset reads them)")
+            scores.append(float(score_row(source, completion_text(completion), str(truth), _plain(extra),
                                               extractor=extractor, judge=judge, types=types)))
         return scores
 
@@ -222,8 +222,9 @@ def make_reward_function(extractor: str = "auto", judge: Any = None, types: Any 
 def _column(columns: Mapping[str, Any], key: str, n: int) -> list[Any]:
     values = columns.get(key)
     if values is None:
-        raise ValueError(f"the reward needs the rows' {key} column, which the dataset lacks; train on rows of "
-                         f"vicogym generate (vicogym.trl.rows_dataset keeps data_source, reward_model, extra_info)")
+        raise ValueError(f"the reward needs the rows' {key} column, which the dataset lacks; train on "
+                         f"rows of vicogym generate (vicogym.trainers.trl.rows_dataset keeps data_source, "
+                         f"reward_model, extra_info)")
     if len(values) != n:
         raise ValueError(f"{len(values)} values of {key} for {n} completions")
     return list(values)
@@ -314,7 +315,7 @@ class _Lent:
 
 def _described(action: str, **fallback: str) -> Callable[[Callable], Callable]:
     """Give a tool method the description and argument texts of evidence action ``action``
-    (:func:`vicogym.adapters.tool_schema_of`, what the verl tools send) as a Google-style
+    (:func:`vicogym.trainers.common.tool_schema_of`, what the verl tools send) as a Google-style
     docstring, the form TRL's schema reader (``transformers.utils.get_json_schema``) parses."""
     function = tool_schema_of(action)["function"]
 
@@ -455,7 +456,7 @@ class RewriterToolEnv(_Lent):
         seed = extra.get("seed", row.get("seed"))
         if not env_id or seed is None:
             raise ValueError("a rewriter row needs extra_info.env_id and extra_info.seed (and settings); "
-                             "vicogym.trl.rewriter_dataset makes such rows")
+                             "vicogym.trainers.trl.rewriter_dataset makes such rows")
         env = self._borrow(str(env_id), settings_from(extra.get("settings", row.get("settings")),
                                                       "extra_info.settings"))
         env.reset(seed=seed_from(seed, "extra_info.seed"))

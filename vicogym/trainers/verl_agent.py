@@ -23,10 +23,10 @@ the rewriter as an agent loop, and the evidence actions as tools.
   vicogym/Evidence-v0`` writes carry the ``tools_kwargs`` that name the episode (seed,
   settings, task id). New views come back as images, fitted into ``max_pixels``.
 
-``python -m vicogym.verl_agent`` prints the overrides that point verl at all of them
+``python -m vicogym.trainers.verl_agent`` prints the overrides that point verl at all of them
 (:func:`overrides`)::
 
-    python -m verl.trainer.main_ppo $(python -m vicogym.verl_agent) data.train_files=train.toml ...
+    python -m verl.trainer.main_ppo $(python -m vicogym.trainers.verl_agent) data.train_files=train.toml ...
 """
 
 from __future__ import annotations
@@ -45,7 +45,9 @@ from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 from verl.utils.dataset.rl_dataset import RLHFDataset
 
-from vicogym.adapters import (
+from vicogym.errors import GenerationError
+from vicogym.evidence.protocol import tool_schema_of
+from vicogym.trainers.common import (
     EPISODE_OVER,
     MAX_PIXELS,
     borrow_env,
@@ -64,9 +66,7 @@ from vicogym.adapters import (
     settings_from,
     step_edit,
     structure_text,
-    tool_schema_of,
 )
-from vicogym.errors import GenerationError
 
 ASSETS = Path(str(importlib.resources.files("vicogym.assets")))
 #: verl's ``agent.agent_loop_config_path``: registers ``vicogym_rewriter``
@@ -86,9 +86,9 @@ class _Spec:
     """One ``vicogym generate --config`` file as rows: the run's settings and row kind."""
 
     def __init__(self, path: str):
-        from vicogym.cli import load_config_file
         from vicogym.registry import env_kind
         from vicogym.runs.generate import GenerateConfig
+        from vicogym.validation import load_config_file
 
         where = f"the data.train_files / data.val_files entry {path}"
         try:
@@ -257,7 +257,7 @@ class RewriterAgentLoop(AgentLoopBase):
         env_id = extra.get("env_id") or plain(kwargs.get("data_source"))
         if "seed" not in extra or not env_id:
             raise ValueError("a vicogym_rewriter row needs extra_info.env_id and extra_info.seed "
-                             "(vicogym.verl_agent.rewriter_row makes such rows)")
+                             "(vicogym.trainers.verl_agent.rewriter_row makes such rows)")
         settings = settings_from(extra.get("settings"), "extra_info.settings")
         seed = seed_from(extra["seed"], "extra_info.seed")
         run = self.loop.run_in_executor
@@ -495,7 +495,7 @@ class AnswerTool(EvidenceTool):
 def overrides() -> list[str]:
     """verl's command-line overrides that point it at this module: the dataset class, the
     rewriter's agent loop and the evidence tools."""
-    return ["data.custom_cls.path=pkg://vicogym.verl_agent", "data.custom_cls.name=EpisodeDataset",
+    return ["data.custom_cls.path=pkg://vicogym.trainers.verl_agent", "data.custom_cls.name=EpisodeDataset",
             f"actor_rollout_ref.rollout.agent.agent_loop_config_path={AGENT_LOOP_CONFIG}",
             f"actor_rollout_ref.rollout.multi_turn.tool_config_path={TOOL_CONFIG}"]
 
