@@ -4,6 +4,7 @@ generated run that verifies. Each family's own labels are tested in its own file
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 
@@ -31,6 +32,16 @@ def make(family, **kwargs):
     settings = {family: FAST[family]} if family in FAST else {}
     kwargs.setdefault("view_size", 256 if family.startswith("clevr") else 768)
     return gym.make("vicogym/Evidence-v0", tasks=family, family_settings=settings, **kwargs)
+
+
+@pytest.mark.parametrize("family", [*FAMILIES, "funsd"])
+def test_each_family_finds_its_check_file_by_its_name_or_the_shared_file_named_for_it(family):
+    from vicogym.checks.evidence import SHARED_CHECKS
+
+    module = importlib.import_module(f"vicogym.checks.evidence.{SHARED_CHECKS.get(family, family)}")
+    assert callable(module.check)
+    assert (family in SHARED_CHECKS) == (module.__name__.rsplit(".", 1)[-1] != family)
+    assert importlib.util.find_spec(f"vicogym.checks.evidence.{family}") is None or family not in SHARED_CHECKS
 
 
 @pytest.mark.parametrize("family", FAMILY_PARAMS)

@@ -11,12 +11,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vicogym.checks import clevr as clevr_checks
-from vicogym.checks.evidence import clevr as evidence_checks
+from vicogym.checks.evidence import clevr_detail as detail_checks
+from vicogym.checks.evidence import clevr_sequence as sequence_checks
 from vicogym.core import canonical_json
 from vicogym.editors import clevr as clevr_editor
 from vicogym.errors import InvalidEdit
 from vicogym.programs import clevr as clevr_programs
-from vicogym.programs.evidence import sequences
+from vicogym.programs.evidence import clevr_sequence as sequence_programs
 from vicogym.sources.evidence import TaskSource
 from vicogym.sources.evidence import clevr_detail as detail
 from vicogym.sources.evidence import clevr_sequence as sequence
@@ -54,7 +55,7 @@ def test_a_detail_task_asks_the_program_of_its_scene_about_objects_in_the_detail
         scene = Scene.from_dict(task.meta["scene"])
         program = task.meta["program"]
         assert clevr_programs.answer_text(clevr_programs.execute(scene, program)) == task.answer
-        assert evidence_checks.rederive(task) == task.answer
+        assert detail_checks.rederive(task) == task.answer
         asked = clevr_programs.asked_objects(scene, program)
         evidence = clevr_programs.evidence_objects(scene, program)
         listed = [e["object"] for e in task.meta["evidence_objects"]]
@@ -106,6 +107,16 @@ def test_bad_sequence_settings_say_what_to_change():
         draw_sequence(0, kinds=["teleported"])
     with pytest.raises(ValueError, match="min_frames <= max_frames"):
         draw_sequence(0, min_frames=6, max_frames=4)
+
+
+def test_each_clevr_family_has_its_own_check_and_refuses_the_other_s_tasks():
+    detail, sequence = draw_detail(3), draw_sequence(4)
+    assert "not_prepared" in detail_checks.check(detail) and "not_prepared" in sequence_checks.check(sequence)
+    assert detail_checks.rederive(detail) == detail.answer and sequence_checks.rederive(sequence) == sequence.answer
+    with pytest.raises(ValueError, match="expected a clevr_detail task"):
+        detail_checks.require(sequence)
+    with pytest.raises(ValueError, match="expected a clevr_sequence task"):
+        sequence_checks.rederive(detail)
 
 
 def test_the_task_source_draws_both_families():
@@ -177,7 +188,7 @@ def test_sequence_answers_are_re_derived_from_the_edits(seed):
     task = draw_sequence(seed)
     meta = task.meta
     initial = Scene.from_dict(meta["initial"])
-    assert sequences.answer(meta) == task.answer == evidence_checks.rederive(task)
+    assert sequence_programs.answer(meta) == task.answer == sequence_checks.rederive(task)
     assert _reference_answer(initial, meta["edits"], meta["question"]) == task.answer
     # every frame is what the CLEVR editor makes of the edits
     for unit, scene in zip(task.units, _editor_frames(initial, meta["edits"])):
@@ -185,7 +196,7 @@ def test_sequence_answers_are_re_derived_from_the_edits(seed):
     assert [u.title for u in task.units] == [f"Frame {k + 1}" for k in range(len(task.units))]
     assert task.start == "sheet" and task.answer not in meta["distractors"]
     assert task.answer != "0" and meta["evidence_objects"]
-    frames = sequences.replay(initial, meta["edits"])
+    frames = sequence_programs.replay(initial, meta["edits"])
     for item in meta["evidence_objects"]:  # evidence names objects of the frames compared
         assert 0 <= item["object"] < len(frames[item["unit"]].scene.objects)
 
@@ -198,12 +209,12 @@ def test_a_changed_edit_changes_the_derived_answer(seed):
     task = draw_sequence(seed)
     meta = task.meta
     question, edits = meta["question"], [dict(op) for op in meta["edits"]]
-    frames = sequences.replay(Scene.from_dict(meta["initial"]), edits)
+    frames = sequence_programs.replay(Scene.from_dict(meta["initial"]), edits)
     if question["kind"] == "recolor":
-        step = sequences.derive(frames, question).seen[-2][0] - 1  # the edit between the last two frames seen
+        step = sequence_programs.derive(frames, question).seen[-2][0] - 1  # the edit between the last two frames seen
         other = next(c for c in ("gray", "red", "blue") if c not in (edits[step]["color"], question["object"]["color"]))
         edits[step]["color"] = other
-        assert sequences.answer({**meta, "edits": edits}) == other
+        assert sequence_programs.answer({**meta, "edits": edits}) == other
         return
     if question["kind"] not in ("added", "removed"):
         return
@@ -212,7 +223,7 @@ def test_a_changed_edit_changes_the_derived_answer(seed):
     step = next(s for s in range(i - 1, j - 1) if edits[s]["op"] == op)
     changed = edits[:step] + [{"op": "set_color", "object": 0, "color": "gray"}] + edits[step + 1:]
     try:
-        answer = sequences.answer({**meta, "edits": changed})
+        answer = sequence_programs.answer({**meta, "edits": changed})
     except InvalidEdit:
         return  # a later edit now names an object that is not there
     assert answer == str(int(task.answer) - 1)
@@ -223,13 +234,13 @@ def test_a_changed_edit_changes_the_derived_answer(seed):
 def test_the_sequence_ops_apply_as_the_clevr_editor_applies_them(seed):
     rng = np.random.default_rng(seed)
     initial = Scene.from_dict(draw_sequence(seed % 7).meta["initial"])
-    frame = sequences.Frame(initial, tuple(range(len(initial.objects))))
+    frame = sequence_programs.Frame(initial, tuple(range(len(initial.objects))))
     for _ in range(6):
         op = sequence.sample_op(frame, sorted(sequence.OP_WEIGHTS)[int(rng.integers(4))], 99, rng)
         if op is None:
             continue
         try:
-            ours = sequences.apply_op(frame, op, 100)
+            ours = sequence_programs.apply_op(frame, op, 100)
         except InvalidEdit as exc:
             with pytest.raises(InvalidEdit) as theirs:
                 clevr_editor.apply(frame.scene, {"ops": [op]}, {})
@@ -250,44 +261,45 @@ def test_derive_answers_each_kind_and_refuses_what_has_no_single_answer():
              {"op": "set_color", "object": 1, "color": "yellow"},
              {"op": "move", "object": 2, "x": 1.0, "y": -2.0},
              {"op": "remove_object", "object": 3}]
-    frames = sequences.replay(SCENE, edits)
+    frames = sequence_programs.replay(SCENE, edits)
     assert [len(f.ids) for f in frames] == [4, 4, 5, 5, 5, 4] and frames[-1].ids == (0, 1, 2, 4)
-    moved = sequences.derive(frames, {"kind": "moved", "frames": [1, 2]})
+    moved = sequence_programs.derive(frames, {"kind": "moved", "frames": [1, 2]})
     assert moved.answer == "small red cube" and "small cube" in moved.golds and "red cube" not in moved.golds
     assert [s[:2] for s in moved.seen] == [(1, 0), (2, 0)]
-    assert sequences.derive(frames, {"kind": "added", "frames": [1, 5]}).answer == "1"
-    assert sequences.derive(frames, {"kind": "removed", "frames": [2, 6]}).answer == "1"
-    assert sequences.derive(frames, {"kind": "added", "frames": [3, 6]}).answer == "0"
-    recolor = sequences.derive(frames, {"kind": "recolor", "frame": 1,
+    assert sequence_programs.derive(frames, {"kind": "added", "frames": [1, 5]}).answer == "1"
+    assert sequence_programs.derive(frames, {"kind": "removed", "frames": [2, 6]}).answer == "1"
+    assert sequence_programs.derive(frames, {"kind": "added", "frames": [3, 6]}).answer == "0"
+    recolor = sequence_programs.derive(frames, {"kind": "recolor", "frame": 1,
                                         "object": {"size": "large", "color": "blue", "shape": "sphere"}})
     assert recolor.answer == "yellow" and [s[0] for s in recolor.seen] == [1, 3, 4]  # named in frame 1
-    first = sequences.derive(frames, {"kind": "first_frame", "object": {"color": "yellow"}})
+    first = sequence_programs.derive(frames, {"kind": "first_frame", "object": {"color": "yellow"}})
     assert first.answer == "4"
     # evidence: what settles the answer, not only what changed
-    added = sequences.derive(frames, {"kind": "added", "frames": [1, 5]}).seen
+    added = sequence_programs.derive(frames, {"kind": "added", "frames": [1, 5]}).seen
     assert [s[:2] for s in added] == [(1, k) for k in range(4)] + [(5, k) for k in (0, 1, 2, 3, 4)]
     assert [s[2] for s in added if s[2].startswith("added")] == ["added small green sphere"]
-    removed = sequences.derive(frames, {"kind": "removed", "frames": [2, 6]}).seen
+    removed = sequence_programs.derive(frames, {"kind": "removed", "frames": [2, 6]}).seen
     assert [s[:2] for s in removed] == [(2, k) for k in range(4)] + [(6, k) for k in (0, 1, 2, 4)]
     assert first.seen[0] == (4, 1, "yellow thing")  # the first yellow thing, then every object before it
     assert sorted(s[:2] for s in first.seen[1:]) == sorted((n + 1, k) for n in range(3) for k in frames[n].ids)
     with pytest.raises(InvalidEdit, match="added or removed"):
-        sequences.derive(frames, {"kind": "moved", "frames": [1, 3]})
+        sequence_programs.derive(frames, {"kind": "moved", "frames": [1, 3]})
     with pytest.raises(InvalidEdit, match="2 objects moved"):
-        sequences.derive(sequences.replay(SCENE, [edits[0], edits[3]]), {"kind": "moved", "frames": [1, 3]})
+        sequence_programs.derive(sequence_programs.replay(SCENE, [edits[0], edits[3]]),
+                                 {"kind": "moved", "frames": [1, 3]})
     with pytest.raises(InvalidEdit, match="not one"):  # three red things in frame 1
-        sequences.derive(frames, {"kind": "recolor", "frame": 1, "object": {"color": "red"}})
+        sequence_programs.derive(frames, {"kind": "recolor", "frame": 1, "object": {"color": "red"}})
     with pytest.raises(ValueError, match="frame number"):
-        sequences.derive(frames, {"kind": "added", "frames": [0, 9]})
-    assert {"kind": "moved", "frames": [1, 2]} in sequences.candidates(frames, "moved")
-    assert all(sequences.derive(frames, q).answer != "0" for q in sequences.candidates(frames, "added"))
+        sequence_programs.derive(frames, {"kind": "added", "frames": [0, 9]})
+    assert {"kind": "moved", "frames": [1, 2]} in sequence_programs.candidates(frames, "moved")
+    assert all(sequence_programs.derive(frames, q).answer != "0" for q in sequence_programs.candidates(frames, "added"))
 
 
 def test_replay_refuses_an_edit_that_breaks_the_scene():
     with pytest.raises(InvalidEdit, match=r"\[spacing\] edits\[0\] move"):
-        sequences.replay(SCENE, [{"op": "move", "object": 0, "x": -0.9, "y": 2.6}])
+        sequence_programs.replay(SCENE, [{"op": "move", "object": 0, "x": -0.9, "y": 2.6}])
     with pytest.raises(InvalidEdit, match="unknown_op"):
-        sequences.replay(SCENE, [{"op": "swap", "a": 0, "b": 1}])
+        sequence_programs.replay(SCENE, [{"op": "swap", "a": 0, "b": 1}])
 
 
 # -- rendering (Blender, Workbench, small) ---------------------------------------------------------
@@ -307,7 +319,7 @@ def prepared():
 def test_prepare_draws_the_units_and_boxes_the_evidence_inside_them(prepared, name):
     renderer, tasks, done = prepared
     task, payloads = done[name]
-    assert evidence_checks.check(task) is None
+    assert {"detail": detail_checks, "sequence": sequence_checks}[name].check(task) is None
     assert len(task.evidence) == len(task.meta["evidence_objects"]) > 0
     for unit in task.units:
         assert unit.spec["png"] in payloads and unit.spec["png"] in renderer.payloads
@@ -337,18 +349,18 @@ def test_the_default_view_hides_the_detail_and_a_zoom_onto_it_shows_it(prepared)
     assert all(v.tiles[0].scale == 1.0 for v in zooms)  # a raster is never enlarged past its pixels
     # the check refuses the same task made for a view that shows the detail
     shown = replace(task, meta={**task.meta, "view_size": 1400})
-    assert "detail_shown" in evidence_checks.check(shown)
+    assert "detail_shown" in detail_checks.check(shown)
     with pytest.raises(InvalidEdit, match="detail_shown"):
-        evidence_checks.require(shown)
+        detail_checks.require(shown)
 
 
 @needs_bpy
 def test_the_checks_refuse_a_tampered_task(prepared):
     _, _, done = prepared
     task, _ = done["detail"]
-    assert "answer_mismatch" in evidence_checks.check(replace(task, answer=task.meta["distractors"][0]))
-    assert "answer_mismatch" in evidence_checks.check(replace(task, evidence=task.evidence[1:] or ()))
-    assert "not_prepared" in evidence_checks.check(draw_detail(11))
+    assert "answer_mismatch" in detail_checks.check(replace(task, answer=task.meta["distractors"][0]))
+    assert "answer_mismatch" in detail_checks.check(replace(task, evidence=task.evidence[1:] or ()))
+    assert "not_prepared" in detail_checks.check(draw_detail(11))
     from vicogym.checks.evidence import check_task
 
     assert check_task(task) is None and "answer_mismatch" in check_task(replace(task, answer="purple"))
@@ -358,13 +370,13 @@ def test_the_checks_refuse_a_tampered_task(prepared):
         step, op = moves[0], seq.meta["edits"][moves[0]]
         units = list(seq.units)
         facts = dict(units[step + 1].spec["facts"])
-        frames = sequences.replay(Scene.from_dict(seq.meta["initial"]), seq.meta["edits"])
+        frames = sequence_programs.replay(Scene.from_dict(seq.meta["initial"]), seq.meta["edits"])
         after = frames[step + 1].index(frames[step].ids[op["object"]])
         facts["boxes"] = [list(units[step].spec["facts"]["boxes"][op["object"]]) if k == after else b
                           for k, b in enumerate(facts["boxes"])]
         units[step + 1] = replace(units[step + 1], spec={**units[step + 1].spec, "facts": facts})
         with pytest.raises(InvalidEdit, match="change_unseen"):
-            evidence_checks.require(replace(seq, units=tuple(units)))
+            sequence_checks.require(replace(seq, units=tuple(units)))
 
 
 @needs_bpy

@@ -179,16 +179,17 @@ def _prepared_without_pixels(task):
         guess = estimate(Scene.from_dict(unit.spec["scene"]))
         facts = {"visible": guess.visible, "boxes": guess.boxes, "at_edge": guess.at_edge}
         units.append(replace(unit, spec={**unit.spec, "facts": facts, "png": "none"}))
-    from vicogym.checks.evidence.clevr import expected_evidence
+    from vicogym.checks.evidence.clevr_detail import expected_evidence
 
     task = replace(task, units=tuple(units))
     return replace(task, evidence=tuple(expected_evidence(task, task.meta["evidence_objects"])))
 
 
 def test_the_evidence_checks_refuse_a_size_word_where_sizes_overlap():
-    from vicogym.checks.evidence import clevr as evidence_checks
+    from vicogym.checks.evidence import clevr_detail as detail_checks
+    from vicogym.checks.evidence import clevr_sequence as sequence_checks
     from vicogym.programs.clevr import program_rule
-    from vicogym.programs.evidence import sequences
+    from vicogym.programs.evidence import clevr_sequence as sequence_programs
     from vicogym.sources.evidence import clevr_detail, clevr_sequence
 
     settings = {**clevr_detail.DEFAULTS, "width": 960, "height": 720, "view_size": 256}
@@ -197,24 +198,25 @@ def test_the_evidence_checks_refuse_a_size_word_where_sizes_overlap():
                         (replace(FAR, width=960, height=720), "size_unseen")):
         task = clevr_detail.make_task(scene, rule["question"], rule, "2", [0, 1, 2, 3], 0, settings)
         with pytest.raises(InvalidEdit) as caught:
-            evidence_checks.require(_prepared_without_pixels(task))
+            detail_checks.require(_prepared_without_pixels(task))
         assert caught.value.code == code  # objects this near show in the default view: past the size check
-    frames = sequences.replay(replace(FAR, width=640, height=480), [{"op": "move", "object": 0, "x": -0.5, "y": 0.5}])
+    frames = sequence_programs.replay(replace(FAR, width=640, height=480),
+                                      [{"op": "move", "object": 0, "x": -0.5, "y": 0.5}])
     moved = {"kind": "moved", "frames": [1, 2]}
-    assert "in frame 1 object 1 (a large gray sphere)" in sequences.size_unseen(frames, moved)
-    assert sequences.size_unseen(frames, {"kind": "added", "frames": [1, 2]}) is None  # a count names no size
+    assert "in frame 1 object 1 (a large gray sphere)" in sequence_programs.size_unseen(frames, moved)
+    assert sequence_programs.size_unseen(frames, {"kind": "added", "frames": [1, 2]}) is None  # a count names no size
     task = clevr_sequence.make_task(frames, [{"op": "move", "object": 0, "x": -0.5, "y": 0.5}], moved, 0,
                                     clevr_sequence.DEFAULTS)
     with pytest.raises(InvalidEdit, match=r"^\[size_unseen\] the question names sizes, but in frame 1"):
-        evidence_checks.require(_prepared_without_pixels(task))
+        sequence_checks.require(_prepared_without_pixels(task))
 
 
 def test_evidence_families_name_sizes_only_where_every_frame_shows_them():
-    from vicogym.programs.evidence import sequences
+    from vicogym.programs.evidence import clevr_sequence as sequence_programs
     from vicogym.sources.evidence import clevr_sequence
 
     for seed in range(4):
         task = clevr_sequence.draw(np.random.default_rng(seed), {"width": 320, "height": 240, "kinds": ["moved"],
                                                                   "max_frames": 4})
-        frames = sequences.replay(Scene.from_dict(task.meta["initial"]), task.meta["edits"])
+        frames = sequence_programs.replay(Scene.from_dict(task.meta["initial"]), task.meta["edits"])
         assert all(size_problem(f.scene) is None for f in frames)

@@ -1,7 +1,12 @@
 """Answerability checks of the evidence arm's tasks: the generic ones here, each task
-family's own in its file (``checks/evidence/<family>.py``, a ``check(task)`` that re-derives
-the answer from the task's structure with the family's programs and says why it is not
-answerable, or ``None``)."""
+family's own in the file named after the family (``checks/evidence/<family>.py``, a
+``check(task)`` that re-derives the answer from the task's structure with the family's
+programs and says why it is not answerable, or ``None``): ``forms.py``,
+``clevr_detail.py``, ``clevr_sequence.py``. Two files serve more than their name
+(:data:`SHARED_CHECKS`): ``charts.py`` checks both chart families, ``slides`` and
+``multichart`` (one check over their one program language,
+:mod:`vicogym.programs.evidence.charts`), and ``forms.py`` also checks the pages the
+``funsd`` loader reads. Tasks of the ``jsonl`` loader get the generic checks only."""
 
 from __future__ import annotations
 
@@ -12,9 +17,8 @@ from typing import Any
 
 from vicogym.structures.evidence import Task, fit_scale
 
-#: task family -> its check file
-FAMILY_CHECKS = {"forms": "forms", "funsd": "forms", "slides": "charts", "multichart": "charts",
-                 "clevr_detail": "clevr", "clevr_sequence": "clevr"}
+#: the task families whose check file is not named after them -> that file
+SHARED_CHECKS = {"funsd": "forms", "slides": "charts", "multichart": "charts"}
 #: the largest view side the legibility check assumes a zoom may fill
 ZOOM_SIDE = 768
 
@@ -39,7 +43,7 @@ def check_task(task: Task, facts: Any = None) -> str | None:
     problem = legible_at_full_detail(task)
     if problem is not None:
         return problem
-    name = f"vicogym.checks.evidence.{FAMILY_CHECKS.get(task.family, task.family)}"
+    name = f"vicogym.checks.evidence.{SHARED_CHECKS.get(task.family, task.family)}"
     if importlib.util.find_spec(name) is not None:
         module = importlib.import_module(name)
         if hasattr(module, "check"):

@@ -1,7 +1,10 @@
-"""Answerability checks of the CLEVR evidence families, on a prepared task (its units drawn,
-each unit's ``spec["facts"]`` the render's mask pass: visible pixels, boxes, edge contact).
+"""Answerability checks of the ``clevr_detail`` family, on a prepared task (its unit drawn,
+the unit's ``spec["facts"]`` the render's mask pass: visible pixels, boxes, edge contact),
+and what the ``clevr_sequence`` checks (:mod:`vicogym.checks.evidence.clevr_sequence`) use
+of them: the shared error codes, the render facts, the evidence a render gives, the zoom
+test.
 
-``clevr_detail``: the answer is what the program gives on the scene; every object shows at
+The answer is what the program gives on the scene; every object shows at
 full resolution (inside the frame, at least CLEVR's 200 visible pixels, not scaled with
 the image since a zoom shows the unit at full resolution at most, and a box no smaller
 than the legible object extent); every relation the program reads can be seen (the CLEVR
@@ -12,13 +15,6 @@ from small; the evidence is every object the answer depends on
 object a count or an existence test ranges over, counted or ruled out); none of the
 objects the question singles out or counts is legible in the default view (the whole unit
 fitted into ``view_size``), and each evidence item is legible in a zoom onto its box.
-
-``clevr_sequence``: every frame is the scene the edits give; the answer, its other
-spellings and the evidence are what :mod:`vicogym.programs.evidence.sequences` derives
-(descriptions unique where the question names an object); every object of every frame
-shows (the CLEVR arm's visibility rule); a question or answer that names a size does so
-only where every frame tells large from small; every move is seen (the object's boxes before
-and after do not overlap); and every evidence item is legible in a zoom onto it.
 
 :func:`check` says why a task is not answerable (``None`` when it is); :func:`require`
 raises it as :class:`~vicogym.errors.InvalidEdit`; :func:`rederive` re-derives the answer
@@ -35,7 +31,6 @@ from vicogym.checks import clevr as clevr_checks
 from vicogym.core import canonical_json
 from vicogym.errors import InvalidEdit, register_error_codes
 from vicogym.programs import clevr as clevr_programs
-from vicogym.programs.evidence import sequences
 from vicogym.structures.clevr import Scene
 from vicogym.structures.evidence import LEGIBLE_OBJECT_PX, Evidence, Task, crop_view, support, whole_view
 
@@ -44,24 +39,16 @@ ERROR_CODES = {
     "unshown_attribute": "the question reads an attribute the images do not show or the family does not ask",
     "detail_shown": "an object the question reads is legible in the default view, so the task needs no zoom",
     "detail_unreadable": "an object the question reads stays too small to read even zoomed to full resolution",
-    "change_unseen": "an edit of a sequence a reader cannot see: a move that leaves the object where it was",
     "not_prepared": "a CLEVR unit that has not been rendered yet (no pixels, no mask facts)",
 }
 register_error_codes("clevr_evidence", ERROR_CODES)
-FAMILIES = ("clevr_detail", "clevr_sequence")
 
 
 def rederive(task: Task) -> str:
-    """The task's answer from its ``meta`` alone: the program run on the scene
-    (``clevr_detail``), or the question answered from the initial scene and the edits
-    (``clevr_sequence``)."""
-    meta = task.meta
-    if task.family == "clevr_detail":
-        program = clevr_programs.normalize_program(meta["program"])
-        return clevr_programs.answer_text(clevr_programs.execute(Scene.from_dict(meta["scene"]), program))
-    if task.family == "clevr_sequence":
-        return sequences.answer(meta)
-    raise ValueError(f"expected a task of {FAMILIES}, got family {task.family!r}")
+    """The task's answer from its ``meta`` alone: the program run on the scene."""
+    _family(task)
+    program = clevr_programs.normalize_program(task.meta["program"])
+    return clevr_programs.answer_text(clevr_programs.execute(Scene.from_dict(task.meta["scene"]), program))
 
 
 def check(task: Task) -> str | None:
@@ -77,19 +64,27 @@ def check(task: Task) -> str | None:
 def require(task: Task) -> None:
     """Raise ``InvalidEdit`` (with one of :data:`ERROR_CODES` or the CLEVR arm's codes)
     for the first reason a careful reader could not answer ``task``."""
+    _family(task)
+    require_prepared(task)
+    _check_detail(task)
+
+
+def _family(task: Task) -> None:
+    if task.family != "clevr_detail":
+        raise ValueError(f"expected a clevr_detail task, got family {task.family!r}")
+
+
+def require_prepared(task: Task) -> None:
+    """``InvalidEdit("not_prepared")`` unless every unit has been rendered (its pixels and
+    mask facts)."""
     for k, unit in enumerate(task.units):
         if "facts" not in unit.spec or "png" not in unit.spec:
             raise InvalidEdit("not_prepared", f"unit {k} of task {task.id} has no render yet; run the renderer's "
                               "prepare first")
-    if task.family == "clevr_detail":
-        _check_detail(task)
-    elif task.family == "clevr_sequence":
-        _check_sequence(task)
-    else:
-        raise ValueError(f"expected a task of {FAMILIES}, got family {task.family!r}")
 
 
-def _facts(task: Task, k: int) -> SimpleNamespace:
+def unit_facts(task: Task, k: int) -> SimpleNamespace:
+    """Unit ``k``'s render facts: ``visible`` pixels, ``boxes`` and ``at_edge`` per object."""
     facts = task.units[k].spec["facts"]
     return SimpleNamespace(visible=facts["visible"], boxes=facts["boxes"], at_edge=facts["at_edge"])
 
@@ -98,7 +93,7 @@ def expected_evidence(task: Task, items: Sequence[Mapping[str, Any]]) -> list[Ev
     """The evidence the render's boxes give the listed objects (``{"unit", "object"}``)."""
     out = []
     for item in items:
-        box = _facts(task, item["unit"]).boxes[item["object"]]
+        box = unit_facts(task, item["unit"]).boxes[item["object"]]
         if box is None:
             raise InvalidEdit("hidden", f"object {item['object']} of unit {item['unit']} ({item.get('what', '')}) "
                               "does not show at all")
@@ -107,7 +102,8 @@ def expected_evidence(task: Task, items: Sequence[Mapping[str, Any]]) -> list[Ev
     return out
 
 
-def _same_evidence(task: Task, expected: Sequence[Evidence]) -> None:
+def same_evidence(task: Task, expected: Sequence[Evidence]) -> None:
+    """``InvalidEdit("answer_mismatch")`` unless the task's evidence boxes are ``expected``'s."""
     have = sorted((e.unit, tuple(e.box)) for e in task.evidence)
     want = sorted((e.unit, tuple(e.box)) for e in expected)
     if have != want:
@@ -115,7 +111,8 @@ def _same_evidence(task: Task, expected: Sequence[Evidence]) -> None:
                           f"question reads {want}")
 
 
-def _zoom_problem(task: Task, view_size: int) -> str | None:
+def zoom_problem(task: Task, view_size: int) -> str | None:
+    """Why an evidence item stays illegible in a zoom onto its box, or ``None``."""
     for k, e in enumerate(task.evidence):
         view = crop_view(0, e.unit, task.units[e.unit], e.box, view_size)
         if not support([e], [view])["all"]:
@@ -141,7 +138,7 @@ def _check_detail(task: Task) -> None:
         raise InvalidEdit("ambiguous", f"the program has no answer on the scene: {exc.message}") from None
     if answer != task.answer:
         raise InvalidEdit("answer_mismatch", f"the program gives {answer!r}, the task says {task.answer!r}")
-    facts = _facts(task, 0)
+    facts = unit_facts(task, 0)
     for k, obj in enumerate(scene.objects):
         name = f"object {k} (the {obj.size} {obj.color} {obj.shape})"
         box = facts.boxes[k]
@@ -173,7 +170,7 @@ def _check_detail(task: Task) -> None:
     listed = sorted(item["object"] for item in meta.get("evidence_objects", ()))
     if listed != needed or not needed:
         raise InvalidEdit("answer_mismatch", f"the evidence lists objects {listed}; the answer depends on {needed}")
-    _same_evidence(task, expected_evidence(task, meta["evidence_objects"]))
+    same_evidence(task, expected_evidence(task, meta["evidence_objects"]))
     view_size = int(meta["view_size"])
     asked = set(clevr_programs.asked_objects(scene, program))
     if not asked:
@@ -184,50 +181,6 @@ def _check_detail(task: Task) -> None:
     legible = [item["what"] for item in shown["items"] if item["supported"]]
     if legible:
         raise InvalidEdit("detail_shown", f"{', '.join(legible)} can be read in the default {view_size} px view")
-    zoom = _zoom_problem(task, view_size)
-    if zoom is not None:
-        raise InvalidEdit("detail_unreadable", zoom)
-
-
-def _check_sequence(task: Task) -> None:
-    meta = task.meta
-    frames = sequences.replay(Scene.from_dict(meta["initial"]), meta["edits"])
-    if len(frames) != len(task.units):
-        raise InvalidEdit("answer_mismatch", f"the edits make {len(frames)} frames, the task has {len(task.units)}")
-    for k, (frame, unit) in enumerate(zip(frames, task.units)):
-        if canonical_json(unit.spec["scene"]) != canonical_json(frame.scene.to_dict()):
-            raise InvalidEdit("answer_mismatch", f"unit {k} draws another scene than frame {k + 1} of the edits")
-    try:
-        derived = sequences.derive(frames, meta["question"])
-    except InvalidEdit as exc:
-        raise InvalidEdit("ambiguous", f"the question has no single answer: {exc.message}") from None
-    if derived.answer != task.answer or tuple(derived.golds) != tuple(task.golds):
-        raise InvalidEdit("answer_mismatch", f"the edits give {derived.answer!r} (also {list(derived.golds)}), the "
-                          f"task says {task.answer!r} (also {list(task.golds)})")
-    unseen_size = sequences.size_unseen(frames, meta["question"])
-    if unseen_size is not None:
-        raise InvalidEdit("size_unseen", unseen_size)
-    for k, frame in enumerate(frames):
-        try:
-            clevr_checks.check_visible(frame.scene, _facts(task, k))
-        except InvalidEdit as exc:
-            raise InvalidEdit(exc.code, f"frame {k + 1}: {exc.message}") from None
-    for step, op in enumerate(meta["edits"]):
-        if op["op"] != "move":
-            continue
-        before = _facts(task, step).boxes[op["object"]]
-        identity = frames[step].ids[op["object"]]
-        after = _facts(task, step + 1).boxes[frames[step + 1].index(identity)]
-        if not (before[2] <= after[0] or after[2] <= before[0] or before[3] <= after[1] or after[3] <= before[1]):
-            raise InvalidEdit("change_unseen", f"the move from frame {step + 1} to frame {step + 2} leaves object "
-                              f"{op['object']} overlapping where it was ({before} -> {after}); a reader may not see "
-                              "it move")
-    want = [{"unit": number - 1, "object": frames[number - 1].index(identity), "what": what}
-            for number, identity, what in derived.seen]
-    listed = [{"unit": i["unit"], "object": i["object"], "what": i["what"]} for i in meta.get("evidence_objects", ())]
-    if listed != want:
-        raise InvalidEdit("answer_mismatch", f"the evidence lists {listed}, the question reads {want}")
-    _same_evidence(task, expected_evidence(task, want))
-    zoom = _zoom_problem(task, int(meta.get("view_size", 768)))
+    zoom = zoom_problem(task, view_size)
     if zoom is not None:
         raise InvalidEdit("detail_unreadable", zoom)

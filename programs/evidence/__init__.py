@@ -1,5 +1,9 @@
-"""The evidence arm's pure programs: answer contracts and scorers, and (one file per task
-family) what derives a task's answer from its structure."""
+"""The evidence arm's pure programs: answer contracts and scorers, and what derives a
+task's answer from its structure, in the file named after its task family: ``forms.py``
+(whose FUNSD pairing the ``funsd`` loader uses too) and ``clevr_sequence.py``. One file
+serves two families: ``charts.py``, the program language over the units' chart tables
+that ``slides`` and ``multichart`` share. ``clevr_detail`` asks the CLEVR arm's programs
+(:mod:`vicogym.programs.clevr`) and has no file here."""
 
 from __future__ import annotations
 

@@ -6,6 +6,13 @@ view's scale, so a zoom recovers real detail; a raster unit (a CLEVR frame, a ph
 decoded once at full resolution and the crop is cut from it. Each unit kind has one
 region renderer (``draw(unit, crop, size)``), in its own file here; this module dispatches
 on the kind and composes the view. Same view, same bytes.
+
+Region renderers follow unit kinds, not task families (a file's name is also its key in
+the ``render_settings`` of ``vicogym/Evidence-v0``): ``forms.py`` draws ``form`` units
+(the ``forms`` family); ``charts.py`` draws ``chart`` and ``slide`` units (the
+``multichart`` and ``slides`` families); ``clevr.py`` draws ``clevr`` units (the
+``clevr_detail`` and ``clevr_sequence`` families); ``rasters.py`` draws ``image`` units
+(the tasks of the ``funsd`` and ``jsonl`` loaders) and cuts the CLEVR renders.
 """
 
 from __future__ import annotations

@@ -14,8 +14,9 @@ and whether it touches the frame's edge). The task's evidence is made from
 the object's box in that unit, its size the box's shorter side, legible at
 :data:`~vicogym.structures.evidence.LEGIBLE_OBJECT_PX`. An object the render does not show
 at all has no box, and ``prepare`` raises :class:`~vicogym.errors.GenerationError` (draw
-another task); whether the rest is answerable is :mod:`vicogym.checks.evidence.clevr`'s to
-say on these facts.
+another task); whether the rest is answerable is for the family's checks
+(:mod:`vicogym.checks.evidence.clevr_detail`, :mod:`vicogym.checks.evidence.clevr_sequence`)
+to say on these facts.
 
 A view of a unit whose payload is missing (a stored task drawn in a new process) renders the
 unit again from its spec: Workbench gives the same pixels, Cycles the same within the arm's

@@ -1,8 +1,11 @@
 """Where the evidence arm's tasks come from: procedural task families (unlimited, seeded)
 and loaders of real data sets (FUNSD-format folders, generic JSONL).
 
-A family is a module here with ``DEFAULTS`` (its settings), ``EXTRAS`` (the packages it
-needs beyond the base install) and ``draw(rng, settings) -> Task``. A drawn task may
+A family is a module here named after it (``forms``, ``slides``, ``multichart``,
+``clevr_detail``, ``clevr_sequence``; its programs and checks, where it has its own, are
+the same name in ``programs/evidence/`` and ``checks/evidence/``) with ``DEFAULTS`` (its
+settings), ``EXTRAS`` (the packages it needs beyond the base install) and
+``draw(rng, settings) -> Task``; the loaders (``funsd``, ``jsonl``) are ``files``. A drawn task may
 still lack what only rendering knows (a raster's pixels, a drawn object's box): the
 renderer's ``prepare`` completes it (:meth:`vicogym.renderers.evidence.EvidenceRenderer.prepare`).
 """

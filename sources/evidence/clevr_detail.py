@@ -30,7 +30,7 @@ one (:func:`~vicogym.structures.clevr.size_problem`), and never asked for
 objects' outlines projected through the camera and painted far to near), which matches
 Blender's mask pass to a pixel or two; the renderer's ``prepare`` then draws the unit once
 at full resolution and the evidence boxes come from its mask pass, and
-:mod:`vicogym.checks.evidence.clevr` decides on those exact facts.
+:mod:`vicogym.checks.evidence.clevr_detail` decides on those exact facts.
 
 The drawn task's unit names no pixels yet (``spec``: the scene JSON, the render seed, the
 engine and its samples) and has no evidence boxes: ``prepare`` adds ``spec["png"]``, the

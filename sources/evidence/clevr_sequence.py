@@ -8,17 +8,17 @@ edit, an op in the CLEVR editor's spelling (``move``, ``add_object``, ``remove_o
 means one thing). Each frame is one unit (``Frame k``, a raster at ``max_scale`` 1.0), and
 the executor starts from a sheet of all of them. Questions (one kind drawn per task, then
 one of the questions of that kind the sequence answers; see
-:mod:`vicogym.programs.evidence.sequences`): which object moved between frame i and j, how
+:mod:`vicogym.programs.evidence.clevr_sequence`): which object moved between frame i and j, how
 many objects were added or removed between them, what colour an object became, which
 frame first shows an object. The answer is derived from the initial scene and the edits
 alone (``meta``: ``initial``, ``edits``, ``question``), and the evidence is every object
-the answer depends on (:class:`~vicogym.programs.evidence.sequences.Derived`: for a count
+the answer depends on (:class:`~vicogym.programs.evidence.clevr_sequence.Derived`: for a count
 of added or removed objects every object of both frames compared, for a first frame every
 object of the frames before it).
 
 Every change must be seen: each frame's objects all show (the projection screen of
 :func:`vicogym.sources.evidence.clevr_detail.estimate`, then the render's mask pass in
-:mod:`vicogym.checks.evidence.clevr`), and a moved object's boxes before and after do not
+:mod:`vicogym.checks.evidence.clevr_sequence`), and a moved object's boxes before and after do not
 overlap. A question or answer that names a size (which object moved, the object of a
 recolour or first-frame question) comes only from frames that all tell large from small
 (:func:`~vicogym.structures.clevr.size_problem`). Frames are drawn by the renderer's
@@ -35,7 +35,7 @@ import numpy as np
 
 from vicogym.core import canonical_json
 from vicogym.errors import GenerationError, InvalidEdit
-from vicogym.programs.evidence import sequences
+from vicogym.programs.evidence import clevr_sequence as programs
 from vicogym.sources.clevr import procedural_scene
 from vicogym.sources.evidence.clevr_detail import ENGINE_UNSHOWN, SCREEN_MARGIN, Estimate, estimate, shown
 from vicogym.structures.clevr import ATTRIBUTES, MAX_OBJECTS, MIN_OBJECTS, free_spot, size_problem
@@ -51,7 +51,7 @@ DEFAULTS: dict[str, Any] = {
     "max_frames": 6,
     "min_objects": 4,
     "max_objects": 7,
-    "kinds": list(sequences.KINDS),
+    "kinds": list(programs.KINDS),
     "view_size": 768,  # the environment's view_size
     "max_tries": 24,
 }
@@ -91,8 +91,8 @@ def check_settings(settings: Mapping[str, Any]) -> None:
         raise ValueError(f"expected engine in {sorted(ENGINE_UNSHOWN)}, got {settings['engine']!r}")
     kinds = settings["kinds"]
     if isinstance(kinds, str) or not isinstance(kinds, (list, tuple)) or not kinds or not set(kinds) <= set(
-            sequences.KINDS):
-        raise ValueError(f"expected kinds as a non-empty list from {list(sequences.KINDS)}, got {kinds!r}")
+            programs.KINDS):
+        raise ValueError(f"expected kinds as a non-empty list from {list(programs.KINDS)}, got {kinds!r}")
 
 
 def min_visible(width: int, height: int) -> float:
@@ -100,7 +100,7 @@ def min_visible(width: int, height: int) -> float:
     return MIN_PIXELS_AT_480x320 * width * height / (480 * 320) * SCREEN_MARGIN
 
 
-def frame_shows(frame: sequences.Frame, sized: bool = False) -> Estimate | None:
+def frame_shows(frame: programs.Frame, sized: bool = False) -> Estimate | None:
     """The frame's estimate when every object shows on it (and, when ``sized``, its large
     objects can be told from its small ones), else ``None``."""
     scene = frame.scene
@@ -117,7 +117,7 @@ def _apart(a: list[int] | None, b: list[int] | None) -> bool:
                                                  or b[3] + 1 < a[1])
 
 
-def sample_op(frame: sequences.Frame, kind: str, originals: int, rng: np.random.Generator) -> dict[str, Any] | None:
+def sample_op(frame: programs.Frame, kind: str, originals: int, rng: np.random.Generator) -> dict[str, Any] | None:
     """One op of ``kind`` on ``frame`` (an added object is never removed: only objects
     with identities below ``originals``), or ``None`` when the frame allows none."""
     scene = frame.scene
@@ -146,7 +146,7 @@ def sample_op(frame: sequences.Frame, kind: str, originals: int, rng: np.random.
 
 
 def sequence(rng: np.random.Generator, settings: Mapping[str, Any], needed: tuple[str, ...],
-             sized: bool = False) -> tuple[list[sequences.Frame], list[dict[str, Any]]] | None:
+             sized: bool = False) -> tuple[list[programs.Frame], list[dict[str, Any]]] | None:
     """Frames and edits with one of ``needed`` at a drawn step, every frame screened (and,
     when ``sized``, every frame telling large from small); ``None`` when a step found no
     op that keeps every change in sight."""
@@ -155,7 +155,7 @@ def sequence(rng: np.random.Generator, settings: Mapping[str, Any], needed: tupl
                                    settings["max_objects"])
     except GenerationError:
         return None
-    frames = [sequences.Frame(initial, tuple(range(len(initial.objects))))]
+    frames = [programs.Frame(initial, tuple(range(len(initial.objects))))]
     guesses = [frame_shows(frames[0], sized)]
     if guesses[0] is None:
         return None
@@ -172,7 +172,7 @@ def sequence(rng: np.random.Generator, settings: Mapping[str, Any], needed: tupl
             if op is None:
                 continue
             try:
-                frame = sequences.apply_op(frames[-1], op, next_id)
+                frame = programs.apply_op(frames[-1], op, next_id)
             except InvalidEdit:
                 continue
             guess = frame_shows(frame, sized)
@@ -200,7 +200,7 @@ def draw(rng: np.random.Generator, settings: Mapping[str, Any]) -> Task:
         if made is None:
             continue
         frames, edits = made
-        questions = [q for q in sequences.candidates(frames, kind) if sequences.size_unseen(frames, q) is None]
+        questions = [q for q in programs.candidates(frames, kind) if programs.size_unseen(frames, q) is None]
         if not questions:
             continue
         question = pick(rng, questions)
@@ -209,10 +209,10 @@ def draw(rng: np.random.Generator, settings: Mapping[str, Any]) -> Task:
                           "sight and a question they answer); raise max_tries or the resolution")
 
 
-def make_task(frames: list[sequences.Frame], edits: list[dict[str, Any]], question: Mapping[str, Any], seed: int,
+def make_task(frames: list[programs.Frame], edits: list[dict[str, Any]], question: Mapping[str, Any], seed: int,
               settings: Mapping[str, Any]) -> Task:
     """The task of one sequence and question (before ``prepare``: no pixels, no boxes)."""
-    derived = sequences.derive(frames, question)
+    derived = programs.derive(frames, question)
     units = tuple(Unit("clevr", f.scene.width, f.scene.height,
                        {"scene": f.scene.to_dict(), "seed": int(seed), "engine": settings["engine"],
                         "samples": settings["samples"]}, f"Frame {k + 1}", max_scale=1.0)
@@ -225,11 +225,11 @@ def make_task(frames: list[sequences.Frame], edits: list[dict[str, Any]], questi
         "engine": settings["engine"],
         "seed": int(seed),
         "view_size": settings["view_size"],
-        "distractors": sequences.distractors(frames, question, derived),
+        "distractors": programs.distractors(frames, question, derived),
         "evidence_objects": [{"unit": number - 1, "object": frames[number - 1].index(identity), "what": what}
                              for number, identity, what in derived.seen],
     }
-    text = sequences.question_text(question)
+    text = programs.question_text(question)
     digest = hashlib.sha256(canonical_json([text, derived.answer, meta]).encode()).hexdigest()[:12]
     contract = {"moved": "text", "recolor": "text", "added": "count", "removed": "count",
                 "first_frame": "number"}[question["kind"]]
