@@ -132,3 +132,29 @@ def test_the_command_line_is_the_top_of_the_graph():
     rooms = {target(m) for m in _imports(cli)}
     assert {"runs", "instruct", "evidence", "trainers"} <= rooms
     assert "importlib" not in {m.split(".")[0] for m in _imports(cli)}
+
+
+def _where_things_live() -> dict[str, str]:
+    """The README's "Where things live" table: folder cell -> what it holds."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Where things live", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split(" | ", 1) for line in section.splitlines() if line.startswith("| `")]
+    return {folder.strip("| "): holds for folder, holds in rows}
+
+
+def test_the_readme_says_where_every_module_lives():
+    """Every folder the README's table names exists, and every module of the kernel and of
+    each room is named in its row: a module added, moved or renamed shows up here."""
+    import re
+
+    table = _where_things_live()
+    named = {"`vicogym/`": "vicogym", **{f"`vicogym/{r}/`": f"vicogym/{r}" for r in SUBPACKAGES}}
+    for cell in table:
+        for path in re.findall(r"`([^`]+)`", cell):
+            assert (REPO / path).exists(), f"README's table names {path}, which is not in the tree"
+    for cell, folder in named.items():
+        assert cell in table, f"README's table has no row for {cell}"
+        words = set(re.findall(r"`(\w+)`", table[cell]))
+        for module in sorted((REPO / folder).glob("*.py")):
+            if module.stem not in ("__init__", "cli"):
+                assert module.stem in words, f"README's row for {cell} does not name {module.stem}"
