@@ -42,7 +42,7 @@ import numpy as np
 
 from vicogym.answers import format_number
 from vicogym.errors import InvalidEdit, register_error_codes
-from vicogym.programs.chart import ROW_ARGS, execute, mentions, need_choices, rule_question
+from vicogym.programs.chart import OPS, Op, execute, mentions, need_choices, rule_question
 from vicogym.structures.chart import ChartStructure, Table, label_key
 
 MIN_DELTA_E = 12.0
@@ -56,12 +56,6 @@ MIN_PLOT_SHARE = 0.35
 TEXT_OVERLAP_PX = 1.0
 EDGE_SLACK_PX = 0.5
 WHITE = (255, 255, 255)
-
-#: ops whose answer is a value read off the chart (and how many readings add into it)
-READING_OPS = {"lookup": 1, "max": 1, "min": 1, "median": 1, "mean": 1, "pair_mean": 1, "range": 2, "absdiff": 2,
-             "pair_sum": 2}
-#: ops whose answer depends on which of two or more values is larger
-ORDER_OPS = {"argmax", "argmin", "greater", "less", "series_greater", "row_argmax"}
 
 
 def check(structure: ChartStructure, rule: Mapping[str, Any], facts: Any, tolerance: float = 0.05) -> None:
@@ -187,9 +181,10 @@ def named_series(rule: Mapping[str, Any], table: Table) -> list[str]:
     if rule["kind"] != "program":
         return []
     program = rule["program"]
-    if program["op"] in ("row_argmax", "row_sum"):
+    op = OPS[program["op"]]
+    if op.reads == "row":
         return list(table.series)
-    return [program[k] for k in ("series", "s1", "s2") if k in program]
+    return [program[k] for k in op.series]
 
 
 def check_legend(structure: ChartStructure, rule: Mapping[str, Any], facts: Any) -> None:
@@ -253,22 +248,14 @@ def axis_resolution(facts: Any, chart_type: str) -> float:
     return max(READ_PX * per_px, step / TICK_DIVISIONS)
 
 
-def _cells(rule: Mapping[str, Any], table: Table) -> tuple[str, list[tuple[str, str]]]:
-    """The rule's operation and the (row, series) cells its answer is read from."""
+def _cells(rule: Mapping[str, Any], table: Table) -> tuple[Op, list[tuple[str, str]]]:
+    """The rule's op (a cell's is a lookup) and the (row, series) cells its answer is read
+    from."""
     if rule["kind"] == "cell":
-        return "lookup", [(rule["row"], rule["series"])]
+        return OPS["lookup"], [(rule["row"], rule["series"])]
     program = rule["program"]
-    op = program["op"]
-    rows = [program[k] for k in ROW_ARGS.get(op, ())]
-    if op in ("row_argmax", "row_sum"):
-        return op, [(rows[0], s) for s in table.series]
-    if op == "series_greater":
-        return op, [(rows[0], program["s1"]), (rows[0], program["s2"])]
-    if op == "count_rows":
-        return op, []
-    if rows:
-        return op, [(r, program["series"]) for r in rows]
-    return op, [(r, program["series"]) for r in table.rows]
+    op = OPS[program["op"]]
+    return op, op.cells(program, table)
 
 
 def check_values(structure: ChartStructure, rule: Mapping[str, Any], facts: Any, tolerance: float) -> None:
@@ -312,19 +299,19 @@ def _check_values(structure: ChartStructure, rule: Mapping[str, Any], tolerance:
         return
     op, cells = _cells(rule, t)
     values = [t.cell(r, s) for r, s in cells]
-    if any(v is None for v in values) or op == "count_rows":
+    if any(v is None for v in values) or op.seen == "count":
         return  # missing values make the program ambiguous before any check runs
     pie = spec.chart_type == "pie"
-    if op == "row_with_value":
+    if op.seen == "find":
         if not labelled:
             raise InvalidEdit("unreadable", "the question names a value to find, which a reader finds by its printed "
                               "label: set data_labels true", field="data_labels")
         return
-    if op in ORDER_OPS:
+    if op.seen == "order":
         _check_order(op, cells, values, t, px_per_unit, labelled, pie)
-    elif op == "count_above":
-        _check_threshold(float(rule["program"]["threshold"]), cells, values, px_per_unit, labelled, pie)
-    elif op in READING_OPS or op in ("sum", "row_sum", "ratio"):
+    elif op.seen == "threshold":
+        _check_threshold(float(rule["program"][op.number]), cells, values, px_per_unit, labelled, pie)
+    elif op.seen in ("value", "ratio"):
         if labelled:
             return
         if pie:
@@ -334,8 +321,8 @@ def _check_values(structure: ChartStructure, rule: Mapping[str, Any], tolerance:
         _check_reading(op, values, delta, tolerance, rule)
 
 
-def _check_reading(op: str, values: list[float], delta: float, tolerance: float, rule: Mapping[str, Any]) -> None:
-    if op == "ratio":
+def _check_reading(op: Op, values: list[float], delta: float, tolerance: float, rule: Mapping[str, Any]) -> None:
+    if op.seen == "ratio":
         a, b = values
         relative = delta / max(abs(a), 1e-12) + delta / max(abs(b), 1e-12)
         if relative > tolerance:
@@ -343,32 +330,16 @@ def _check_reading(op: str, values: list[float], delta: float, tolerance: float,
                               f"uncertain by {relative:.0%}, more than the {tolerance:.0%} the scorer allows; set "
                               f"data_labels true", field="data_labels")
         return
-    readings = len(values) if op in ("sum", "row_sum") else READING_OPS[op]
-    answer = _answer(op, values)
+    readings = len(values) if op.readings is None else op.readings
+    answer = op.combine(values)
     error = readings * delta
-    if answer == 0 and op in ("lookup", "max", "min"):
+    if answer == 0 and op.one_value:
         return  # a bar or point on the zero line is read exactly
     if error > tolerance * abs(answer):
         raise InvalidEdit("unreadable", f"the answer {format_number(answer)} needs values read to "
                           f"+-{format_number(tolerance * abs(answer))}, but without data labels this chart shows "
                           f"them to about +-{format_number(delta)} each ({readings} reading"
                           f"{'s' if readings > 1 else ''}); set data_labels true", field="data_labels")
-
-
-def _answer(op: str, values: list[float]) -> float:
-    if op in ("lookup",):
-        return values[0]
-    if op == "max":
-        return max(values)
-    if op == "min":
-        return min(values)
-    if op in ("mean", "pair_mean"):
-        return float(np.mean(values))
-    if op == "median":
-        return float(np.median(values))
-    if op in ("range", "absdiff"):
-        return max(values) - min(values)
-    return float(sum(values))
 
 
 def _px_per_unit(facts: Any, chart_type: str) -> float:
@@ -380,10 +351,10 @@ def _px_per_unit(facts: Any, chart_type: str) -> float:
     return length / max(hi - lo, 1e-12) / (2.0 if chart_type == "stacked_bar" else 1.0)
 
 
-def _check_order(op: str, cells: list[tuple[str, str]], values: list[float], t: Table,
+def _check_order(op: Op, cells: list[tuple[str, str]], values: list[float], t: Table,
                  px_per_unit: Callable[[], float], labelled: bool, pie: bool) -> None:
     need_choices([f"{row}/{series}" for row, series in cells])
-    ordered = sorted(range(len(values)), key=lambda k: values[k], reverse=op != "argmin")
+    ordered = sorted(range(len(values)), key=lambda k: values[k], reverse=op.extreme != "min")
     a, b = ordered[0], ordered[1]
     va, vb = values[a], values[b]
     names = (
@@ -471,41 +442,39 @@ def check_legend_cover(structure: ChartStructure, facts: Any) -> None:
 
 
 # -- what the stand-in actor reads: visual difficulty --------------------------------------------
-#: difficulty added by the kind of reasoning a question needs
-OP_COST = {
-    "cell": 0.0, "lookup": 0.0, "invariant": 0.6, "max": 0.3, "min": 0.3, "argmax": 0.2, "argmin": 0.2,
-    "greater": 0.2, "less": 0.2, "series_greater": 0.3, "row_argmax": 0.3, "count_rows": 0.1,
-    "count_above": 0.6, "range": 0.8, "absdiff": 0.8, "ratio": 1.0, "sum": 1.0, "mean": 1.2,
-    "median": 1.0, "row_sum": 0.9, "pair_sum": 0.8, "pair_mean": 1.0, "row_with_value": 0.5,
-}
-COMPARISON_OPS = {"max", "min", "argmax", "argmin", "greater", "less", "series_greater", "row_argmax"}
+#: difficulty added by a question with no program (Tier 2): any reasoning at all; a
+#: program's op adds its own cost (:attr:`vicogym.programs.chart.Op.cost`), a cell's that
+#: of a lookup
+INVARIANT_COST = 0.6
 
 
-def _target_cells(rule: Mapping[str, Any]) -> list[tuple[str | None, str | None]]:
-    if rule["kind"] == "cell":
-        return [(rule["row"], rule["series"])]
-    if rule["kind"] != "program":
+def reasoning_cost(op: str) -> float:
+    """The difficulty the reasoning of a question adds, by its feature ``op``: a program's
+    op, ``cell`` or ``invariant``."""
+    if op == "invariant":
+        return INVARIANT_COST
+    name = "lookup" if op == "cell" else op
+    if name not in OPS:
+        raise ValueError(f"expected a question op in {sorted(OPS)}, 'cell' or 'invariant', got {op!r}")
+    return OPS[name].cost
+
+
+def _target_cells(rule: Mapping[str, Any], table: Table) -> list[tuple[str, str]]:
+    """The cells a question names one by one (none for a question about a whole row or
+    column)."""
+    if rule["kind"] == "invariant":
         return []
-    p = rule["program"]
-    if p["op"] == "lookup":
-        return [(p["row"], p["series"])]
-    if p["op"] in ("absdiff", "ratio", "greater", "less", "pair_sum", "pair_mean"):
-        return [(p["a"], p["series"]), (p["b"], p["series"])]
-    if p["op"] == "series_greater":
-        return [(p["row"], p["s1"]), (p["row"], p["s2"])]
-    return []
+    op, cells = _cells(rule, table)
+    return cells if op.reads == "cells" else []
 
 
 def _compared_values(structure: ChartStructure, rule: Mapping[str, Any]) -> list[float]:
+    """The values whose order a question with an extreme (of one end) turns on."""
     t = structure.table
-    if rule["kind"] != "program" or rule["program"]["op"] not in COMPARISON_OPS:
+    if rule["kind"] != "program" or OPS[rule["program"]["op"]].extreme not in ("max", "min"):
         return []
-    p = rule["program"]
-    if p["op"] == "row_argmax":
-        return [v for v in t.values[t.rows.index(p["row"])] if v is not None]
-    if p["op"] in ("greater", "less", "series_greater"):
-        return [t.cell(r, s) for r, s in _target_cells(rule) if t.cell(r, s) is not None]
-    return [v for v in t.column(p["series"]) if v is not None]
+    _, cells = _cells(rule, t)
+    return [t.cell(r, s) for r, s in cells if t.cell(r, s) is not None]
 
 
 def difficulty_features(structure: ChartStructure, render: Any, rule: Mapping[str, Any]) -> dict[str, Any]:
@@ -518,7 +487,8 @@ def difficulty_features(structure: ChartStructure, render: Any, rule: Mapping[st
       length, wedge size) of those marks, else ``None``;
     - ``label_density``: share of the image covered by text boxes;
     - ``data_labels``: whether values are printed on the marks;
-    - ``op``: the question's operation (its reasoning cost is :data:`OP_COST`);
+    - ``op``: the question's operation, ``cell`` or ``invariant`` (its reasoning cost is
+      :func:`reasoning_cost`);
     - ``text_cap_px``: the smallest cap height (image pixels) of the printed texts the
       answer depends on (:func:`needed_texts`), else ``None``; :func:`difficulty` leaves it
       out: a stand-in actor reads it on the legibility curve fitted to Tesseract
@@ -528,11 +498,10 @@ def difficulty_features(structure: ChartStructure, render: Any, rule: Mapping[st
     values = sorted(_compared_values(structure, rule), reverse=True)
     gap = None
     if len(values) >= 2:
-        op = rule["program"]["op"]
-        a, b = (values[-1], values[-2]) if op in ("min", "argmin") else (values[0], values[1])
+        a, b = (values[-1], values[-2]) if OPS[rule["program"]["op"]].extreme == "min" else (values[0], values[1])
         scale = max(abs(a), abs(b), 1e-12)
         gap = abs(a - b) / scale
-    targets = set(_target_cells(rule))
+    targets = set(_target_cells(rule, structure.table))
     extents = []
     for m in visible:
         if (m["row"], m["series"]) in targets:
@@ -566,7 +535,7 @@ def cap_px(label: Mapping[str, Any], facts: Any) -> float:
 def difficulty(features: Mapping[str, Any]) -> float:
     """One number from :func:`difficulty_features` (0 is trivial; the default simulated
     actor is right half of the time at 2.0)."""
-    d = 0.06 * features["n_marks"] + 0.35 * (features["n_series"] - 1) + OP_COST.get(features["op"], 0.5)
+    d = 0.06 * features["n_marks"] + 0.35 * (features["n_series"] - 1) + reasoning_cost(features["op"])
     if features["gap"] is not None:
         d += 1.4 * (1.0 - min(features["gap"] / 0.25, 1.0))
     if features["target_px"] is not None:
@@ -685,34 +654,34 @@ def _question_reads(structure: ChartStructure, rule: Mapping[str, Any]
         cells = [(r, s) for r in t.rows for s in t.series if t.cell(r, s) is not None]
         return [r for r in t.rows if r in refers], [s for s in t.series if s in refers], cells, []
     program = rule["program"]
-    op = program["op"]
-    rows = [program[k] for k in ROW_ARGS.get(op, ())]
-    series = [program[k] for k in ("series", "s1", "s2") if k in program]
-    if op in ("argmax", "argmin", "row_with_value", "row_argmax"):
+    op = OPS[program["op"]]
+    rows = [program[k] for k in op.rows]
+    series = [program[k] for k in op.series]
+    if op.answer in ("row", "series"):
         try:
             answer = str(execute(t, program))
         except InvalidEdit:
             answer = None
         if answer is not None:
-            (series if op == "row_argmax" else rows).append(answer)
+            (series if op.answer == "series" else rows).append(answer)
     _, read = _cells(rule, t)
     read = [(r, s) for r, s in read if t.cell(r, s) is not None]
-    if op == "count_rows":
+    if op.seen == "count":
         return rows, series, [], []
-    if op in ORDER_OPS or op in ("max", "min", "range"):
+    if op.extreme is not None:
         # an extreme is found by the marks, and its printed value (or its place on the axis)
         # read; printed values settle a close call with the runner-up
         values = [t.cell(r, s) for r, s in read]
         ranked = sorted(range(len(read)), key=lambda k: values[k], reverse=True)
-        ends = {"argmin": ranked[-2:], "min": ranked[-2:], "range": ranked[:2] + ranked[-2:]}.get(op, ranked[:2])
+        ends = {"min": ranked[-2:], "both": ranked[:2] + ranked[-2:]}.get(op.extreme, ranked[:2])
         chosen = [read[k] for k in sorted(set(ends))]
-        if op in ORDER_OPS:
+        if op.seen == "order":
             return rows, series, chosen, []
-        extremes = [read[ranked[0]]] * (op != "min") + [read[ranked[-1]]] * (op != "max")
+        extremes = [read[ranked[0]]] * (op.extreme != "min") + [read[ranked[-1]]] * (op.extreme != "max")
         return rows, series, chosen, _positions(structure, extremes)
-    if op == "count_above":
-        return rows, series, read, [float(program["threshold"])]
-    if op == "row_with_value":
+    if op.seen == "threshold":
+        return rows, series, read, [float(program[op.number])]
+    if op.seen == "find":
         return rows, series, read, []
     return rows, series, read, _positions(structure, read)
 

@@ -1,7 +1,7 @@
 """Label logic of the chart arm: table programs, question templates, label rules.
 
 A *program* is a JSON object ``{"op": name, ...arguments}`` over a :class:`Table`,
-executed by one table of small handlers (:data:`HANDLERS`) that share one signature.
+executed by the handlers of one table of op records (:data:`OPS`) that share one signature.
 Arguments name rows and series by label, so programs are entity-anchored: reordering
 rows never changes an answer. A program whose answer is not unique (a tie for the
 maximum, a missing value, a division by zero) raises ``InvalidEdit("ambiguous")``.
@@ -21,7 +21,7 @@ import re
 import statistics
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 import numpy as np
@@ -145,50 +145,205 @@ def _row_values(t: Table, a: Mapping[str, Any]) -> list[float]:
     return [_cell(t, i, j) for j in range(len(t.series))]
 
 
-HANDLERS: dict[str, Handler] = {
-    "lookup": lambda t, a: _cell(t, _row(t, a), _series(t, a)),
-    "max": _aggregate(max),
-    "min": _aggregate(min),
-    "argmax": _extreme_label(max),
-    "argmin": _extreme_label(min),
+def _threshold(table: Table, series: str, rng: np.random.Generator) -> float:
+    """A threshold between two neighbouring values of ``series``, as the chart prints it."""
+    values = sorted(v for v in table.column(series) if v is not None)
+    if len(values) < 2:
+        return values[0] if values else 0.0
+    k = int(rng.integers(0, len(values) - 1))
+    midpoint = (values[k] + values[k + 1]) / 2.0
+    return float(format_number(midpoint))
+
+
+def _drawn_value(table: Table, series: str, rng: np.random.Generator) -> float:
+    """One of the values of ``series``, as the chart prints it."""
+    present = [v for v in table.column(series) if v is not None]
+    if not present:
+        raise InvalidEdit("ambiguous", f"series {series!r} has no values")
+    return float(format_number(pick(rng, present)))
+
+
+def _spread(values: Sequence[float]) -> float:
+    return max(values) - min(values)
+
+
+def _total(values: Sequence[float]) -> float:
+    return float(sum(values))
+
+
+def _mean(values: Sequence[float]) -> float:
+    return float(np.mean(values))
+
+
+def _median(values: Sequence[float]) -> float:
+    return float(np.median(values))
+
+
+#: what the answer of an op is: a number, a row or series label, or Yes/No
+ANSWERS = ("number", "row", "series", "yes_no")
+#: how a reader takes an op's answer from the image (what :mod:`vicogym.checks.chart` checks):
+#: ``value``: values read off the chart and combined (their reading errors add up);
+#: ``ratio``: the quotient of two values read (their relative errors add up);
+#: ``order``: which of the values read is larger; ``threshold``: on which side of the
+#: question's number each value lies; ``find``: the row whose printed value the question
+#: names; ``count``: the marks counted, no value read
+SEEN = ("value", "ratio", "order", "threshold", "find", "count")
+#: the end of the values read that an answer turns on
+EXTREMES = ("max", "min", "both")
+
+
+@dataclass(frozen=True)
+class Op:
+    """One question op, everything each layer needs of it: how it is computed
+    (``handler``), which program arguments name rows and series (its anchors; a template
+    draws that many distinct labels), the argument holding a number the question states
+    and how a template draws it, and how a reader answers it from the image: which cells
+    it reads (:attr:`reads`), what it answers, how it is seen (:data:`SEEN`), how many
+    readings add into a value answer and how that value follows from them, which end of
+    the values read it turns on, and the difficulty its reasoning adds (``cost``, see
+    :func:`vicogym.checks.chart.difficulty`). A new question type is one record here plus
+    its handler."""
+
+    name: str
+    handler: Handler
+    _: KW_ONLY
+    seen: str
+    cost: float
+    rows: tuple[str, ...] = ()
+    series: tuple[str, ...] = ("series",)
+    #: the argument holding a number the question states (a threshold, a value to find)
+    #: and how a template draws it: ``(table, series, rng) -> number``
+    number: str | None = None
+    draw_number: Callable[[Table, str, np.random.Generator], float] | None = None
+    answer: str = "number"
+    #: for ``seen="value"``: readings whose errors add into the answer (``None``: one per
+    #: cell read), the answer as a reader works it out from the values read, and whether
+    #: it is one drawn value (read exactly where it lies on the zero line)
+    readings: int | None = None
+    combine: Callable[[Sequence[float]], float] | None = None
+    one_value: bool = False
+    #: ``max``: the answer turns on the largest of the values read (of two compared, the
+    #: larger), ``min`` on the smallest, ``both`` on the largest and the smallest (a range);
+    #: ``None``: on no order of them
+    extreme: str | None = None
+
+    def __post_init__(self) -> None:
+        problems = [f"{field} {value!r} not in {allowed}" for field, value, allowed in
+                    (("seen", self.seen, SEEN), ("answer", self.answer, ANSWERS),
+                     ("extreme", self.extreme, (*EXTREMES, None))) if value not in allowed]
+        if (self.number is None) != (self.draw_number is None):
+            problems.append("number and draw_number go together")
+        if (self.seen == "value") != (self.combine is not None):
+            problems.append("a value op (and only one) says how its answer follows from the values read (combine)")
+        if self.seen == "order" and self.extreme is None:
+            problems.append("an order op says which end of the values it turns on (extreme)")
+        if (self.seen == "threshold" or self.seen == "find") != (self.number is not None):
+            problems.append("a threshold or find op (and only one) has a number argument")
+        if len(self.rows) > 2 or len(set(self.rows + self.series + (self.number,))) != len(
+                self.rows + self.series + (self.number,)):
+            problems.append("argument names must be distinct, with at most two rows (a and b in templates)")
+        if problems:
+            raise ValueError(f"op {self.name!r}: " + "; ".join(problems))
+
+    @property
+    def arguments(self) -> frozenset[str]:
+        """Every argument a program of this op must have."""
+        return frozenset((*self.rows, *self.series, *((self.number,) if self.number else ())))
+
+    @property
+    def reads(self) -> str:
+        """Which cells the answer is read from: ``cells`` (each named row in each named
+        series), ``column`` (every row of the named series), ``row`` (every series of the
+        named row) or ``none`` (no value: a count of rows)."""
+        if self.rows and self.series:
+            return "cells"
+        return "row" if self.rows else "column" if self.series else "none"
+
+    @property
+    def min_series(self) -> int:
+        """The series a table needs for the question: one per series argument, and two for
+        a question across a row's series."""
+        return max(1, len(self.series), 2 if self.reads == "row" else 1)
+
+    def cells(self, program: Mapping[str, Any], table: Table) -> list[tuple[str, str]]:
+        """The (row, series) cells a program of this op reads (see :attr:`reads`)."""
+        if self.reads == "row":
+            return [(program[self.rows[0]], s) for s in table.series]
+        if self.reads == "column":
+            return [(r, program[self.series[0]]) for r in table.rows]
+        return [(program[r], program[s]) for r in self.rows for s in self.series]
+
+    def program(self, rows: Sequence[str] = (), series: Sequence[str] = (), number: float | None = None
+                ) -> dict[str, Any]:
+        """A program of this op naming ``rows`` and ``series`` (in argument order) and stating
+        ``number``."""
+        if len(rows) != len(self.rows) or len(series) != len(self.series) or (number is None) != (
+                self.number is None):
+            raise ValueError(f"expected op {self.name!r} to name rows {self.rows}, series {self.series}"
+                             f"{f' and a {self.number}' if self.number else ''}, got {list(rows)}, {list(series)}, "
+                             f"{number!r}")
+        program: dict[str, Any] = {"op": self.name, **dict(zip(self.rows, rows)), **dict(zip(self.series, series))}
+        if self.number is not None:
+            program[self.number] = number
+        return program
+
+
+def _table_of_ops(*ops: Op) -> dict[str, Op]:
+    return {op.name: op for op in ops}
+
+
+#: every question op, by name
+OPS: dict[str, Op] = _table_of_ops(
+    Op("lookup", lambda t, a: _cell(t, _row(t, a), _series(t, a)), rows=("row",), seen="value", readings=1,
+       combine=lambda v: v[0], one_value=True, cost=0.0),
+    Op("max", _aggregate(max), seen="value", readings=1, combine=max, one_value=True, extreme="max", cost=0.3),
+    Op("min", _aggregate(min), seen="value", readings=1, combine=min, one_value=True, extreme="min", cost=0.3),
+    Op("argmax", _extreme_label(max), answer="row", seen="order", extreme="max", cost=0.2),
+    Op("argmin", _extreme_label(min), answer="row", seen="order", extreme="min", cost=0.2),
     # math.fsum is exact, so a sum does not depend on the order of the rows
-    "sum": _aggregate(lambda v: math.fsum(v)),
-    "mean": _aggregate(lambda v: math.fsum(v) / len(v)),
-    "median": _aggregate(lambda v: float(statistics.median(v))),
-    "range": _aggregate(lambda v: max(v) - min(v)),
-    "absdiff": _pair(lambda x, y: abs(x - y)),
-    "ratio": _pair(_ratio),
-    "greater": _pair(lambda x, y: _yes_no(x, y, True)),
-    "less": _pair(lambda x, y: _yes_no(x, y, False)),
-    "count_above": lambda t, a: float(sum(v > a["threshold"] for v in _column(t, a))),
-    "count_rows": lambda t, a: float(len(t.rows)),
-    "row_with_value": lambda t, a: _row_with_value(t, a),
-    "pair_sum": _pair(lambda x, y: x + y),
-    "pair_mean": _pair(lambda x, y: (x + y) / 2.0),
-    "row_argmax": lambda t, a: _unique_extreme(t.series, _row_values(t, a), max),
-    "row_sum": lambda t, a: math.fsum(_row_values(t, a)),
-    "series_greater": lambda t, a: _yes_no(
-        _cell(t, _row(t, a), _series(t, a, "s1")), _cell(t, _row(t, a), _series(t, a, "s2")), True
-    ),
-}
+    Op("sum", _aggregate(lambda v: math.fsum(v)), seen="value", combine=_total, cost=1.0),
+    Op("mean", _aggregate(lambda v: math.fsum(v) / len(v)), seen="value", readings=1, combine=_mean, cost=1.2),
+    Op("median", _aggregate(lambda v: float(statistics.median(v))), seen="value", readings=1, combine=_median,
+       cost=1.0),
+    Op("range", _aggregate(lambda v: max(v) - min(v)), seen="value", readings=2, combine=_spread, extreme="both",
+       cost=0.8),
+    Op("absdiff", _pair(lambda x, y: abs(x - y)), rows=("a", "b"), seen="value", readings=2, combine=_spread,
+       cost=0.8),
+    Op("ratio", _pair(_ratio), rows=("a", "b"), seen="ratio", cost=1.0),
+    Op("greater", _pair(lambda x, y: _yes_no(x, y, True)), rows=("a", "b"), answer="yes_no", seen="order",
+       extreme="max", cost=0.2),
+    Op("less", _pair(lambda x, y: _yes_no(x, y, False)), rows=("a", "b"), answer="yes_no", seen="order",
+       extreme="max", cost=0.2),
+    Op("count_above", lambda t, a: float(sum(v > a["threshold"] for v in _column(t, a))), number="threshold",
+       draw_number=_threshold, seen="threshold", cost=0.6),
+    Op("count_rows", lambda t, a: float(len(t.rows)), series=(), seen="count", cost=0.1),
+    Op("row_with_value", lambda t, a: _row_with_value(t, a), number="value", draw_number=_drawn_value,
+       answer="row", seen="find", cost=0.5),
+    Op("pair_sum", _pair(lambda x, y: x + y), rows=("a", "b"), seen="value", readings=2, combine=_total, cost=0.8),
+    Op("pair_mean", _pair(lambda x, y: (x + y) / 2.0), rows=("a", "b"), seen="value", readings=1, combine=_mean,
+       cost=1.0),
+    Op("row_argmax", lambda t, a: _unique_extreme(t.series, _row_values(t, a), max), rows=("row",), series=(),
+       answer="series", seen="order", extreme="max", cost=0.3),
+    Op("row_sum", lambda t, a: math.fsum(_row_values(t, a)), rows=("row",), series=(), seen="value",
+       combine=_total, cost=0.9),
+    Op("series_greater", lambda t, a: _yes_no(_cell(t, _row(t, a), _series(t, a, "s1")),
+                                              _cell(t, _row(t, a), _series(t, a, "s2")), True),
+       rows=("row",), series=("s1", "s2"), answer="yes_no", seen="order", extreme="max", cost=0.3),
+)
 
-# Which arguments of each op name rows and which name series (the program's anchors).
-ROW_ARGS = {"lookup": ("row",), "absdiff": ("a", "b"), "ratio": ("a", "b"), "greater": ("a", "b"),
-            "less": ("a", "b"), "row_argmax": ("row",), "row_sum": ("row",), "series_greater": ("row",),
-            "pair_sum": ("a", "b"), "pair_mean": ("a", "b")}
-SERIES_ARGS = {"series_greater": ("s1", "s2"), "row_argmax": (), "row_sum": (), "count_rows": ()}
 
-
-def _arg_names(op: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    return ROW_ARGS.get(op, ()), SERIES_ARGS.get(op, ("series",))
+def make_program(op: str, rows: Sequence[str] = (), series: Sequence[str] = (), number: float | None = None
+                 ) -> dict[str, Any]:
+    """A program of the op named ``op`` (see :meth:`Op.program`)."""
+    if op not in OPS:
+        raise ValueError(f"expected an op in {sorted(OPS)}, got {op!r}")
+    return OPS[op].program(rows, series, number)
 
 
 def validate_program(program: Mapping[str, Any]) -> None:
-    if not isinstance(program, Mapping) or program.get("op") not in HANDLERS:
-        raise ValueError(f"expected a program with op in {sorted(HANDLERS)}, got {program!r}")
-    row_args, series_args = _arg_names(program["op"])
-    extra = {"count_above": {"threshold"}, "row_with_value": {"value"}}.get(program["op"], set())
-    needed = set(row_args) | set(series_args) | extra
+    if not isinstance(program, Mapping) or program.get("op") not in OPS:
+        raise ValueError(f"expected a program with op in {sorted(OPS)}, got {program!r}")
+    needed = OPS[program["op"]].arguments
     missing = needed - set(program)
     if missing:
         raise ValueError(f"expected program {program['op']!r} to have {sorted(needed)}, missing {sorted(missing)}")
@@ -197,7 +352,7 @@ def validate_program(program: Mapping[str, Any]) -> None:
 def execute(table: Table, program: Mapping[str, Any]) -> Answer:
     """Run ``program`` on ``table``: a number or a label, or ``InvalidEdit('ambiguous')``."""
     validate_program(program)
-    return HANDLERS[program["op"]](table, program)
+    return OPS[program["op"]].handler(table, program)
 
 
 def answer_text(value: Answer) -> str:
@@ -390,8 +545,8 @@ def anchors(rule: Mapping[str, Any]) -> tuple[frozenset[str], frozenset[str]]:
     if kind == "invariant":
         return frozenset(rule["table"]["rows"]), frozenset(rule["table"]["series"])
     program = rule["program"]
-    row_args, series_args = _arg_names(program["op"])
-    return frozenset(program[k] for k in row_args), frozenset(program[k] for k in series_args)
+    op = OPS[program["op"]]
+    return frozenset(program[k] for k in op.rows), frozenset(program[k] for k in op.series)
 
 
 def values_fixed(rule: Mapping[str, Any]) -> bool:
@@ -430,95 +585,61 @@ def relabel(table: Table, rule: Mapping[str, Any]) -> str:
 # -- question templates -------------------------------------------------------------
 @dataclass(frozen=True)
 class Template:
-    """A question pattern with its program. ``rows``/``series`` say how many distinct row
-    and series labels it draws; ``min_series`` is the table's series count it needs."""
+    """A question pattern with its op: ``{a}`` and ``{b}`` stand for the rows the op names,
+    the op's series and number arguments for themselves, ``{index}`` for the rows' kind."""
 
     id: str
     text: str
     op: str
-    rows: int = 0
-    series: int = 1
-    min_series: int = 1
 
 
-TEMPLATES: tuple[Template, ...] = (Template("lookup", "What is the value of {series} for {a}?", "lookup", rows=1),
-                                   Template("lookup_how_much", "How much is the {series} value of {a}?", "lookup",
-                                            rows=1), Template("max", "What is the highest value of {series}?", "max"),
-                                   Template("min", "What is the lowest value of {series}?", "min"),
-                                   Template("argmax", "Which {index} has the highest {series} value?", "argmax"),
-                                   Template("argmin", "Which {index} has the lowest {series} value?", "argmin"),
-                                   Template("sum", "What is the total {series} across all {index} values shown?",
-                                            "sum"),
-                                   Template("mean", "What is the average {series} across the {index} values shown?",
-                                            "mean"), Template("median", "What is the median {series} value?", "median"),
-                                   Template("range",
-                                            "What is the difference between the highest and the lowest {series} value?",
-                                            "range"),
-                                   Template("absdiff", "What is the difference in {series} between {a} and {b}?",
-                                            "absdiff", rows=2),
-                                   Template("ratio", "What is the ratio of the {series} value of {a} to that of {b}?",
-                                            "ratio", rows=2),
-                                   Template("greater", "Is the {series} value of {a} greater than that of {b}?",
-                                            "greater", rows=2),
-                                   Template("less", "Is the {series} value of {a} less than that of {b}?", "less",
-                                            rows=2),
-                                   Template("count_above",
-                                            "For how many {index} values is the {series} value above {threshold}?",
-                                            "count_above"),
-                                   Template("count_rows", "How many {index} values does the chart show?", "count_rows",
-                                            series=0),
-                                   Template("row_with_value", "Which {index} has a {series} value of {value}?",
-                                            "row_with_value"),
-                                   Template("pair_sum", "What is the sum of the {series} values of {a} and {b}?",
-                                            "pair_sum", rows=2),
-                                   Template("pair_mean", "What is the average {series} value of {a} and {b}?",
-                                            "pair_mean", rows=2),
-                                   Template("row_argmax", "For {a}, which series has the largest value?", "row_argmax",
-                                            rows=1, series=0, min_series=2),
-                                   Template("row_sum", "What is the sum of all series for {a}?", "row_sum", rows=1,
-                                            series=0, min_series=2),
-                                   Template("series_greater", "For {a}, is the {s1} value greater than the {s2} value?",
-                                            "series_greater", rows=1, series=2, min_series=2))
+TEMPLATES: tuple[Template, ...] = (
+    Template("lookup", "What is the value of {series} for {a}?", "lookup"),
+    Template("lookup_how_much", "How much is the {series} value of {a}?", "lookup"),
+    Template("max", "What is the highest value of {series}?", "max"),
+    Template("min", "What is the lowest value of {series}?", "min"),
+    Template("argmax", "Which {index} has the highest {series} value?", "argmax"),
+    Template("argmin", "Which {index} has the lowest {series} value?", "argmin"),
+    Template("sum", "What is the total {series} across all {index} values shown?", "sum"),
+    Template("mean", "What is the average {series} across the {index} values shown?", "mean"),
+    Template("median", "What is the median {series} value?", "median"),
+    Template("range", "What is the difference between the highest and the lowest {series} value?", "range"),
+    Template("absdiff", "What is the difference in {series} between {a} and {b}?", "absdiff"),
+    Template("ratio", "What is the ratio of the {series} value of {a} to that of {b}?", "ratio"),
+    Template("greater", "Is the {series} value of {a} greater than that of {b}?", "greater"),
+    Template("less", "Is the {series} value of {a} less than that of {b}?", "less"),
+    Template("count_above", "For how many {index} values is the {series} value above {threshold}?", "count_above"),
+    Template("count_rows", "How many {index} values does the chart show?", "count_rows"),
+    Template("row_with_value", "Which {index} has a {series} value of {value}?", "row_with_value"),
+    Template("pair_sum", "What is the sum of the {series} values of {a} and {b}?", "pair_sum"),
+    Template("pair_mean", "What is the average {series} value of {a} and {b}?", "pair_mean"),
+    Template("row_argmax", "For {a}, which series has the largest value?", "row_argmax"),
+    Template("row_sum", "What is the sum of all series for {a}?", "row_sum"),
+    Template("series_greater", "For {a}, is the {s1} value greater than the {s2} value?", "series_greater"),
+)
 TEMPLATE_BY_ID = {t.id: t for t in TEMPLATES}
-
-
-def _threshold(table: Table, series: str, rng: np.random.Generator) -> float:
-    values = sorted(v for v in table.column(series) if v is not None)
-    if len(values) < 2:
-        return values[0] if values else 0.0
-    k = int(rng.integers(0, len(values) - 1))
-    midpoint = (values[k] + values[k + 1]) / 2.0
-    return float(format_number(midpoint))
 
 
 def question_text(template: Template, program: Mapping[str, Any], index_name: str) -> str:
     """The question ``template`` asks for ``program`` (also used to verify stored rows)."""
-    row_args, series_args = _arg_names(template.op)
+    op = OPS[template.op]
     fills: dict[str, Any] = {"index": index_name.lower() or "category"}
-    fills.update(zip(("a", "b"), (program[k] for k in row_args)))
-    fills.update((k, program[k]) for k in series_args)
-    if template.op == "count_above":
-        fills["threshold"] = format_number(program["threshold"])
-    if template.op == "row_with_value":
-        fills["value"] = format_number(program["value"])
+    fills.update(zip(("a", "b"), (program[k] for k in op.rows)))
+    fills.update((k, program[k]) for k in op.series)
+    if op.number is not None:
+        fills[op.number] = format_number(program[op.number])
     return template.text.format(**fills)
 
 
 def instantiate(template: Template, table: Table, rng: np.random.Generator) -> tuple[str, dict[str, Any]]:
     """Draw labels for ``template`` on ``table``: the question text and its program."""
-    if len(table.series) < template.min_series or len(table.rows) < max(template.rows, 1):
+    op = OPS[template.op]
+    if len(table.series) < op.min_series or len(table.rows) < max(len(op.rows), 1):
         raise InvalidEdit("size", f"template {template.id!r} does not fit a table of this shape")
-    rows = [table.rows[i] for i in rng.choice(len(table.rows), size=template.rows, replace=False)]
-    series = [table.series[j] for j in rng.choice(len(table.series), size=template.series, replace=False)]
-    row_args, series_args = _arg_names(template.op)
-    program: dict[str, Any] = {"op": template.op, **dict(zip(row_args, rows)), **dict(zip(series_args, series))}
-    if template.op == "count_above":
-        program["threshold"] = _threshold(table, series[0], rng)
-    if template.op == "row_with_value":
-        present = [v for v in table.column(series[0]) if v is not None]
-        if not present:
-            raise InvalidEdit("ambiguous", f"series {series[0]!r} has no values")
-        program["value"] = float(format_number(pick(rng, present)))
+    rows = [table.rows[i] for i in rng.choice(len(table.rows), size=len(op.rows), replace=False)]
+    series = [table.series[j] for j in rng.choice(len(table.series), size=len(op.series), replace=False)]
+    number = None if op.draw_number is None else op.draw_number(table, series[0], rng)
+    program = op.program(rows, series, number)
     return question_text(template, program, table.index_name), program
 
 

@@ -18,7 +18,7 @@ from vicogym import ocr
 from vicogym.checks import chart as chart_checks
 from vicogym.envs.chart import ChartArm, ChartEnvConfig, ReaderCheckSkipped
 from vicogym.errors import InvalidEdit
-from vicogym.programs.chart import ROW_ARGS, execute
+from vicogym.programs.chart import OPS, execute
 from vicogym.renderers.chart import ChartRenderer
 from vicogym.sources.chart import procedural_seed
 
@@ -122,7 +122,7 @@ def test_what_the_answer_depends_on_includes_every_text_the_program_reads(seed, 
     texts = {(lab["kind"], lab["text"]) for lab in needed}
     cells = {(lab.get("row"), lab.get("series")) for lab in needed if lab["kind"] == "data_label"}
     pie, op = spec.chart_type == "pie", program["op"]
-    for key in ROW_ARGS.get(op, ()):
+    for key in OPS[op].rows:
         assert ("legend" if pie else "category", program[key]) in texts
     if len(table.series) > 1 and not pie:
         for key in ("series", "s1", "s2"):

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vicogym.checks.chart import MIN_DELTA_E, check, delta_e
+from vicogym.checks.chart import INVARIANT_COST, MIN_DELTA_E, check, delta_e, reasoning_cost, screen
 from vicogym.errors import GenerationError, InvalidEdit
-from vicogym.programs.chart import invariant_rule, program_rule
+from vicogym.programs.chart import OPS, TEMPLATES, instantiate, invariant_rule, program_rule
 from vicogym.renderers.chart import ChartRenderer
 from vicogym.structures.chart import ChartSpec, ChartStructure, Table
 
@@ -102,6 +102,34 @@ def test_text_must_be_drawable_unclipped_and_apart():
     assert _code(ChartStructure(crowded, ChartSpec(figure_size=(4.0, 3.0))), rule)[0] in ("overlap", "clipped")
     assert _code(ChartStructure(crowded, ChartSpec(chart_type="hbar", figure_size=(8.0, 6.0), font_size=6.0)),
                  rule)[0] is None
+
+
+def test_every_question_kind_has_a_reasoning_cost():
+    assert {op: reasoning_cost(op) for op in OPS} == {name: op.cost for name, op in OPS.items()}
+    assert reasoning_cost("cell") == OPS["lookup"].cost and reasoning_cost("invariant") == INVARIANT_COST
+    with pytest.raises(ValueError, match="expected a question op in"):
+        reasoning_cost("mode")
+
+
+@pytest.mark.parametrize("template", TEMPLATES, ids=lambda t: t.id)
+@pytest.mark.parametrize("labelled", [False, True])
+def test_the_value_checks_read_every_op(template, labelled):
+    """Every op's record tells the value checks what to read: each template's program is
+    screened (passed or refused for a stated reason, never an unhandled op), a question
+    that names a value to find needs printed values, and one read at a reader's
+    resolution passes."""
+    t = Table("Country", ("France", "Spain", "Italy", "Peru"), ("2020", "2021", "2022"),
+              ((10.0, 12.0, 7.0), (30.0, 8.0, 9.0), (20.0, 5.0, 11.0), (15.0, 14.0, 13.0)))
+    structure = ChartStructure(t, ChartSpec(chart_type="grouped_bar", data_labels=labelled))
+    _, program = instantiate(template, t, np.random.default_rng(0))
+    op = OPS[program["op"]]
+    try:
+        screen(structure, program_rule(program), (0.0, 35.0), 2000.0, 5)
+    except InvalidEdit as exc:
+        assert not labelled and exc.code in ("unreadable", "near_tie")
+        assert op.seen in ("value", "ratio", "find", "order", "threshold")
+        return
+    assert labelled or op.seen != "find"
 
 
 def test_delta_e_matches_known_colour_differences():

@@ -8,8 +8,9 @@ from hypothesis import strategies as st
 from vicogym.answers import anls, exact_match, format_number, parse_number, relaxed_accuracy
 from vicogym.errors import GenerationError, InvalidEdit
 from vicogym.programs.chart import (
-    HANDLERS,
+    OPS,
     TEMPLATES,
+    Op,
     anchors,
     answer_text,
     cell_rule,
@@ -17,6 +18,7 @@ from vicogym.programs.chart import (
     generate_question,
     instantiate,
     invariant_rule,
+    make_program,
     program_rule,
     question_matches,
     relabel,
@@ -26,9 +28,82 @@ from vicogym.structures.chart import Table
 T = Table("Country", ("France", "Spain", "Italy"), ("2020", "2021"), ((10.0, 12.0), (30.0, 8.0), (20.0, 8.0)))
 
 
-def test_at_least_fifteen_templates_over_every_handler():
+#: a table whose values differ within every row and every series: no op ties on it
+WIDE = Table("Country", ("France", "Spain", "Italy", "Peru"), ("2020", "2021", "2022"),
+             ((10.0, 12.0, 7.0), (30.0, 8.0, 9.0), (20.0, 5.0, 11.0), (15.0, 14.0, 13.0)))
+
+
+def test_at_least_fifteen_templates_over_every_op():
     assert len(TEMPLATES) >= 15
-    assert {t.op for t in TEMPLATES} == set(HANDLERS)
+    assert {t.op for t in TEMPLATES} == set(OPS)
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_every_op_record_is_complete_and_agrees_with_its_handler(name):
+    """What each layer reads of an op's record holds for its handler: a program with the
+    declared arguments runs, its answer is of the declared kind, it reads the declared
+    cells, and a value op's answer follows from those cells as the record says."""
+    op = OPS[name]
+    assert op.name == name and op.cost >= 0
+    rows, series = WIDE.rows[: len(op.rows)], WIDE.series[: len(op.series)]
+    assert len(WIDE.series) >= op.min_series
+    number = None if op.draw_number is None else op.draw_number(WIDE, series[0], np.random.default_rng(0))
+    program = make_program(name, rows, series, number)
+    assert set(program) == {"op", *op.arguments}
+    answer = execute(WIDE, program)
+    cells = op.cells(program, WIDE)
+    values = [WIDE.cell(r, s) for r, s in cells]
+    expected_cells = {"cells": len(op.rows) * len(op.series), "row": len(WIDE.series), "column": len(WIDE.rows),
+                      "none": 0}[op.reads]
+    assert len(cells) == expected_cells and None not in values
+    assert {r for r, _ in cells} <= set(WIDE.rows) and {s for _, s in cells} <= set(WIDE.series)
+    if op.answer == "number":
+        assert isinstance(answer, float)
+    else:
+        assert answer in {"row": WIDE.rows, "series": WIDE.series, "yes_no": ("Yes", "No")}[op.answer]
+    if op.seen == "value":
+        assert op.combine(values) == pytest.approx(answer, rel=1e-12)
+        assert op.readings is None or 1 <= op.readings <= len(values)
+    if op.seen == "ratio":
+        assert answer == pytest.approx(values[0] / values[1], rel=1e-12)
+    if op.extreme in ("max", "min"):
+        best = max(values) if op.extreme == "max" else min(values)
+        if op.answer in ("row", "series"):
+            assert [v for cell, v in zip(cells, values) if answer in cell] == [best]
+        elif op.answer == "number":
+            assert answer == best
+    if op.seen in ("threshold", "find"):
+        assert op.number in program and op.reads == "column"
+    if op.seen == "count":
+        assert cells == [] and op.reads == "none"
+
+
+@pytest.mark.parametrize("fields, problem", [
+    ({"seen": "value"}, "combine"),
+    ({"seen": "ratio", "combine": max}, "combine"),
+    ({"seen": "order"}, "extreme"),
+    ({"seen": "threshold"}, "number argument"),
+    ({"seen": "value", "combine": max, "number": "value"}, "draw_number"),
+    ({"seen": "glance"}, "seen 'glance' not in"),
+    ({"seen": "count", "answer": "colour"}, "answer 'colour' not in"),
+    ({"seen": "value", "combine": max, "rows": ("series",)}, "distinct"),
+])
+def test_an_incomplete_op_record_is_refused(fields, problem):
+    with pytest.raises(ValueError, match=problem):
+        Op("new", lambda t, a: 0.0, cost=0.5, **fields)
+
+
+def test_programs_are_made_with_the_arguments_their_op_declares():
+    assert make_program("series_greater", ["Spain"], ["2020", "2021"]) == {
+        "op": "series_greater", "row": "Spain", "s1": "2020", "s2": "2021"}
+    assert make_program("count_above", series=["2020"], number=15.0) == {
+        "op": "count_above", "series": "2020", "threshold": 15.0}
+    with pytest.raises(ValueError, match="expected op 'absdiff' to name rows"):
+        make_program("absdiff", ["Spain"], ["2020"])
+    with pytest.raises(ValueError, match="expected op 'count_above' to name rows"):
+        make_program("count_above", series=["2020"])
+    with pytest.raises(ValueError, match="expected an op in"):
+        make_program("mode", series=["2020"])
 
 
 @pytest.mark.parametrize(
