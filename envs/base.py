@@ -25,7 +25,7 @@ from gymnasium import spaces
 
 import vicogym
 from vicogym.arm import Arm, require_extras
-from vicogym.core import Edit, Provenance, Render, Sample, Seed, StepResult
+from vicogym.core import Edit, Provenance, Render, Sample, Seed, StepInfo, StepResult, TraceEntry
 from vicogym.errors import GenerationError, InvalidEdit
 from vicogym.policies import Actor, make_actor
 from vicogym.registry import check_settings
@@ -123,7 +123,7 @@ class VicoEnv(gym.Env):
         self.sample: Sample | None = None
         self.pass_rate: float | None = None
         self.pass_rate_before: float | None = None
-        self.trace: list[dict[str, Any]] = []
+        self.trace: list[TraceEntry] = []
         self._trace_json: list[str] = []  # the same entries as JSON, to hand out fresh copies cheaply
         self._turn = 0
         self._done = True
@@ -136,7 +136,8 @@ class VicoEnv(gym.Env):
         return self.spec.id if self.spec is not None else self.env_id
 
     # -- Gymnasium API -----------------------------------------------------------------
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[dict[str, Any], StepInfo]:
         super().reset(seed=seed)
         if seed is None:
             # an unseeded episode still gets a seed of its own, so provenance can regenerate it
@@ -203,7 +204,7 @@ class VicoEnv(gym.Env):
         pass_rate, answers = self._probe(new_sample, render)
         timings["actor"] = time.perf_counter() - t
         reward = difficulty_reward(pass_rate, self._reward)
-        entry = {"turn": turn, "edit": edit.to_dict(), "answer": answer, "pass_rate": pass_rate}
+        entry: TraceEntry = {"turn": turn, "edit": edit.to_dict(), "answer": answer, "pass_rate": pass_rate}
         entry_json = json.dumps(entry, ensure_ascii=False)
         # commit: every stage succeeded
         self._turn = turn
@@ -346,7 +347,7 @@ class VicoEnv(gym.Env):
             raise InvalidEdit("unhandled", f"{type(exc).__name__} in the {stage} stage: {exc}") from None
         return structure, answer, text, render
 
-    def _rejected(self, turn: int, error: InvalidEdit, timings: dict, truncated: bool) -> StepResult:
+    def _rejected(self, turn: int, error: InvalidEdit, timings: dict[str, float], truncated: bool) -> StepResult:
         self._turn, self._done = turn, truncated
         return StepResult(self._observation(), float(self.config.invalid_penalty), False, truncated,
                           self._info(False, error, timings))
@@ -383,8 +384,8 @@ class VicoEnv(gym.Env):
             "structure": to_charset(self._text)[: self.config.max_structure_chars],
         }
 
-    def _info(self, valid: bool, error: InvalidEdit | None, timings: dict, answers: list[str] | None = None,
-              stopped: bool = False) -> dict[str, Any]:
+    def _info(self, valid: bool, error: InvalidEdit | None, timings: dict[str, float],
+              answers: list[str] | None = None, stopped: bool = False) -> StepInfo:
         s = self.sample
         return {
             "valid": valid,

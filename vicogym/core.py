@@ -1,17 +1,106 @@
 """Plain-data types shared by every arm: structures, edits, seeds, renders, samples,
-provenance, step results."""
+provenance, step results, and the JSON records they travel as (:class:`StepInfo`,
+:class:`ErrorRecord`, :class:`TraceEntry`, :data:`EditDict`, :data:`LabelRule`).
+
+The records are typed dicts (``TypedDict``): the values stay plain dicts, stored as JSON;
+their types say which keys they hold. A key a record may lack is declared in a ``total=False``
+class of its own (``NotRequired`` is not seen at runtime under postponed annotations);
+``tests/test_types.py`` checks real values against every record type."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypedDict, runtime_checkable
 
 import numpy as np
 
 from vicogym.errors import InvalidEdit
 from vicogym.validation import brief, lone_surrogate
+
+#: an arm's label rule: a JSON object whose ``"kind"`` says how the answer follows from the
+#: structure, the rest being that kind's own keys. Each arm types its rules beside its
+#: structure: :data:`vicogym.structures.chart.ChartRule`, :class:`vicogym.structures.clevr.ClevrRule`,
+#: :class:`vicogym.structures.natural.ProtectedRule`
+LabelRule = Mapping[str, Any]
+
+
+class ErrorRecord(TypedDict):
+    """A rejected edit as ``info["error"]`` carries it (:meth:`vicogym.errors.InvalidEdit.to_dict`)."""
+
+    #: one of :data:`vicogym.errors.EDIT_ERROR_CODES`
+    code: str
+    message: str
+    #: the op it is located at (``"ops[2] set_cell"``), or ``None`` for the whole edit
+    op: str | None
+    #: the op's field at fault, or ``None``
+    field: str | None
+
+
+class EditOps(TypedDict):
+    """An edit as a list of ops (each ``{"op": name, ...fields}``)."""
+
+    ops: list[dict[str, Any]]
+
+
+class EditReplace(TypedDict):
+    """An edit as a whole replacement structure."""
+
+    replace: Mapping[str, Any]
+
+
+#: an edit as JSON (:meth:`Edit.to_dict`): ops or a replacement
+EditDict = EditOps | EditReplace
+
+
+class TraceEntry(TypedDict):
+    """One accepted step of an episode, as ``info["edit_trace"]`` lists them."""
+
+    turn: int
+    edit: EditDict
+    #: the sample's answer after the edit
+    answer: str
+    #: the actor's pass rate on the edited sample
+    pass_rate: float
+
+
+class _StepInfo(TypedDict):
+    #: whether the edit was accepted (a reset's info: ``True``)
+    valid: bool
+    #: why the edit was rejected, or ``None``
+    error: ErrorRecord | None
+    #: the current sample's answer (``None`` before the first reset)
+    answer: str | None
+    #: the current sample's label rule kind (``label["kind"]``)
+    label_rule: str | None
+    #: the current sample's whole label rule, as JSON data
+    label: dict[str, Any] | None
+    #: the actor's pass rate on the current sample, and on the one before the last edit
+    pass_rate: float | None
+    pass_rate_before: float | None
+    #: whether ``pass_rate`` lies in the sweet zone
+    sweet: bool
+    #: the answers the actor gave while probing (empty when it was not probed)
+    actor_answers: list[str]
+    #: edit turns used so far
+    turn: int
+    #: whether this step was the rewriter's ``stop``
+    stopped: bool
+    #: every accepted step of the episode so far
+    edit_trace: list[TraceEntry]
+    #: the current sample (not JSON: drop it before storing the info)
+    sample: Sample | None
+    #: seconds per stage of the step (``edit``, ``relabel``, ``render``, ``checks``, ``actor``, ``total``)
+    timings: dict[str, float]
+
+
+class StepInfo(_StepInfo, total=False):
+    """The ``info`` an edit environment's ``reset`` and ``step`` return
+    (:class:`vicogym.envs.base.VicoEnv`)."""
+
+    #: at reset only: the seed draws rejected before this one, by error code
+    seed_rejections: dict[str, int]
 
 
 def canonical_json(data: Any) -> str:
@@ -46,7 +135,7 @@ class Edit:
     def is_stop(self) -> bool:
         return self.replace is None and len(self.ops) == 1 and self.ops[0].get("op") == "stop"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> EditDict:
         if self.replace is not None:
             return {"replace": self.replace}
         return {"ops": [dict(op) for op in self.ops]}
@@ -238,7 +327,7 @@ class Seed:
     structure: Any
     question: str
     answer: str
-    label_rule: Mapping[str, Any]
+    label_rule: LabelRule
     source: str
     source_id: str
 
@@ -265,6 +354,23 @@ class ExportHints:
     prompt_suffix: str = ""
 
 
+class _ProvenanceDict(TypedDict):
+    source: str
+    source_id: str
+    index: int
+    seed: int
+    env_id: str
+    env_version: int
+    package_version: str
+
+
+class ProvenanceDict(_ProvenanceDict, total=False):
+    """:class:`Provenance` as JSON (:meth:`Provenance.to_dict`)."""
+
+    #: check name -> ``"ran"`` or why not; only when the arm reports any
+    checks: dict[str, str]
+
+
 @dataclass(frozen=True)
 class Provenance:
     """Where a sample came from, enough to regenerate it."""
@@ -280,7 +386,7 @@ class Provenance:
     #: (``(("reader", "ran"),)``; see :meth:`vicogym.arm.Arm.checks_run`); none for most arms
     checks: tuple[tuple[str, str], ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ProvenanceDict:
         d = dict(self.__dict__)
         if self.checks:
             d["checks"] = dict(self.checks)
@@ -298,7 +404,7 @@ class Sample:
     structure: Any
     question: str
     answer: str
-    label_rule: Mapping[str, Any]
+    label_rule: LabelRule
     image: np.ndarray | None = None
     provenance: Provenance | None = None
 
@@ -325,7 +431,7 @@ class StepResult:
     reward: float
     terminated: bool
     truncated: bool
-    info: Mapping[str, Any]
+    info: StepInfo
 
     def astuple(self) -> tuple:
         return self.observation, self.reward, self.terminated, self.truncated, dict(self.info)

@@ -11,10 +11,20 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
+from typing import TypedDict
 
 from vicogym.validation import is_number
 
 SHAPES = ("band", "triangle", "gaussian")
+
+
+class RewardConfigDict(TypedDict):
+    """:class:`RewardConfig` as JSON (:meth:`RewardConfig.to_dict`)."""
+
+    shape: str
+    low: float
+    high: float
+    sigma: float
 
 
 @dataclass(frozen=True)
@@ -47,7 +57,7 @@ class RewardConfig:
     def centre(self) -> float:
         return (self.low + self.high) / 2.0
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> RewardConfigDict:
         return asdict(self)
 
 
