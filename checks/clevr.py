@@ -14,12 +14,11 @@ Pure functions of the scene, the label rule and the renderer's facts
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from vicogym.errors import InvalidEdit
 from vicogym.programs import clevr as clevr_programs
-from vicogym.structures.clevr import ATTRIBUTES, MAX_OBJECTS, Scene
+from vicogym.structures.clevr import ATTRIBUTES, MAX_OBJECTS, ClevrRule, Scene
 
 #: CLEVR's visibility rule: 200 visible pixels at 480 x 320, scaled with the image's area
 MIN_PIXELS_AT_480x320 = 200
@@ -32,7 +31,7 @@ SIMILAR_COLORS = {frozenset(p) for p in (("red", "brown"), ("blue", "purple"), (
                                          ("green", "cyan"), ("yellow", "brown"))}
 
 
-def check(scene: Scene, facts: Any, rule: Mapping[str, Any]) -> None:
+def check(scene: Scene, facts: Any, rule: ClevrRule) -> None:
     """Raise ``InvalidEdit`` for the first reason a reader could not answer from the image."""
     check_visible(scene, facts)
     problem = clevr_programs.relation_problem(scene, rule["program"], relation_px(scene.width),
@@ -79,7 +78,19 @@ def min_pixels(width: int, height: int) -> int:
     return max(1, round(MIN_PIXELS_AT_480x320 * width * height / (480 * 320)))
 
 
-def difficulty_features(scene: Scene, render: Any, rule: Mapping[str, Any]) -> dict[str, Any]:
+class DifficultyFeatures(TypedDict):
+    """What :func:`difficulty_features` measures (see there); shares are in [0, 1]."""
+
+    n_objects: int
+    occluded: float
+    small: float
+    metal: float
+    similar_colors: float
+    program_length: int
+    hops: int
+
+
+def difficulty_features(scene: Scene, render: Any, rule: ClevrRule) -> DifficultyFeatures:
     """Visual difficulty features of a CLEVR question on a rendered scene.
 
     - ``n_objects``: objects in the scene;
@@ -109,7 +120,7 @@ def difficulty_features(scene: Scene, render: Any, rule: Mapping[str, Any]) -> d
     }
 
 
-def difficulty(features: Mapping[str, Any]) -> float:
+def difficulty(features: DifficultyFeatures) -> float:
     """One number from :func:`difficulty_features` (the simulated actor is right half of
     the time at its skill, 2.0 by default)."""
     return (0.08 * features["n_objects"] + 1.2 * features["occluded"] + 0.5 * features["small"]

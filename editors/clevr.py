@@ -48,6 +48,7 @@ from vicogym.structures.clevr import (
     MAX_OBJECTS,
     MIN_OBJECTS,
     Camera,
+    ClevrRule,
     Obj,
     Scene,
     free_spot,
@@ -179,7 +180,7 @@ OPS: dict[str, Callable[[Scene, Mapping[str, Any]], Scene]] = {
 }
 
 
-def apply(scene: Scene, edit: Edit | Mapping[str, Any] | str, rule: Mapping[str, Any]) -> Scene:
+def apply(scene: Scene, edit: Edit | Mapping[str, Any] | str, rule: ClevrRule) -> Scene:
     """The scene after ``edit``, or ``InvalidEdit``. Pure; the label is re-derived by the
     caller (any change is allowed as long as the question still has one answer)."""
     edit = Edit.parse(edit)

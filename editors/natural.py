@@ -42,7 +42,7 @@ from typing import Any
 from vicogym.core import Edit, fold_ops
 from vicogym.core import short_repr as _short
 from vicogym.errors import InvalidEdit
-from vicogym.structures.natural import Frame, Scene, frame_of
+from vicogym.structures.natural import Frame, ProtectedRule, Scene, frame_of
 from vicogym.validation import is_int, is_number
 
 #: op -> (required fields, optional fields)
@@ -210,7 +210,7 @@ def _validate(op: Mapping[str, Any], scene: Scene, frame: Frame) -> tuple[dict[s
     return out, frame
 
 
-def apply(scene: Scene, edit: Edit | Mapping[str, Any] | str, rule: Mapping[str, Any] | None = None) -> Scene:
+def apply(scene: Scene, edit: Edit | Mapping[str, Any] | str, rule: ProtectedRule | None = None) -> Scene:
     """The scene with ``edit``'s ops appended, or ``InvalidEdit`` naming the op, field and
     reason. Pure; the answer is preserved by construction (the renderer's replay and the
     environment's pixel proof make it so)."""

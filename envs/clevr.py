@@ -28,7 +28,7 @@ from vicogym.images import ImagePolicy
 from vicogym.programs import clevr as clevr_programs
 from vicogym.renderers.clevr import ENGINES, UNSHOWN, ClevrRenderer, RenderFailed, RenderSettings
 from vicogym.sources.clevr import make_source
-from vicogym.structures.clevr import ATTRIBUTES, ERROR_CODES, Scene
+from vicogym.structures.clevr import ATTRIBUTES, ERROR_CODES, ClevrRule, Scene
 from vicogym.validation import is_int, is_number
 
 
@@ -166,13 +166,13 @@ class ClevrArm(Arm):
         reasons = "; ".join(f"{kind} in {n} (last: {last[kind]})" for kind, n in failures.most_common())
         raise GenerationError(f"no CLEVR seed in {self.config.max_tries} draws: {reasons}")
 
-    def apply(self, structure: Scene, edit: Edit, rule: Mapping[str, Any]) -> Scene:
+    def apply(self, structure: Scene, edit: Edit, rule: ClevrRule) -> Scene:
         return clevr_editor.apply(structure, edit, rule)
 
-    def relabel(self, structure: Scene, rule: Mapping[str, Any]) -> str:
+    def relabel(self, structure: Scene, rule: ClevrRule) -> str:
         return clevr_programs.relabel(structure, rule)
 
-    def check_question(self, question: str, rule: Mapping[str, Any], structure: Scene) -> str | None:
+    def check_question(self, question: str, rule: ClevrRule, structure: Scene) -> str | None:
         if rule.get("question") != question:
             return f"the program was made for {rule.get('question')!r}"
         try:
@@ -201,7 +201,7 @@ class ClevrArm(Arm):
         # and on which attributes questions may read, which the run's engine decides
         return {"engine": "workbench", "question_engine": self.config.question_engine or self.config.engine}
 
-    def validate(self, structure: Scene, render: Render, rule: Mapping[str, Any]) -> None:
+    def validate(self, structure: Scene, render: Render, rule: ClevrRule) -> None:
         clevr_checks.check(structure, render.facts, rule)
 
     def actor_context(self, sample: Sample, render: Render) -> dict[str, Any]:
@@ -212,7 +212,7 @@ class ClevrArm(Arm):
     def score(self, prediction: str, target: str) -> float:
         return exact_match(prediction, target)
 
-    def sample_edit(self, structure: Scene, rule: Mapping[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+    def sample_edit(self, structure: Scene, rule: ClevrRule, rng: np.random.Generator) -> dict[str, Any]:
         def accept(edit: dict[str, Any]) -> bool:
             new = clevr_editor.apply(structure, edit, rule)
             clevr_programs.relabel(new, rule)

@@ -6,17 +6,73 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, TypedDict
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from vicogym.core import ErrorRecord
 from vicogym.errors import InvalidEdit
 from vicogym.images import ImagePolicy, decode_png
 from vicogym.registry import check_settings
 from vicogym.spaces import TextSpace, to_charset
 from vicogym.validation import MAX_SEED, is_int
+
+
+class Constraint(TypedDict):
+    """One constraint of a sample, as rows store it and ``info["constraints"]`` lists it."""
+
+    #: the constraint type's id in :data:`vicogym.programs.instruct.REGISTRY`
+    id: str
+    params: dict[str, Any]
+    category: str
+    #: checked by code, or by an LLM judge
+    track: Literal["code", "judge"]
+
+
+#: one constraint's verdict on a response (``pass`` is a Python keyword, hence this spelling)
+ConstraintVerdict = TypedDict("ConstraintVerdict", {
+    "id": str,
+    "pass": bool,
+    #: what the constraint asked for, and what the response did, in words
+    "expected": str,
+    "actual": str,
+    "detail": str,
+})
+
+
+class InstructSample(TypedDict):
+    """The sample of the current episode."""
+
+    #: the stored row's id (``None`` for a freshly planned sample)
+    id: str | None
+    instruction: str
+    constraints: list[Constraint]
+    #: where the image came from: ``env_id``, ``source_id``, ``structure``
+    source: dict[str, Any]
+
+
+class InstructResetInfo(TypedDict):
+    """The ``info`` of :meth:`InstructEnv.reset`."""
+
+    constraints: list[Constraint]
+    source: dict[str, Any]
+    sample_id: str | None
+
+
+class _InstructStepInfo(TypedDict):
+    constraints: list[Constraint]
+
+
+class InstructStepInfo(_InstructStepInfo, total=False):
+    """The ``info`` of :meth:`InstructEnv.step`: ``verdicts`` and ``pass_rate`` once the
+    response is read (every constraint failed when it cannot be), ``error`` when it is not
+    read or the episode is over (then without verdicts)."""
+
+    error: ErrorRecord
+    verdicts: list[ConstraintVerdict]
+    pass_rate: float
 
 
 @dataclass(frozen=True)
@@ -146,11 +202,12 @@ class InstructEnv(gym.Env):
                                         max_constraints=self.config.max_constraints, judge=self.config.judge)
             self._synth = Synthesizer(settings)
             self._source = ImageSource(settings, self._synth.perceiver)
-        self.sample: dict[str, Any] | None = None
+        self.sample: InstructSample | None = None
         self._image: np.ndarray | None = None
         self._done = True
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[dict[str, Any], InstructResetInfo]:
         super().reset(seed=seed)
         options = dict(options or {})
         if self._rows is not None:
@@ -179,7 +236,7 @@ class InstructEnv(gym.Env):
         return {"image": self._image.copy(),
                 "instruction": to_charset(self.sample["instruction"][: self.config.max_instruction_chars])}
 
-    def step(self, action: Any):
+    def step(self, action: Any) -> tuple[dict[str, Any], float, bool, bool, InstructStepInfo]:
         """The one response of the episode. One that is not a string, too long, or no
         Unicode text (a lone surrogate) scores 0.0 with a typed ``info["error"]``. A step
         after the response changes nothing and answers ``episode_over`` (reward 0.0);
@@ -202,9 +259,11 @@ class InstructEnv(gym.Env):
             error = InvalidEdit("bad_value", "the response holds a lone surrogate, which is not Unicode text; send "
                                 "valid UTF-8")
         if error is not None:  # every constraint fails: a response that is not read follows none
-            verdicts = [{"id": c["id"], "pass": False, "expected": "a response", "actual": error.code,
-                         "detail": error.message} for c in constraints]
-            info = {"error": error.to_dict(), "verdicts": verdicts, "pass_rate": 0.0, "constraints": constraints}
+            verdicts: list[ConstraintVerdict] = [
+                {"id": c["id"], "pass": False, "expected": "a response", "actual": error.code,
+                 "detail": error.message} for c in constraints]
+            info: InstructStepInfo = {"error": error.to_dict(), "verdicts": verdicts, "pass_rate": 0.0,
+                                      "constraints": constraints}
             self._done = True
             return self._observation(), 0.0, True, False, info
         from vicogym.instruct.judge import verify_sample

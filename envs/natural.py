@@ -50,7 +50,15 @@ from vicogym.renderers.natural import (
     target_union,
 )
 from vicogym.sources.natural import RecordSource
-from vicogym.structures.natural import ERROR_CODES, Record, Scene, pack_mask, pixels_sha256, sha256
+from vicogym.structures.natural import (
+    ERROR_CODES,
+    ProtectedRule,
+    Record,
+    Scene,
+    pack_mask,
+    pixels_sha256,
+    sha256,
+)
 from vicogym.validation import is_int
 
 #: the simulated actor's scale: it is right half of the time at difficulty 0.5 (skill 2.0)
@@ -270,13 +278,13 @@ class NaturalArm(Arm):
         else:
             index = int(rng.integers(len(records)))
         record = records[index]
-        rule = {"kind": "protected", "answer_type": record.answer_type}
+        rule: ProtectedRule = {"kind": "protected", "answer_type": record.answer_type}
         return Seed(self.scene(record), record.question, record.answer, rule, self.source.name, record.id)
 
-    def apply(self, structure: Scene, edit: Edit, rule: Mapping[str, Any]) -> Scene:
+    def apply(self, structure: Scene, edit: Edit, rule: ProtectedRule) -> Scene:
         return natural_editor.apply(structure, edit, rule)
 
-    def relabel(self, structure: Scene, rule: Mapping[str, Any]) -> str:
+    def relabel(self, structure: Scene, rule: ProtectedRule) -> str:
         """The record's answer: edits never touch the pixels it depends on (``validate``
         proves it for every render)."""
         if rule.get("kind") != "protected":
@@ -286,7 +294,7 @@ class NaturalArm(Arm):
                               f"{structure.record.answer_type!r}")
         return structure.record.answer
 
-    def check_question(self, question: str, rule: Mapping[str, Any], structure: Scene) -> str | None:
+    def check_question(self, question: str, rule: ProtectedRule, structure: Scene) -> str | None:
         if question != structure.record.question:
             return f"the record asks {structure.record.question!r}"
         return None
@@ -323,7 +331,7 @@ class NaturalArm(Arm):
         image, guard = replay(source, protected, structure.ops, int(rng.integers(2**63)), self.inpainter, idle)
         return Render(image, NaturalFacts(source, protected, guard, frame_mask(targets, structure.ops), tuple(idle)))
 
-    def validate(self, structure: Scene, render: Render, rule: Mapping[str, Any]) -> None:
+    def validate(self, structure: Scene, render: Render, rule: ProtectedRule) -> None:
         """The proof (see :func:`vicogym.checks.natural.check`)."""
         natural_checks.check(structure, render.facts, render.image)
 
@@ -338,7 +346,7 @@ class NaturalArm(Arm):
     def score(self, prediction: str, target: str) -> float:
         return short_answer(prediction, target)
 
-    def sample_edit(self, structure: Scene, rule: Mapping[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+    def sample_edit(self, structure: Scene, rule: ProtectedRule, rng: np.random.Generator) -> dict[str, Any]:
         return draw_edit(lambda: {"ops": [natural_editor.sample_op(structure, rng)]},
                          lambda edit: bool(natural_editor.apply(structure, edit, rule)), self.config.max_tries,
                          "natural-image")

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from vicogym.errors import GenerationError, InvalidEdit
-from vicogym.structures.clevr import ATTRIBUTES, RELATIONS, Scene, size_problem
+from vicogym.structures.clevr import ATTRIBUTES, RELATIONS, ClevrRule, ProgramNode, Scene, size_problem
 from vicogym.validation import is_int, pick
 
 Objects = list[int]
@@ -128,7 +128,7 @@ ARITY: dict[str, tuple[int, int]] = {
 
 
 # -- programs -------------------------------------------------------------------------------
-def normalize_program(nodes: Any) -> list[dict[str, Any]]:
+def normalize_program(nodes: Any) -> list[ProgramNode]:
     """A program in the released spelling (``function``, ``inputs``, ``value_inputs``), from
     either spelling; ``ValueError`` naming the node when it is not a CLEVR program."""
     if not isinstance(nodes, list) or not nodes:
@@ -155,7 +155,7 @@ def normalize_program(nodes: Any) -> list[dict[str, Any]]:
     return out
 
 
-def run(scene: Scene, program: Sequence[Mapping[str, Any]]) -> list[Any]:
+def run(scene: Scene, program: Sequence[ProgramNode]) -> list[Any]:
     """Every node's output (the answer is the last). ``InvalidEdit("ambiguous")`` when a
     ``unique`` step does not find exactly one object."""
     ctx = Context(scene.relationships())
@@ -166,7 +166,7 @@ def run(scene: Scene, program: Sequence[Mapping[str, Any]]) -> list[Any]:
     return outputs
 
 
-def execute(scene: Scene, program: Sequence[Mapping[str, Any]]) -> Any:
+def execute(scene: Scene, program: Sequence[ProgramNode]) -> Any:
     return run(scene, program)[-1]
 
 
@@ -182,20 +182,20 @@ def answer_text(value: Any) -> str:
 
 
 def program_rule(program: Sequence[Mapping[str, Any]], question: str, template: str | None = None,
-                 family: str | None = None) -> dict[str, Any]:
-    rule: dict[str, Any] = {"kind": "program", "program": normalize_program(list(program)), "question": question}
+                 family: str | None = None) -> ClevrRule:
+    rule: ClevrRule = {"kind": "program", "program": normalize_program(list(program)), "question": question}
     if template is not None:
         rule["template"], rule["family"] = template, family
     return rule
 
 
-def relabel(scene: Scene, rule: Mapping[str, Any]) -> str:
+def relabel(scene: Scene, rule: ClevrRule) -> str:
     if rule.get("kind") != "program":
         raise ValueError(f"expected a CLEVR program rule, got kind {rule.get('kind')!r}")
     return answer_text(execute(scene, rule["program"]))
 
 
-def asked_objects(scene: Scene, program: Sequence[Mapping[str, Any]]) -> list[int]:
+def asked_objects(scene: Scene, program: Sequence[ProgramNode]) -> list[int]:
     """The objects a reader must find: those singled out by ``unique`` and those in the sets
     the answer is read from (for difficulty features)."""
     outputs = run(scene, program)
@@ -208,7 +208,7 @@ def asked_objects(scene: Scene, program: Sequence[Mapping[str, Any]]) -> list[in
     return sorted(asked)
 
 
-def evidence_objects(scene: Scene, program: Sequence[Mapping[str, Any]]) -> list[int]:
+def evidence_objects(scene: Scene, program: Sequence[ProgramNode]) -> list[int]:
     """Every object the program's answer depends on, so every object a reader must see to
     settle it: the objects ``unique`` singles out (the references), and for each ``count``
     and ``exist`` every object its set was chosen from, whether chosen or not (each must
@@ -270,7 +270,7 @@ class Template:
     id: str
     family: str
     answer: str  # "count", "bool" or "query_<attribute>"
-    build: Callable[[Scene, np.random.Generator, frozenset[str]], tuple[str, list[dict[str, Any]]] | None]
+    build: Callable[[Scene, np.random.Generator, frozenset[str]], tuple[str, list[ProgramNode]] | None]
 
 
 class _Program:
@@ -512,7 +512,7 @@ INSTANCE_TRIES = 24  # instances drawn per wanted answer before another template
 FAMILIES = tuple(dict.fromkeys(t.family for t in TEMPLATES))
 
 
-def relation_problem(scene: Scene, program: Sequence[Mapping[str, Any]], min_px: float,
+def relation_problem(scene: Scene, program: Sequence[ProgramNode], min_px: float,
                      min_depth_px: float | None = None) -> str | None:
     """Why a reader could not see one of the program's relate steps, or ``None``. For every
     relate step, every other object must lie on the side of the anchor that CLEVR's ground-
@@ -558,7 +558,7 @@ def relation_problem(scene: Scene, program: Sequence[Mapping[str, Any]], min_px:
 MATERIAL_UNSEEN_ON = ("cube",)
 
 
-def material_unseen(scene: Scene, program: Sequence[Mapping[str, Any]]) -> str | None:
+def material_unseen(scene: Scene, program: Sequence[ProgramNode]) -> str | None:
     """Why the answer depends on a material the picture does not show, or ``None``: the
     answer changes (or is lost) when the material of some cube is flipped."""
     try:
@@ -582,7 +582,7 @@ def material_unseen(scene: Scene, program: Sequence[Mapping[str, Any]]) -> str |
     return None
 
 
-def size_unseen(scene: Scene, program: Sequence[Mapping[str, Any]]) -> str | None:
+def size_unseen(scene: Scene, program: Sequence[ProgramNode]) -> str | None:
     """Why the program reads a size the picture does not show, or ``None``: it filters,
     queries, relates or compares by size (:func:`attributes_read`) in a scene whose large
     objects a reader cannot tell from its small ones
@@ -594,7 +594,7 @@ def size_unseen(scene: Scene, program: Sequence[Mapping[str, Any]]) -> str | Non
     return None if problem is None else f"the question reads size, but {problem}"
 
 
-def degeneracy(scene: Scene, program: Sequence[Mapping[str, Any]]) -> str | None:
+def degeneracy(scene: Scene, program: Sequence[ProgramNode]) -> str | None:
     """Why CLEVR's generator would not ask this question on this scene, or ``None``: a
     relate step whose output could be the whole scene with the same answer (CLEVR's
     degeneracy test), or a count comparison of two sets one of which the wording makes a
@@ -621,7 +621,7 @@ def degeneracy(scene: Scene, program: Sequence[Mapping[str, Any]]) -> str | None
     return None
 
 
-def _description(program: Sequence[Mapping[str, Any]], k: int) -> dict[str, str] | None:
+def _description(program: Sequence[ProgramNode], k: int) -> dict[str, str] | None:
     """The attributes a chain of filters from the whole scene describes, or ``None`` when
     node ``k`` is not such a chain."""
     described: dict[str, str] = {}
@@ -631,7 +631,7 @@ def _description(program: Sequence[Mapping[str, Any]], k: int) -> dict[str, str]
     return described if program[k]["function"] == "scene" else None
 
 
-def attributes_read(nodes: Sequence[Mapping[str, Any]]) -> set[str]:
+def attributes_read(nodes: Sequence[ProgramNode]) -> set[str]:
     """The object attributes a program reads: those of its filter, query, same and equal nodes."""
     read = set()
     for node in nodes:
@@ -642,7 +642,7 @@ def attributes_read(nodes: Sequence[Mapping[str, Any]]) -> set[str]:
 
 
 def generate_question(scene: Scene, rng: np.random.Generator, templates: Sequence[str] | None = None,
-                      max_tries: int = 32, unasked: frozenset[str] = frozenset()) -> tuple[str, dict[str, Any], str]:
+                      max_tries: int = 32, unasked: frozenset[str] = frozenset()) -> tuple[str, ClevrRule, str]:
     """A question with a valid, non-degenerate program and a balanced answer: the answer is
     drawn first (uniformly from the template's answer space) and instances are drawn until
     one gives it, within ``max_tries``. No program reads an attribute in ``unasked`` (one the

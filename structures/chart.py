@@ -21,7 +21,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from vicogym.answers import format_number
 from vicogym.core import canonical_json
@@ -170,7 +170,7 @@ class Table:
         return any(v is None for v in self.all_values())
 
     # -- serialisation ------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> TableDict:
         return {
             "index_name": self.index_name,
             "rows": list(self.rows),
@@ -448,3 +448,76 @@ def chart_type_fits(table: Table, chart_type: str) -> str | None:
     if chart_type == "line" and len(table.rows) < 2:
         return "line needs at least two rows"
     return None
+
+
+# -- JSON records -------------------------------------------------------------------------
+class _TableDict(TypedDict):
+    index_name: str
+    rows: list[str]
+    series: list[str]
+    values: list[list[Value]]
+    unit: str
+    decimals: int
+    part_of_whole: bool
+    stackable: bool
+    bounds: list[float] | None
+
+
+class TableDict(_TableDict, total=False):
+    """A :class:`Table` as JSON (:meth:`Table.to_dict`); the optional keys appear only when set."""
+
+    row_spread: float
+    ranked: list[str]
+    complete: bool
+    complete_rows: bool
+    totals: list[str]
+
+
+class _Sourced(TypedDict, total=False):
+    #: a question from data (not a template) keeps its text and what it refers to besides
+    #: labels and values (``"colour"``, ``"mark"``, ``"position"``, ``"legend"``), sorted
+    question: str
+    refers: list[str]
+
+
+class _CellRule(TypedDict):
+    kind: Literal["cell"]
+    row: str
+    series: str
+    #: ``False`` when the question names only the row (the chart must keep one series)
+    series_named: bool
+
+
+class CellRule(_CellRule, _Sourced, total=False):
+    """Tier 1: the answer is the one cell at ``row`` and ``series``."""
+
+    #: the question calls the cell the largest (``"max"``) or smallest (``"min"``) of its series
+    presupposes: Literal["max", "min"]
+    #: the question places the cell past a number: ``["above" | "below", threshold]``
+    past: list[Any]
+
+
+class _ChartProgramRule(TypedDict):
+    kind: Literal["program"]
+    #: a table program ``{"op": name, ...arguments}`` (see :mod:`vicogym.programs.chart`);
+    #: a templated one also names its ``"template"``
+    program: dict[str, Any]
+
+
+class ChartProgramRule(_ChartProgramRule, _Sourced, total=False):
+    """The answer is the program's result on the table."""
+
+
+class _InvariantRule(TypedDict):
+    kind: Literal["invariant"]
+    #: the source table, every value of which the answer needs
+    table: TableDict
+    answer: str
+
+
+class InvariantRule(_InvariantRule, _Sourced, total=False):
+    """Tier 2: no program is known, so ``answer`` holds only while every value of ``table`` does."""
+
+
+#: a chart sample's label rule, by ``kind``
+ChartRule = CellRule | ChartProgramRule | InvariantRule

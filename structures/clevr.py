@@ -22,7 +22,7 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 import numpy as np
 
@@ -453,3 +453,30 @@ def size_problem(scene: Scene, sizes: Sequence[float] | None = None) -> str | No
     name = (lambda k: f"object {k} (a {scene.objects[k].size} {scene.objects[k].color} {scene.objects[k].shape})")
     return (f"{name(a)} shows {sizes[a]:.1f} px across and {name(b)} {sizes[b]:.1f} px, so a reader cannot tell "
             f"large from small (every large object must show at least {SIZE_SEPARATION:g} times every small one)")
+
+
+# -- JSON records -------------------------------------------------------------------------
+class ProgramNode(TypedDict):
+    """One node of a CLEVR functional program (the released question files' spelling)."""
+
+    function: str
+    #: indices of the earlier nodes whose outputs this node takes
+    inputs: list[int]
+    #: attribute values and relations the node is given (``["red"]`` for ``filter_color``)
+    value_inputs: list[str]
+
+
+class _ClevrRule(TypedDict):
+    kind: Literal["program"]
+    #: the node list; the last node's output is the answer
+    program: list[ProgramNode]
+    question: str
+
+
+class ClevrRule(_ClevrRule, total=False):
+    """A CLEVR sample's label rule: the answer is the program's result on the scene."""
+
+    #: the question template and family a generated question came from (none for questions
+    #: read from CLEVR's files)
+    template: str
+    family: str

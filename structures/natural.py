@@ -18,7 +18,7 @@ import math
 import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 import numpy as np
 
@@ -378,3 +378,13 @@ __all__ = ["ANSWER_TYPES", "BAND_PIXELS", "ERROR_CODES", "GEOMETRIES", "MASKS", 
            "Target", "box_slices", "frame_of", "grow", "mask_box", "row_bands", "scaled_size", "within",
            "pack_mask", "pixels_sha256", "sha256", "unpack_mask"]
 
+
+
+# -- JSON records -------------------------------------------------------------------------
+class ProtectedRule(TypedDict):
+    """A natural-image sample's label rule: the answer stays the record's while every edit
+    keeps clear of the targets' protected regions and of what the answer type guards."""
+
+    kind: Literal["protected"]
+    #: one of :data:`ANSWER_TYPES`
+    answer_type: Literal["yes/no", "number", "other"]
