@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -41,6 +41,89 @@ from vicogym.validation import did_you_mean, is_int
 #: settings of how a run runs, not of what it writes (the command line and evolve pass them on;
 #: ``workers`` is a setting of its own)
 RUNTIME = tuple(s for s in BACKEND_SETTINGS if s != "workers") + ("threads", "episodes_in_flight")
+
+
+class ShardStats(TypedDict):
+    """A shard's statistics (its entry's ``stats``): :class:`~vicogym.runs.rollout.EpisodeStats`
+    summed over its episodes, their count, its row count and each row's pass rate."""
+
+    steps: int
+    valid: int
+    no_edit: int
+    rejections: dict[str, int]
+    seed_rejections: dict[str, int]
+    episodes: int
+    rows: int
+    pass_rates: list[float]
+
+
+class ShardEntry(TypedDict):
+    """A committed shard as the run records it (``entries/part-NNNNN.json``)."""
+
+    name: str
+    rows: int
+    sha256: str
+    #: row id -> the row's content hash
+    row_hashes: dict[str, str]
+    stats: ShardStats
+    #: the shared files its rows name -> their SHA-256
+    files: dict[str, str]
+    #: the episodes it holds: ``[first, first + count]``
+    episodes: list[int]
+
+
+class ManifestEnv(TypedDict):
+    id: str
+    version: int | None
+    entry_point: str
+    arm: str
+    env_config: dict[str, Any]
+
+
+class ManifestCounts(TypedDict):
+    samples: int
+    requested: int
+    episodes: int
+    steps: int
+    valid_steps: int
+    rejected_steps: int
+    no_edit_episodes: int
+    shards: int
+
+
+class PassRateHistogram(TypedDict):
+    #: the 11 bin edges from 0.0 to 1.0, and the kept samples per bin
+    edges: list[float]
+    counts: list[int]
+
+
+class _RunManifest(TypedDict):
+    config: dict[str, Any]
+    package_version: str
+    code_sha256: str
+    gymnasium_version: str
+    env: ManifestEnv
+    counts: ManifestCounts
+    #: whether the run holds its ``n`` samples
+    complete: bool
+    rejections: dict[str, int]
+    seed_rejections: dict[str, int]
+    pass_rate_histogram: PassRateHistogram
+    sweet_zone_hit_rate: float
+    #: the folder of the shard entries
+    entries: str
+
+
+class RunManifest(_RunManifest, total=False):
+    """A generation run's ``manifest.json``. The last three keys are the run's progress's
+    (:meth:`_Progress.manifest`): every written manifest has them."""
+
+    #: whether the run ended (a manifest written while it runs says ``False``)
+    finished: bool
+    #: the source's summary (:meth:`vicogym.arm.Arm.source_summary`)
+    source: dict[str, Any]
+    #: every shared file of the run -> its SHA-256
+    files: dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -310,7 +393,7 @@ def rewriter_episode_row(config: GenerateConfig, episode: int) -> dict[str, Any]
                            "settings": canonical_json(config.make_kwargs), "split": "train"}}
 
 
-def shard_contents(results: list[EpisodeResult], needed: int | None) -> tuple[list[dict[str, Any]], dict[str, Any],
+def shard_contents(results: list[EpisodeResult], needed: int | None) -> tuple[list[dict[str, Any]], ShardStats,
                                                                                 dict[str, Any]]:
     """A shard from a block's episode results: the episodes up to the one that brings the
     rows to ``needed`` (all of them if none does, or ``needed`` is ``None``), their rows cut
@@ -349,7 +432,7 @@ def make_block(config: GenerateConfig, block: int, needed: int | None = None) ->
 
 # -- the run -----------------------------------------------------------------------------
 def generate(config: GenerateConfig, progress: bool = True,
-             on_shard: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+             on_shard: Callable[[dict[str, Any]], None] | None = None) -> RunManifest:
     """Generate ``config.n`` samples into ``config.out`` (a folder, or a filesystem URL such
     as ``s3://bucket/prefix``, which workers write to directly); resume what a crash left,
     or extend a finished run to a larger ``n`` (its rows stay as they are, new ones follow).
@@ -381,7 +464,7 @@ def _check_growth(stored: Mapping[str, Any] | None, config: GenerateConfig, wher
 
 
 def _generate(config: GenerateConfig, folder: RunFolder, progress: bool,
-              on_shard: Callable[[dict[str, Any]], None] | None) -> dict[str, Any]:
+              on_shard: Callable[[dict[str, Any]], None] | None) -> RunManifest:
     from tqdm import tqdm
 
     identity = config.identity()
@@ -480,7 +563,7 @@ def _row_files(arm: Any, rows: list[dict[str, Any]]) -> dict[str, str]:
 
 
 def _final_entry(config: GenerateConfig, folder: RunFolder, result: dict[str, Any], b: int, needed: int,
-                 schema: Any) -> dict[str, Any]:
+                 schema: Any) -> ShardEntry:
     """The entry of block ``b``'s shard as the run keeps it: the worker's, or, for the shard
     that reaches ``n`` before its block ends, the shard cut there (read back from the
     store and written again: once a run)."""
@@ -589,7 +672,7 @@ class _Progress:
         self.histogram = np.zeros(10, dtype=np.int64)
         self.files: dict[str, str] = {}
 
-    def absorb(self, entry: dict[str, Any]) -> None:
+    def absorb(self, entry: ShardEntry) -> None:
         stats = entry["stats"]
         self.count += entry["rows"]
         self.episodes += stats["episodes"]
@@ -607,7 +690,7 @@ class _Progress:
         accepted = self.totals.valid / self.totals.steps if self.totals.steps else 0.0
         return {"accepted": f"{accepted:.0%}", "sweet": f"{sweet:.0%}"}
 
-    def manifest(self, finished: bool) -> dict[str, Any]:
+    def manifest(self, finished: bool) -> RunManifest:
         manifest = _manifest(self.config, self.totals, self.episodes, self.count, self.histogram,
                              self.sweet, self.shards)
         manifest["finished"] = finished
@@ -623,7 +706,7 @@ def _episodes(config: GenerateConfig, block: int, count: int) -> list[int]:
 
 
 def _manifest(config: GenerateConfig, totals: EpisodeStats, episodes: int, count: int, histogram: np.ndarray,
-              sweet: int, shards: int) -> dict[str, Any]:
+              sweet: int, shards: int) -> RunManifest:
     import gymnasium as gym
 
     spec = gym.spec(config.env_id)
