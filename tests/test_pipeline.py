@@ -471,7 +471,7 @@ def test_cli_lists_envs_and_reports_bad_input(tmp_path):
     result = runner.invoke(app, ["generate", "--keep", "best", "--out", str(tmp_path / "y")])
     assert result.exit_code == 2 and "expected keep in ('final', 'all', 'sweet'), got 'best'" in result.output
     result = runner.invoke(app, ["verify", str(tmp_path / "empty")])
-    assert result.exit_code == 2 and "is not a folder written by `vicogym generate`" in result.output
+    assert result.exit_code == 2 and "empty does not exist; name the folder a run's --out wrote" in result.output
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
 
 

@@ -237,9 +237,63 @@ def _summary(manifest: dict) -> None:
         console.print(f"[yellow]note:[/yellow] {escape(note)}", highlight=False)
 
 
+def run_kinds() -> tuple[Any, ...]:
+    """The kinds of run folder ``vicogym verify`` and ``vicogym report`` take, each with
+    what marks its folder, its verifier and its report (or why it has none), in the order
+    they are recognised (:class:`vicogym.runs.kinds.RunKind`)."""
+    from vicogym.evidence import runs as evidence_runs
+    from vicogym.instruct import run_folder
+    from vicogym.runs import report_page
+    from vicogym.runs import verify as generation
+    from vicogym.runs.kinds import RunKind
+
+    def evidence(name: str, command: str) -> RunKind:
+        return RunKind(name, command, marks=(), records=(name,),
+                       verify=lambda folder, o: evidence_runs.verify_evidence(folder, images=o.images),
+                       report="report pages are written for generation runs, evolve rounds, synthesis runs and "
+                       "craft runs; `vicogym verify {folder}` replays this one")
+
+    return (
+        evidence("evidence-traces", "vicogym evidence run"),
+        evidence("evidence-tasks", "vicogym generate vicogym/Evidence-v0"),
+        RunKind("synthesis", "vicogym synthesize", marks=("memory.sqlite",),
+                verify=lambda folder, o: run_folder.verify_synthesis(folder, images=o.images),
+                report=run_folder.write_report_page),
+        RunKind("craft", "vicogym craft", marks=("craft.json",),
+                verify="check it by running its `vicogym craft` command again (it rewrites the same ledger, skill "
+                "and test bytes); verify checks generation, synthesis and evidence runs",
+                report=_craft_page),
+        RunKind("generation", "vicogym generate", marks=("manifest.json", "run.json", "part-*.parquet"), urls=True,
+                verify=lambda folder, o: generation.verify(folder, images=o.images, source=o.source,
+                                                           allow_unreplayed=o.allow_unreplayed),
+                report=report_page.write_report_page),
+        RunKind("evolve", "vicogym evolve", marks=("round-*/manifest.json",),
+                verify="a folder of generation runs, one a round: verify each, `vicogym verify {folder}/round-000` "
+                "and so on",
+                report=report_page.write_report_page),
+    )
+
+
+def verify_folder(folder: str | Path, images: bool = True, source: str | None = None,
+                  allow_unreplayed: bool = False) -> Any:
+    """Check the run in ``folder`` (any kind :func:`run_kinds` names) with its kind's
+    verifier: a :class:`vicogym.runs.kinds.Findings`."""
+    from vicogym.runs import kinds
+
+    return kinds.verify_folder(folder, run_kinds(), kinds.VerifyOptions(images, source, allow_unreplayed))
+
+
+def report_folder(folder: str | Path, out: str | Path | None = None, limit: int = 200) -> Path:
+    """Write the report of the run in ``folder`` (any kind :func:`run_kinds` names) with its
+    kind's report: the page's path."""
+    from vicogym.runs import kinds
+
+    return kinds.report_folder(folder, run_kinds(), out, limit)
+
+
 @app.command()
 def verify(
-    out: str = typer.Argument(..., help="a folder (or filesystem URL) written by `vicogym generate`"),
+    out: str = typer.Argument(..., help="a run folder (or filesystem URL): generation, synthesis or evidence"),
     images: bool = typer.Option(True, "--images/--no-images", help="decode, re-render and compare every image"),
     source: str | None = typer.Option(None, "--source", help="the run's source data, to replay its episodes from"),
     allow_unreplayed: bool = typer.Option(False, "--allow-unreplayed",
@@ -248,35 +302,20 @@ def verify(
 ) -> None:
     """Check a run against its manifest, replay every episode and re-derive every label."""
     from vicogym.errors import VicogymError
-    from vicogym.evidence import runs as evidence_runs
-    from vicogym.instruct import run_folder
-    from vicogym.runs import verify as run_verify
 
-    instruct, evidence = run_folder, evidence_runs
     try:
-        if (Path(out) / "craft.json").is_file():
-            raise ValueError(f"{out} is a craft run: check it by running its `vicogym craft` command again (it "
-                             "rewrites the same ledger, skill and test bytes); verify checks generation and trace runs")
-        if evidence.is_evidence_run(out):
-            rows, problems, notes = evidence.verify_run(out, images=images)
-        elif instruct.is_instruct_run(out):
-            notes, (rows, problems) = [], instruct.verify_instruct(out, images=images)
-        else:
-            findings = run_verify.verify(out, images=images, source=source,
-                                                       allow_unreplayed=allow_unreplayed)
-            notes, rows, problems = findings.notes, findings.rows, findings.problems
+        findings = verify_folder(out, images=images, source=source, allow_unreplayed=allow_unreplayed)
     except (VicogymError, ValueError, OSError) as exc:
         raise _fail(str(exc)) from None
-    for note in notes:
+    for note in findings.notes:
         errors.print(f"[yellow]note:[/yellow] {escape(note)}", highlight=False)
-    for where, reason in problems[:MAX_PROBLEMS_SHOWN]:
+    for where, reason in findings.problems[:MAX_PROBLEMS_SHOWN]:
         errors.print(f"[red]PROBLEM[/red] {escape(where)}: {escape(reason)}", highlight=False)
-    if len(problems) > MAX_PROBLEMS_SHOWN:
-        errors.print(f"... and {len(problems) - MAX_PROBLEMS_SHOWN} more", highlight=False)
-    if problems:
-        console.print(f"{len(problems)} problem{'s' if len(problems) != 1 else ''} in {out} ({rows} rows read)")
+    if len(findings.problems) > MAX_PROBLEMS_SHOWN:
+        errors.print(f"... and {len(findings.problems) - MAX_PROBLEMS_SHOWN} more", highlight=False)
+    console.print(escape(findings.verdict(out)))
+    if findings.problems:
         raise typer.Exit(1)
-    console.print(f"all {rows} rows verified")
 
 
 @app.command()
@@ -443,13 +482,9 @@ def report_command(
 ) -> None:
     """Write a static HTML page and plots to look at a run's samples."""
     from vicogym.errors import VicogymError
-    from vicogym.instruct import run_folder
-    from vicogym.runs import report_page
 
-    instruct = run_folder
     try:
-        page = (instruct.write_report_page(folder, out, limit) if instruct.is_instruct_run(folder)
-                else report_page.write_report_page(folder, out, limit))
+        page = report_folder(folder, out, limit)
     except (VicogymError, ValueError, OSError) as exc:
         raise _fail(str(exc)) from None
     console.print(f"wrote {page}")
@@ -630,6 +665,13 @@ def _craft_report(dirs: list[str], out: str | None) -> None:
         console.print(f"terminal crossing (interaction, all families): {c['estimate']:+.3f} "
                       f"[{c['low']:+.3f}, {c['high']:+.3f}]")
     console.print(f"wrote {page}")
+
+
+def _craft_page(folder: str | Path, out: Path | None, limit: int) -> Path:
+    """``vicogym report`` of one craft run: its page (every item counts; ``limit`` is for samples)."""
+    from vicogym.evidence import report as craft_report
+
+    return craft_report.write_report([folder], out)[1]
 
 
 def _craft_transfer(dirs: list[str]) -> None:

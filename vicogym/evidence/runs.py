@@ -25,9 +25,11 @@ from typing import Any
 
 import numpy as np
 
+from vicogym.errors import RunError
 from vicogym.evidence.episodes import pixels_sha256, play, trace_line
 from vicogym.evidence.skills import load_skill
-from vicogym.runs.shards import RUN_FILE, RunFolder, write_shard
+from vicogym.runs.kinds import Findings, code_note, guarded, read_json, shard_problem
+from vicogym.runs.shards import FILES_DIR, MANIFEST_FILE, RUN_FILE, RunFolder, write_shard
 from vicogym.validation import MAX_SEED, is_int
 
 ENV_ID = "vicogym/Evidence-v0"
@@ -251,14 +253,6 @@ def generate_tasks(out: str | Path, n: int = 64, seed: int = 0, env_kwargs: Mapp
 
 
 # -- verification ------------------------------------------------------------------------------
-def is_evidence_run(out: str | Path) -> bool:
-    path = Path(out) / RUN_FILE
-    try:
-        return json.loads(path.read_text(encoding="utf-8")).get("kind") in KINDS
-    except (OSError, ValueError, AttributeError):
-        return False
-
-
 #: how far (unit pixels) a raster unit's drawn boxes may move when it is drawn again in
 #: another process (Blender's mask pass on an anti-aliased edge)
 BOX_SLACK = 3.0
@@ -290,17 +284,17 @@ def same_task(stored: Mapping[str, Any], fresh: Mapping[str, Any]) -> bool:
     return True
 
 
-def _payloads(out: Path, shas: list[str], problems: list[tuple[str, str]], where: str) -> dict[str, bytes]:
+def _payloads(out: Path, shas: list[str], findings: Findings, where: str) -> dict[str, bytes]:
     found = {}
     for sha in shas:
-        path = out / "files" / f"{sha}.png"
+        path = out / FILES_DIR / f"{sha}.png"
         try:
             data = path.read_bytes()
         except OSError:
-            problems.append((where, f"the payload {sha[:12]} is missing from files/"))
+            findings.add(where, f"the payload {sha[:12]} is missing from {FILES_DIR}/")
             continue
         if hashlib.sha256(data).hexdigest() != sha:
-            problems.append((where, f"files/{sha}.png does not hold what its name says (its SHA-256 differs)"))
+            findings.add(where, f"{FILES_DIR}/{sha}.png does not hold what its name says (its SHA-256 differs)")
             continue
         found[sha] = data
     return found
@@ -319,66 +313,89 @@ def _same_payloads(stored: Mapping[str, bytes], fresh: Mapping[str, bytes], tole
 
 def verify_run(out: str | Path, images: bool = True, tolerance: int = 8
                ) -> tuple[int, list[tuple[str, str]], list[str]]:
-    """Verify an evidence run folder; the rows read, the problems (``(where, why)``) and
-    notes (the code that wrote the run differs from this code)."""
-    out = Path(out)
-    identity = json.loads((out / RUN_FILE).read_text(encoding="utf-8"))
-    problems: list[tuple[str, str]] = []
-    manifest_path = out / "manifest.json"
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.is_file() else {}
-    from vicogym.runs.shards import file_sha256
+    """:func:`verify_evidence`'s rows read, problems (``(where, why)``) and notes."""
+    findings = verify_evidence(out, images, tolerance)
+    return findings.rows, findings.problems, findings.notes
 
+
+def verify_evidence(out: str | Path, images: bool = True, tolerance: int = 8) -> Findings:
+    """Verify an evidence run folder (see the module doc): what it found, with a note where
+    the code that wrote the run differs from this code."""
+    from vicogym.runs.verify import entry_problem
+
+    out = Path(out)
+    remedy = "run the same command into a new --out"
+    identity = read_json(out / RUN_FILE, remedy)
+    if not (isinstance(identity, dict) and identity.get("kind") in KINDS and is_int(identity.get("seed"), 0)
+            and is_int(identity.get("n"), 0) and isinstance(identity.get("env_kwargs"), dict)):
+        raise RunError(f"{out / RUN_FILE} is damaged: expected an object of kind, seed, n and env_kwargs of an "
+                       f"evidence run; {remedy}")
+    manifest_path = out / MANIFEST_FILE
+    manifest = read_json(manifest_path, remedy) if manifest_path.is_file() else {}
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("shards", []), list):
+        raise RunError(f"{manifest_path} is damaged: expected an object with a list of shards; {remedy}")
+    findings = Findings()
     for entry in manifest.get("shards", []):
-        path = out / entry["name"]
-        if not path.is_file():
-            problems.append((entry["name"], "the manifest lists this shard but it is missing"))
-        elif file_sha256(path) != entry["sha256"]:
-            problems.append((entry["name"], "the shard changed since it was written (SHA-256 differs)"))
+        problem = entry_problem(entry)
+        if problem:
+            findings.add(MANIFEST_FILE, f"shard entry {problem}")
+            continue
+        problem = shard_problem(out / entry["name"], entry["sha256"])
+        if problem:
+            findings.add(entry["name"], problem)
     rows = read_rows(out)
     env = _make_env(identity["env_kwargs"])
     seen: set[int] = set()
-    for row in rows:
-        where = row["id"]
-        if row["episode"] in seen:
-            problems.append((where, f"episode {row['episode']} appears twice"))
-        seen.add(row["episode"])
-        if row["seed"] != episode_seed(identity["seed"], row["episode"]):
-            problems.append((where, "the row's seed is not the run's seed for its episode"))
-            continue
-        record = json.loads(row["trace"] if identity["kind"] == "evidence-traces" else row["task"])
-        task = record["task"] if identity["kind"] == "evidence-traces" else record
-        shas = record["payloads"] if identity["kind"] == "evidence-traces" else row["payloads"]
-        stored = _payloads(out, shas, problems, where)
-        env.reset(seed=row["seed"])  # the task drawn again from the episode's seed
-        if not same_task(task, env.task.to_dict()):
-            problems.append((where, "the task drawn again from its seed differs from the stored one"))
-            continue
-        differs = _same_payloads(stored, env.payloads, tolerance) if images else None
-        if differs:
-            problems.append((where, differs))
-        problem = env.check_task(task)
-        if problem:
-            problems.append((where, f"the task does not hold: {problem}"))
-        views = (record["start_views"] + [v for s in record["steps"] for v in s["views"]]
-                 if identity["kind"] == "evidence-traces" else json.loads(row["start_views"]))
-        if images:
-            for view in views:
-                want = view.get("sha256")
-                pixels = env.draw_view(task, view, stored)
-                if want is not None and pixels_sha256(pixels) != want:
-                    problems.append((where, f"view {view['id']} rebuilt from the trace differs from the one sent"))
-        if identity["kind"] == "evidence-traces":
-            problems.extend((where, p) for p in _check_trace(env, record, row))
+    try:
+        for row in rows:
+            findings.rows += 1
+            guarded(row, findings, _check_row, out, identity, env, row, seen, images, tolerance, findings)
+    finally:
+        env.close()
     missing = sorted(set(range(identity["n"])) - seen)
     if manifest.get("complete") and missing:
-        problems.append((str(out), f"episodes {missing[:5]} are missing though the manifest says complete"))
-    env.close()
-    notes = []
-    from vicogym.runs.generate import code_sha256
+        findings.add(str(out), f"episodes {missing[:5]} are missing though the manifest says complete")
+    note = code_note(manifest.get("code_sha256"))
+    if note:
+        findings.notes.append(note)
+    return findings
 
-    if manifest.get("code_sha256") not in (None, code_sha256()):
-        notes.append("the run was written by other vicogym code than this; a difference may come from the change")
-    return len(rows), problems, notes
+
+def _check_row(out: Path, identity: Mapping[str, Any], env: Any, row: Mapping[str, Any], seen: set[int],
+               images: bool, tolerance: int, findings: Findings) -> None:
+    """One row: its episode's seed, its task drawn again, its payloads, views and score."""
+    where = row["id"]
+    if row["episode"] in seen:
+        findings.add(where, f"episode {row['episode']} appears twice")
+    seen.add(row["episode"])
+    if row["seed"] != episode_seed(identity["seed"], row["episode"]):
+        findings.add(where, "the row's seed is not the run's seed for its episode")
+        return
+    traces = identity["kind"] == "evidence-traces"
+    record = json.loads(row["trace"] if traces else row["task"])
+    task = record["task"] if traces else record
+    stored = _payloads(out, record["payloads"] if traces else row["payloads"], findings, where)
+    env.reset(seed=row["seed"])  # the task drawn again from the episode's seed
+    if not same_task(task, env.task.to_dict()):
+        findings.add(where, "the task drawn again from its seed differs from the stored one")
+        return
+    differs = _same_payloads(stored, env.payloads, tolerance) if images else None
+    if differs:
+        findings.add(where, differs)
+    problem = env.check_task(task)
+    if problem:
+        findings.add(where, f"the task does not hold: {problem}")
+    if images:
+        views = (record["start_views"] + [v for s in record["steps"] for v in s["views"]] if traces
+                 else json.loads(row["start_views"]))
+        for view in views:
+            want = view.get("sha256")
+            pixels = env.draw_view(task, view, stored)
+            if want is not None and pixels_sha256(pixels) != want:
+                findings.add(where, f"view {view['id']} rebuilt from the trace differs from the one sent")
+    if traces:
+        for problem in _check_trace(env, record, row):
+            findings.add(where, problem)
 
 
 def _check_trace(env: Any, trace: Mapping[str, Any], row: Mapping[str, Any]) -> list[str]:

@@ -21,6 +21,7 @@ import numpy as np
 
 from vicogym.errors import RunError, UnknownConstraintType
 from vicogym.programs.instruct import CATEGORIES
+from vicogym.runs.kinds import Findings, plot_images, report_out, save_image, shard_problem, write_page
 
 SFT_FILE = "instruct_sft.json"
 
@@ -314,33 +315,31 @@ def plot_statistics(stats: dict[str, Any], out: Path) -> list[str]:
     return plots.names
 
 
-PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>{title}</title><style>
-body{{font-family:sans-serif;margin:1em}} .plots img{{max-width:48%;margin:4px}} .sample{{display:flex;gap:1em;
-border-top:1px solid #ccc;padding:.6em 0}} .sample img{{max-width:360px}} pre{{white-space:pre-wrap;max-width:70em}}
-.ok{{color:#2a7}} .no{{color:#c33}}</style></head><body><h1>{title}</h1><p>{summary}</p>
-<div class="plots">{plots}</div><pre>{stats}</pre>{samples}</body></html>"""
+STYLE = """
+body{font-family:sans-serif;margin:1em} .plots img{max-width:48%;margin:4px} .sample{display:flex;gap:1em;
+border-top:1px solid #ccc;padding:.6em 0} .sample img{max-width:360px} pre{white-space:pre-wrap;max-width:70em}
+.ok{color:#2a7} .no{color:#c33}
+"""
 
 
 def write_report_page(folder: str | Path, out: str | Path | None = None, limit: int = 200) -> Path:
     """The report page of a synthesis run: the statistics' plots and the first ``limit``
     samples with their instruction, reference response and verdicts."""
     folder = Path(folder)
-    out = Path(out) if out is not None else folder / "report"
-    stats = statistics(folder)
+    stats = statistics(folder)  # a wrong folder fails before anything is written
+    out = report_out(folder, out)
     plots = plot_statistics(stats, out)
-    (out / "images").mkdir(parents=True, exist_ok=True)
     (out / "statistics.json").write_text(json.dumps(stats, indent=1, sort_keys=True), encoding="utf-8")
     cards = []
     for k, row in enumerate(iter_samples(folder)):
         if k >= limit:
             break
-        image = f"images/{row['id']}.png"
-        (out / image).write_bytes(bytes(row["images"][0]["bytes"]))
+        image = save_image(out, f"images/{row['id']}.png", bytes(row["images"][0]["bytes"]), row["id"])
         verdicts = "".join(
             f'<li class="{"ok" if v["pass"] else "no"}">{html.escape(v["id"])}: {html.escape(str(v["expected"]))}'
             f' &mdash; {html.escape(str(v["actual"]))}</li>' for v in json.loads(row["verdicts"]))
         cards.append(
-            f'<div class="sample"><img src="{image}" alt="{html.escape(row["id"])}"><div>'
+            f'<div class="sample">{image}<div>'
             f"<b>{html.escape(row['id'])}</b> &middot; {html.escape(row['level'])} (difficulty "
             f"{row['difficulty']:.2f}, {row['attempts']} recovery attempts)<pre>{html.escape(row['instruction'])}"
             f"</pre><details><summary>reference response</summary><pre>{html.escape(row['response'])}</pre>"
@@ -351,11 +350,9 @@ def write_report_page(folder: str | Path, out: str | Path | None = None, limit: 
                f"mean pairwise cosine distance {'n/a' if distance is None else f'{distance:.3f}'}; levels "
                f"{stats['difficulty']['levels']}")
     shown = {k: v for k, v in stats.items() if k not in ("difficulty", "cooccurrence")}
-    page = PAGE.format(title=html.escape(f"vicogym synthesis report: {folder.name}"), summary=html.escape(summary),
-                       plots="".join(f'<img src="{p}" alt="{p}">' for p in plots),
-                       stats=html.escape(json.dumps(shown, indent=1)), samples="\n".join(cards))
-    (out / "index.html").write_text(page, encoding="utf-8")
-    return out / "index.html"
+    body = (f'<p>{html.escape(summary)}</p>\n<div class="plots">{plot_images(plots)}</div>'
+            f"<pre>{html.escape(json.dumps(shown, indent=1))}</pre>" + "\n".join(cards))
+    return write_page(out, f"vicogym synthesis report: {folder.name}", STYLE, body)
 
 
 def export_instruct(run: str | Path, out: str | Path, name: str = "vicogym_instruct") -> dict[str, Any]:
@@ -384,14 +381,17 @@ def export_instruct(run: str | Path, out: str | Path, name: str = "vicogym_instr
 
 
 def verify_instruct(folder: str | Path, images: bool = True) -> tuple[int, list[tuple[str, str]]]:
+    """:func:`verify_synthesis`'s rows read and problems found (where, why)."""
+    findings = verify_synthesis(folder, images)
+    return findings.rows, findings.problems
+
+
+def verify_synthesis(folder: str | Path, images: bool = True) -> Findings:
     """Every committed row re-checked: the shard is the one the memory committed, the
     reference response passes every code-verified constraint, each grounded constraint's
     parameters follow from the stored facts, the facts (and, with ``images``, the pixels)
-    follow from the stored structure, and the verl columns agree with the row. Returns
-    the rows read and the problems found (where, why)."""
-    from vicogym.instruct.judge import verify_sample
-    from vicogym.programs.instruct import REGISTRY
-    from vicogym.runs.shards import file_sha256
+    follow from the stored structure, and the verl columns agree with the row."""
+    from vicogym.instruct.synthesis import TYPES_FILE
 
     folder = Path(folder)
     memory = _memory(folder)
@@ -400,51 +400,57 @@ def verify_instruct(folder: str | Path, images: bool = True) -> tuple[int, list[
         settings = (memory.meta("identity") or {}).get("image_settings") or {}
     finally:
         memory.close()
-    problems: list[tuple[str, str]] = []
-    from vicogym.instruct.synthesis import TYPES_FILE
-
+    findings = Findings()
     if (folder / TYPES_FILE).is_file() or stored:  # the run's own types, from its file (never from its rows)
         try:
             load_types(folder)
         except RunError as exc:
-            problems.append((TYPES_FILE, str(exc)))
+            findings.add(TYPES_FILE, str(exc))
     for entry in rounds:
         shard = folder / entry["shard"] if entry["shard"] else None
-        if shard is not None and shard.is_file() and file_sha256(shard) != entry["sha256"]:
-            problems.append((entry["shard"], "its SHA-256 differs from the one the memory committed"))
+        if shard is not None and shard.is_file():  # a missing one stops the rows' walk below, named
+            changed = shard_problem(shard, entry["sha256"], "the one the memory committed")
+            if changed:
+                findings.add(entry["shard"], changed)
     arms: dict[str, Any] = {}
-    rows = 0
     try:
         for row in iter_samples(folder):
-            rows += 1
-            where = row["id"]
-            constraints = json.loads(row["constraints"])
-            facts = json.loads(row["facts"])
-            problem = row_types_problem(constraints, json.loads(row["discovered"]))
-            if problem:
-                problems.append((where, problem))
-                continue
-            code = [c for c in constraints if REGISTRY[c["id"]].track == "code"]
-            for verdict in verify_sample(row["response"], code):
-                if not verdict["pass"]:
-                    problems.append((where, f"the reference response fails {verdict['id']}: expected "
-                                            f"{verdict['expected']}, got {verdict['actual']}"))
-            for c in constraints:
-                contract = REGISTRY[c["id"]]
-                if contract.check_ground is not None:
-                    why = contract.check_ground(facts, c["params"])
-                    if why:
-                        problems.append((where, f"{c['id']} does not follow from the image's facts: {why}"))
-            truth = json.loads(row["reward_model"]["ground_truth"])
-            if truth.get("constraints") != constraints or truth.get("types") != json.loads(row["discovered"]):
-                problems.append((where, "reward_model.ground_truth differs from the constraints and their types"))
-            if row["extra_info"]["answer"] != row["response"] or row["extra_info"]["question"] != row["instruction"]:
-                problems.append((where, "extra_info differs from the row's instruction and response"))
-            problems.extend((where, why) for why in _check_source(row, facts, arms, images, settings))
+            findings.rows += 1
+            for why in _row_problems(row, arms, images, settings):
+                findings.add(row["id"], why)
     finally:
         for arm in arms.values():
             arm.close()
-    return rows, problems
+    return findings
+
+
+def _row_problems(row: dict[str, Any], arms: dict[str, Any], images: bool, settings: dict[str, Any]) -> list[str]:
+    from vicogym.instruct.judge import verify_sample
+    from vicogym.programs.instruct import REGISTRY
+
+    constraints = json.loads(row["constraints"])
+    facts = json.loads(row["facts"])
+    problem = row_types_problem(constraints, json.loads(row["discovered"]))
+    if problem:
+        return [problem]
+    problems = []
+    code = [c for c in constraints if REGISTRY[c["id"]].track == "code"]
+    for verdict in verify_sample(row["response"], code):
+        if not verdict["pass"]:
+            problems.append(f"the reference response fails {verdict['id']}: expected {verdict['expected']}, got "
+                            f"{verdict['actual']}")
+    for c in constraints:
+        contract = REGISTRY[c["id"]]
+        if contract.check_ground is not None:
+            why = contract.check_ground(facts, c["params"])
+            if why:
+                problems.append(f"{c['id']} does not follow from the image's facts: {why}")
+    truth = json.loads(row["reward_model"]["ground_truth"])
+    if truth.get("constraints") != constraints or truth.get("types") != json.loads(row["discovered"]):
+        problems.append("reward_model.ground_truth differs from the constraints and their types")
+    if row["extra_info"]["answer"] != row["response"] or row["extra_info"]["question"] != row["instruction"]:
+        problems.append("extra_info differs from the row's instruction and response")
+    return problems + _check_source(row, facts, arms, images, settings)
 
 
 def _check_source(row: dict[str, Any], facts: dict[str, Any], arms: dict[str, Any], images: bool,

@@ -21,6 +21,7 @@ import numpy as np
 
 from vicogym.errors import RunError
 from vicogym.rewards import sweet_share
+from vicogym.runs.kinds import options, plot_images, report_out, save_image, write_page
 from vicogym.runs.plots import Plots, count_bars, counts_axis, nothing_to_show, rate_bins
 
 
@@ -78,19 +79,17 @@ def _plots(out: Path, data: list[dict[str, Any]], manifests: dict[str, dict], zo
     return plots.names
 
 
-PAGE = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
-<style>
-body {{ font-family: sans-serif; margin: 1.5em; background: #fafafa; }}
-.plots img {{ max-width: 32%; margin-right: 1%; border: 1px solid #ddd; background: white; }}
-.filters {{ margin: 1em 0; padding: .6em; background: #eef; }}
-.sample {{ display: flex; gap: 1em; background: white; border: 1px solid #ddd; margin: .6em 0; padding: .6em; }}
-.sample img {{ max-height: 260px; max-width: 340px; border: 1px solid #ccc; }}
-.meta {{ font-size: 90%; }} .sweet {{ color: #2a7; font-weight: bold; }}
-pre {{ white-space: pre-wrap; font-size: 80%; max-width: 60em; }}
-</style></head><body>
-<h1>{title}</h1>
-<p>{summary}</p>
+STYLE = """
+body { font-family: sans-serif; margin: 1.5em; background: #fafafa; }
+.plots img { max-width: 32%; margin-right: 1%; border: 1px solid #ddd; background: white; }
+.filters { margin: 1em 0; padding: .6em; background: #eef; }
+.sample { display: flex; gap: 1em; background: white; border: 1px solid #ddd; margin: .6em 0; padding: .6em; }
+.sample img { max-height: 260px; max-width: 340px; border: 1px solid #ccc; }
+.meta { font-size: 90%; } .sweet { color: #2a7; font-weight: bold; }
+pre { white-space: pre-wrap; font-size: 80%; max-width: 60em; }
+"""
+
+BODY = """<p>{summary}</p>
 <div class="plots">{plots}</div>
 <div class="filters">
  text <input id="text" placeholder="question, answer, id">
@@ -121,14 +120,12 @@ window.addEventListener("load", () => {{
   document.body.dataset.imagesBroken = images.filter(i => !(i.complete && i.naturalWidth > 0)).length;
   apply();
 }});
-</script></body></html>
-"""
+</script>"""
 
 
 def write_report_page(folder: str | Path, out: str | Path | None = None, limit: int = 200) -> Path:
     """Write the report of the run(s) in ``folder`` (or at a filesystem URL, read from a
     local copy; ``out`` is then required); the page's path."""
-    from vicogym.errors import RunError
     from vicogym.runs.shards import is_url, local_run
 
     if is_url(folder) and out is None:
@@ -143,8 +140,7 @@ def _report(folder: Path, out: str | Path | None, limit: int) -> Path:
     from vicogym.runs.verify import iter_rows, read_manifest, run_arm
 
     runs = rounds_of(folder)  # a wrong folder fails before anything is written
-    out = Path(out) if out is not None else folder / "report"
-    (out / "images").mkdir(parents=True, exist_ok=True)
+    out = report_out(folder, out)
     data: list[dict[str, Any]] = []
     manifests: dict[str, dict] = {}
     arms: dict[str, Any] = {}
@@ -163,16 +159,14 @@ def _report(folder: Path, out: str | Path | None, limit: int) -> Path:
     cards = []
     for k, d in enumerate(data[:limit]):
         row = d["row"]
-        after = f"images/{k:05d}-after.png"
-        (out / after).write_bytes(row_png(row))
+        after = save_image(out, f"images/{k:05d}-after.png", row_png(row), "edited image")
         before_html = ""
         arm = arms[row["env_id"]]
         try:
             seed = arm.decode(row["seed_structure"], payload_dict(row.get("seed_payloads")))
-            image = arm.render_seeded(seed).image
-            before = f"images/{k:05d}-before.png"
-            (out / before).write_bytes(encode_png(image))
-            before_html = f'<div><div>before</div><img src="{before}" alt="seed image"></div>'
+            before = save_image(out, f"images/{k:05d}-before.png", encode_png(arm.render_seeded(seed).image),
+                                "seed image")
+            before_html = f"<div><div>before</div>{before}</div>"
         except Exception as exc:  # a renderer this machine lacks: the page says so
             before_html = f"<div><em>seed image not rendered here ({html.escape(type(exc).__name__)})</em></div>"
         sweet = zone[0] <= d["pass_rate"] <= zone[1]
@@ -185,7 +179,7 @@ def _report(folder: Path, out: str | Path | None, limit: int) -> Path:
         cards.append(
             f'<div class="sample" data-text="{searchable}" data-rule="{html.escape(row["label_rule"])}" '
             f'data-round="{html.escape(d["round"])}" data-sweet="{int(sweet)}">{before_html}'
-            f'<div><div>after</div><img src="{after}" alt="edited image"></div>'
+            f'<div><div>after</div>{after}</div>'
             f'<div class="meta"><b>{html.escape(row["question"])}</b><br>answer: <b>{html.escape(row["answer"])}</b>'
             f' &middot; label rule: {html.escape(row["label_rule"])} &middot; {html.escape(d["round"])}<br>'
             f'pass rate {d["pass_rate_before"]:.2f} &rarr; <span class="{"sweet" if sweet else ""}">'
@@ -195,16 +189,12 @@ def _report(folder: Path, out: str | Path | None, limit: int) -> Path:
     hit = sweet_share((d["pass_rate"] for d in data), zone)
     summary = (f"{len(data)} samples in {len(manifests)} round(s); sweet zone {zone[0]}-{zone[1]} hit by {hit:.0%}"
                + (f"; the first {limit} shown" if len(data) > limit else ""))
-    page = PAGE.format(title=html.escape(f"vicogym report: {folder.name}"), summary=html.escape(summary),
-                       plots="".join(f'<img src="{p}" alt="{p}">' for p in plots),
-                       rules="".join(f'<option value="{html.escape(r)}">{html.escape(r)}</option>' for r in rules),
-                       round_options="".join(f'<option value="{html.escape(r)}">{html.escape(r)}</option>'
-                                             for r in manifests),
-                       samples="\n".join(cards))
-    (out / "index.html").write_text(page, encoding="utf-8")
+    body = BODY.format(summary=html.escape(summary), plots=plot_images(plots), rules=options(rules),
+                       round_options=options(manifests), samples="\n".join(cards))
+    page = write_page(out, f"vicogym report: {folder.name}", STYLE, body)
     for arm in arms.values():
         arm.close()
-    return out / "index.html"
+    return page
 
 
 __all__ = ["rounds_of", "write_report_page"]

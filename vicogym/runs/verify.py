@@ -27,53 +27,24 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from vicogym.arm import payload_dict
 from vicogym.errors import InvalidEdit, MissingExtra, RunError, UnknownEnvironment
 from vicogym.images import decode_png, row_png, same_image
+from vicogym.runs.kinds import Findings, code_note, guarded, read_json, shard_problem
 from vicogym.runs.shards import (
     ENTRIES_DIR,
     FILES_DIR,
     MANIFEST_FILE,
     SHARD_GLOB,
     RunFolder,
-    file_sha256,
     local_run,
     row_hash,
 )
 from vicogym.runs.trainer_columns import verl_mismatch
-
-
-@dataclass
-class Findings:
-    """What verification found: rows read, (where, reason) for each problem, and notes on
-    checks that could not run (a source folder that is not on this machine)."""
-
-    rows: int = 0
-    problems: list[tuple[str, str]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    #: rows whose episodes could not be replayed here (their source is not on this machine)
-    unreplayed: int = 0
-    #: (check, status) -> rows whose provenance says that check did not run when they were made
-    not_run: Counter = field(default_factory=Counter)
-    _where: set[str] = field(default_factory=set, repr=False)
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
-    def add(self, where: str, reason: str) -> None:
-        self.problems.append((where, reason))
-        self._where.add(where)
-
-    def has(self, where: str) -> bool:
-        """Whether a problem is reported at ``where`` already (a row gets its first one)."""
-        return where in self._where
 
 
 def read_manifest(out: Path) -> dict[str, Any]:
@@ -84,11 +55,7 @@ def read_manifest(out: Path) -> dict[str, Any]:
         hint = ("the run did not finish: run the same generate command again to resume it"
                 if any(out.glob(SHARD_GLOB)) else "it holds no generation run")
         raise RunError(f"{out} has no {MANIFEST_FILE}; {hint}")
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:
-        raise RunError(f"{path} is damaged ({type(exc).__name__}: {str(exc)[:200]}); regenerate into a new --out"
-                       ) from None
+    manifest = read_json(path, "regenerate into a new --out")
     problem = manifest_problem(manifest)
     if problem:
         raise RunError(f"{path} is damaged: {problem}; regenerate into a new --out")
@@ -279,8 +246,9 @@ def _verify(out: Path, images: bool, source: str | Path | None, allow_unreplayed
                 findings.add(name,
                              f"is missing ({entry['rows']} rows lost); run the generate command again to rewrite it")
                 continue
-            if file_sha256(path) != entry["sha256"]:
-                findings.add(name, "changed since it was written (SHA-256 differs from the manifest)")
+            changed = shard_problem(path, entry["sha256"])
+            if changed:
+                findings.add(name, changed)
             rows = _read_shard(path, findings)
             if rows is None:
                 continue
@@ -294,7 +262,7 @@ def _verify(out: Path, images: bool, source: str | Path | None, allow_unreplayed
                     findings.add(str(row.get("id")), f"is not among the rows the manifest records for {name}")
                 elif recorded != row_hash(row):
                     findings.add(str(row.get("id")), "content differs from the hash recorded at generation")
-                _guarded(row, findings, _check_row, row, name, seen, arms, findings, images)
+                guarded(row, findings, _check_row, row, name, seen, arms, findings, images)
             replay.block(shape.rows_by_episode(block, name, entry, rows), shape.episodes_of(block, entry))
     finally:
         arms.close()
@@ -329,25 +297,12 @@ def _turns(trace: Any) -> list[Any] | None:
 def _note_code(manifest: dict[str, Any], findings: Findings) -> None:
     """A note when the run was written by other code than this (its replays may differ for
     that reason alone: the seed generator, the checks, the renderers changed)."""
-    from vicogym.runs.generate import code_sha256
-
     recorded = manifest.get("code_sha256")
     if recorded is None:
         findings.notes.append("the run records no code_sha256 (written before runs recorded their code); if its "
                               "replays differ, regenerate it with this vicogym or verify it with the one that wrote it")
-    elif recorded != code_sha256():
-        findings.notes.append(f"the run was written by other code (code_sha256 {recorded[:12]}..., this vicogym's is "
-                              f"{code_sha256()[:12]}...); replays that differ may differ for that reason: verify it "
-                              "with the vicogym that wrote it, or regenerate it")
-
-
-def _guarded(row: Any, findings: Findings, check: Any, *args: Any) -> None:
-    """Run one row's check; whatever a damaged row makes it raise is that row's problem."""
-    try:
-        check(*args)
-    except Exception as exc:  # a row is data: nothing it holds may stop the verification
-        where = str(row.get("id")) if isinstance(row, dict) else "a row"
-        findings.add(where, f"cannot be checked ({type(exc).__name__}: {str(exc)[:200]})")
+    elif code_note(recorded):
+        findings.notes.append(code_note(recorded))
 
 
 #: a generated row's id: the environment, the run's seed, the episode and the turn it was kept at
@@ -511,7 +466,7 @@ class _Replay:
             if not self.proposes_again:
                 for _, row in mine:
                     if not self.findings.has(str(row.get("id"))):
-                        _guarded(row, self.findings, self._recorded, row, env)
+                        guarded(row, self.findings, self._recorded, row, env)
                 continue
             try:
                 seed_sample, turns = self._play(env, e)
@@ -557,7 +512,7 @@ class _Replay:
                 self.findings.add(str(row["id"]), f"is not a row episode {e} yields under keep={self.keep} "
                                   f"(turns {yielded})")
             else:
-                _guarded(row, self.findings, self._same, row, seed_sample, turns[turn], arm)
+                guarded(row, self.findings, self._same, row, seed_sample, turns[turn], arm)
 
     def _same(self, row: dict[str, Any], seed_sample: Any, kept: Any, arm: Any) -> None:
         problem = _seed_problem(row, arm, seed_sample)
