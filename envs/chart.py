@@ -26,7 +26,9 @@ from vicogym.errors import InvalidEdit
 from vicogym.images import ImagePolicy
 from vicogym.programs import chart as chart_programs
 from vicogym.renderers.chart import ChartRenderer, value_limits
-from vicogym.sources.chart import TIER2_POLICIES, make_source, spec_variants
+from vicogym.sources.chart import make_source
+from vicogym.sources.chartqa import TIER2_POLICIES
+from vicogym.sources.chartqa_tables import spec_variants
 from vicogym.structures.chart import ChartStructure, Table
 from vicogym.validation import is_int
 

@@ -34,7 +34,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vicogym.errors import GenerationError, SourceError
-from vicogym.sources.chart import ChartQASource, load_chartqa_table
+from vicogym.sources.chartqa import ChartQASource
+from vicogym.sources.chartqa_tables import load_chartqa_table
 from vicogym.sources.clevr import ReleaseSource, procedural_scene
 from vicogym.sources.natural import RecordSource, load_image
 from vicogym.structures.chart import MAX_ROWS, MAX_SERIES
@@ -773,7 +774,7 @@ def _measure(code: str, timeout: int = 300) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-OPEN_CHARTQA = "from vicogym.sources.chart import ChartQASource; ChartQASource"
+OPEN_CHARTQA = "from vicogym.sources.chartqa import ChartQASource; ChartQASource"
 CALL = """
 from vicogym.errors import SourceError
 try:
