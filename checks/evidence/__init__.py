@@ -13,14 +13,26 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
+from collections.abc import Callable
 from typing import Any
 
+from vicogym.errors import InvalidEdit
 from vicogym.structures.evidence import Task, fit_scale
 
 #: the task families whose check file is not named after them -> that file
 SHARED_CHECKS = {"funsd": "forms", "slides": "charts", "multichart": "charts"}
 #: the largest view side the legibility check assumes a zoom may fill
 ZOOM_SIDE = 768
+
+
+def first_problem(require: Callable[..., None], *args: Any, **kwargs: Any) -> str | None:
+    """A family's ``check`` from its ``require``: the first reason it raises (as
+    ``[code] message``), or ``None`` when the task passes."""
+    try:
+        require(*args, **kwargs)
+    except InvalidEdit as exc:
+        return str(exc)
+    return None
 
 
 def legible_at_full_detail(task: Task, side: int = ZOOM_SIDE) -> str | None:

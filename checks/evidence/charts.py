@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from vicogym.checks.chart import check as chart_check
+from vicogym.checks.evidence import first_problem
 from vicogym.errors import InvalidEdit
 from vicogym.programs.evidence.charts import (
     CONTRACTS,
@@ -59,11 +60,7 @@ def check(task: Task, facts: Facts | None = None, view_size: int = VIEW_SIZE, to
     """Why ``task`` cannot be answered from its rendered units (the first problem, as
     ``[code] message``), or ``None`` (see the module notes; without ``facts`` the drawn
     charts are not checked)."""
-    try:
-        require(task, facts, view_size, tolerance)
-    except InvalidEdit as exc:
-        return str(exc)
-    return None
+    return first_problem(require, task, facts, view_size, tolerance)
 
 
 def require(task: Task, facts: Facts | None = None, view_size: int = VIEW_SIZE, tolerance: float = 0.05) -> None:

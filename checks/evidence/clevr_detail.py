@@ -28,6 +28,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from vicogym.checks import clevr as clevr_checks
+from vicogym.checks.evidence import first_problem
 from vicogym.core import canonical_json
 from vicogym.errors import InvalidEdit, register_error_codes
 from vicogym.programs import clevr as clevr_programs
@@ -54,11 +55,7 @@ def rederive(task: Task) -> str:
 def check(task: Task) -> str | None:
     """Why a careful reader could not answer ``task`` (see the module notes), or ``None``
     (the family check :func:`vicogym.checks.evidence.check_task` calls)."""
-    try:
-        require(task)
-    except InvalidEdit as exc:
-        return str(exc)
-    return None
+    return first_problem(require, task)
 
 
 def require(task: Task) -> None:

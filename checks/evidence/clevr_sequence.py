@@ -18,6 +18,7 @@ from ``meta`` alone (what ``verify`` re-runs).
 from __future__ import annotations
 
 from vicogym.checks import clevr as clevr_checks
+from vicogym.checks.evidence import first_problem
 from vicogym.checks.evidence.clevr_detail import (
     expected_evidence,
     require_prepared,
@@ -47,11 +48,7 @@ def rederive(task: Task) -> str:
 def check(task: Task) -> str | None:
     """Why a careful reader could not answer ``task`` (see the module notes), or ``None``
     (the family check :func:`vicogym.checks.evidence.check_task` calls)."""
-    try:
-        require(task)
-    except InvalidEdit as exc:
-        return str(exc)
-    return None
+    return first_problem(require, task)
 
 
 def require(task: Task) -> None:
