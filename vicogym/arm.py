@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from vicogym.core import Edit, ExportHints, Render, Sample, Seed, canonical_json, edit_schema
+from vicogym.core import Edit, ExportHints, LabelRule, Render, Sample, Seed, canonical_json, edit_schema
 from vicogym.errors import GenerationError, InvalidEdit, MissingExtra
 from vicogym.images import ImagePolicy
 
@@ -86,14 +86,14 @@ class Arm(abc.ABC):
         return {}
 
     @abc.abstractmethod
-    def apply(self, structure: Any, edit: Edit, rule: Mapping[str, Any]) -> Any:
+    def apply(self, structure: Any, edit: Edit, rule: LabelRule) -> Any:
         """The structure after ``edit`` under ``rule``, or ``InvalidEdit``. Pure."""
 
     @abc.abstractmethod
-    def relabel(self, structure: Any, rule: Mapping[str, Any]) -> str:
+    def relabel(self, structure: Any, rule: LabelRule) -> str:
         """The answer ``rule`` gives on ``structure``, or ``InvalidEdit``. Pure."""
 
-    def check_question(self, question: str, rule: Mapping[str, Any], structure: Any) -> str | None:
+    def check_question(self, question: str, rule: LabelRule, structure: Any) -> str | None:
         """Why ``question`` is not the one ``rule`` answers on ``structure``, or ``None``."""
         return None
 
@@ -114,13 +114,13 @@ class Arm(abc.ABC):
         then on at most ``images.DIFFERING_PIXELS`` of the pixels; see ``images.same_image``)."""
         return 0
 
-    def screen(self, structure: Any, rule: Mapping[str, Any]) -> None:
+    def screen(self, structure: Any, rule: LabelRule) -> None:
         """Raise ``InvalidEdit`` for a seed that :meth:`validate` would surely reject,
         decided from the structure alone, before it is rendered (a seed drawn and thrown
         away then costs no render); the default screens nothing. It may reject only what
         ``validate`` rejects: a seed it lets through is rendered and checked whole."""
 
-    def validate(self, structure: Any, render: Render, rule: Mapping[str, Any]) -> None:
+    def validate(self, structure: Any, render: Render, rule: LabelRule) -> None:
         """Checks on a rendered edit (visibility, protection): raise ``InvalidEdit``."""
 
     def checks_run(self) -> dict[str, str]:
@@ -143,7 +143,7 @@ class Arm(abc.ABC):
         return edit_schema(self.op_fields, self.field_schemas)
 
     @abc.abstractmethod
-    def sample_edit(self, structure: Any, rule: Mapping[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+    def sample_edit(self, structure: Any, rule: LabelRule, rng: np.random.Generator) -> dict[str, Any]:
         """A random edit from the arm's edit space that the editors and the label rule
         accept; ``GenerationError`` when none is found within the configured tries."""
 
@@ -192,7 +192,7 @@ class Arm(abc.ABC):
         """Render ``structure`` with its own render seed (see :meth:`encode_and_render`)."""
         return self.encode_and_render(structure)[1]
 
-    def render_checked(self, structure: Any, rule: Mapping[str, Any]) -> Render:
+    def render_checked(self, structure: Any, rule: LabelRule) -> Render:
         """:meth:`render_seeded` and :meth:`validate` on it (what the environment does to
         every accepted sample; ``vicogym verify`` redoes it)."""
         render = self.render_seeded(structure)
