@@ -527,52 +527,67 @@ class EvidenceEnv(gym.Env):
 
     def _plan(self, parsed: Mapping[str, Any], step: int) -> tuple[list[View], list[Note]]:
         """The views and notes ``parsed`` makes at step ``step``, or :class:`InvalidEdit`;
-        nothing changed either way."""
-        c, name, units = self.config, parsed["action"], self.task.units
+        nothing changed either way. Action ``name`` of the protocol's table
+        (:data:`~vicogym.evidence.protocol.ACTION_TABLE`) is planned by ``_plan_<name>``
+        (``answer`` ends the episode in :meth:`step` instead)."""
+        name = parsed["action"]
         next_id = self.views[-1].id + 1 if self.views else 0
-        made = {"step": step, "action": name}
-        if name == "zoom":
-            source = self._image(parsed["image"], name)
-            if self.crops + len(parsed["regions"]) > c.max_crops:
-                raise InvalidEdit("crop_budget", f"{len(parsed['regions'])} more zoom views would pass max_crops="
-                                  f"{c.max_crops} ({c.max_crops - self.crops} left); answer or view whole units",
-                                  op=name, field="regions")
-            views = []
-            for k, region in enumerate(parsed["regions"]):
-                try:
-                    tile, crop = region_to_unit(source, region)
-                except ValueError as exc:
-                    raise InvalidEdit("bad_region", f"regions[{k}]: {exc}", op=name, field=f"regions[{k}]") from None
-                w, h = crop[2] - crop[0], crop[3] - crop[1]
-                if w < MIN_REGION_PX or h < MIN_REGION_PX:
-                    raise InvalidEdit("bad_region", f"regions[{k}] covers {w:.2g} x {h:.2g} pixels of unit "
-                                      f"{tile.unit}; a zoom needs at least {MIN_REGION_PX} x {MIN_REGION_PX}",
-                                      op=name, field=f"regions[{k}]")
-                views.append(crop_view(next_id + k, tile.unit, units[tile.unit], crop, c.view_size, self.notes,
-                                       {**made, "from": source.id, "region": list(region), "note": parsed["note"]},
-                                       self.present["upscale"], self.style))
-            return views, []
-        if name == "note":
-            if len(self.notes) + len(parsed["notes"]) > c.max_notes:
-                raise InvalidEdit("note_budget", f"{len(parsed['notes'])} more notes would pass max_notes="
-                                  f"{c.max_notes} ({c.max_notes - len(self.notes)} left)", op=name, field="notes")
-            notes = []
-            for k, note in enumerate(parsed["notes"]):
-                view = self._image(note["image"], name, f"notes[{k}].image")
-                where = point_to_unit(view, *note["at"])
-                if where is None:
-                    raise InvalidEdit("bad_region", f"notes[{k}].at lies on no image of view {view.id}", op=name,
-                                      field=f"notes[{k}].at")
-                notes.append(Note(len(self.notes) + k, where[0], where[1], note["text"]))
-            return [], notes
+        return getattr(self, f"_plan_{name}")(parsed, next_id, {"step": step, "action": name})
+
+    def _plan_zoom(self, parsed: Mapping[str, Any], next_id: int, made: dict[str, Any]
+                   ) -> tuple[list[View], list[Note]]:
+        c, name, units = self.config, parsed["action"], self.task.units
+        source = self._image(parsed["image"], name)
+        if self.crops + len(parsed["regions"]) > c.max_crops:
+            raise InvalidEdit("crop_budget", f"{len(parsed['regions'])} more zoom views would pass max_crops="
+                              f"{c.max_crops} ({c.max_crops - self.crops} left); answer or view whole units",
+                              op=name, field="regions")
+        views = []
+        for k, region in enumerate(parsed["regions"]):
+            try:
+                tile, crop = region_to_unit(source, region)
+            except ValueError as exc:
+                raise InvalidEdit("bad_region", f"regions[{k}]: {exc}", op=name, field=f"regions[{k}]") from None
+            w, h = crop[2] - crop[0], crop[3] - crop[1]
+            if w < MIN_REGION_PX or h < MIN_REGION_PX:
+                raise InvalidEdit("bad_region", f"regions[{k}] covers {w:.2g} x {h:.2g} pixels of unit "
+                                  f"{tile.unit}; a zoom needs at least {MIN_REGION_PX} x {MIN_REGION_PX}",
+                                  op=name, field=f"regions[{k}]")
+            views.append(crop_view(next_id + k, tile.unit, units[tile.unit], crop, c.view_size, self.notes,
+                                   {**made, "from": source.id, "region": list(region), "note": parsed["note"]},
+                                   self.present["upscale"], self.style))
+        return views, []
+
+    def _plan_note(self, parsed: Mapping[str, Any], next_id: int, made: dict[str, Any]
+                   ) -> tuple[list[View], list[Note]]:
+        c, name = self.config, parsed["action"]
+        if len(self.notes) + len(parsed["notes"]) > c.max_notes:
+            raise InvalidEdit("note_budget", f"{len(parsed['notes'])} more notes would pass max_notes="
+                              f"{c.max_notes} ({c.max_notes - len(self.notes)} left)", op=name, field="notes")
+        notes = []
+        for k, note in enumerate(parsed["notes"]):
+            view = self._image(note["image"], name, f"notes[{k}].image")
+            where = point_to_unit(view, *note["at"])
+            if where is None:
+                raise InvalidEdit("bad_region", f"notes[{k}].at lies on no image of view {view.id}", op=name,
+                                  field=f"notes[{k}].at")
+            notes.append(Note(len(self.notes) + k, where[0], where[1], note["text"]))
+        return [], notes
+
+    def _plan_view(self, parsed: Mapping[str, Any], next_id: int, made: dict[str, Any]
+                   ) -> tuple[list[View], list[Note]]:
+        c, name, units = self.config, parsed["action"], self.task.units
         self._units(parsed["units"], name)
-        if name == "view":
-            if len(parsed["units"]) > c.max_images:
-                raise InvalidEdit("image_budget", f"{len(parsed['units'])} units in one view; a request holds "
-                                  f"{c.max_images} images (compose them into a sheet)", op=name, field="units")
-            return [whole_view(next_id + k, u, units[u], c.view_size, self.notes, made, self.style)
-                    for k, u in enumerate(parsed["units"])], []
-        chosen = parsed["units"]
+        if len(parsed["units"]) > c.max_images:
+            raise InvalidEdit("image_budget", f"{len(parsed['units'])} units in one view; a request holds "
+                              f"{c.max_images} images (compose them into a sheet)", op=name, field="units")
+        return [whole_view(next_id + k, u, units[u], c.view_size, self.notes, made, self.style)
+                for k, u in enumerate(parsed["units"])], []
+
+    def _plan_compose(self, parsed: Mapping[str, Any], next_id: int, made: dict[str, Any]
+                      ) -> tuple[list[View], list[Note]]:
+        name, chosen = parsed["action"], parsed["units"]
+        self._units(chosen, name)
         if len(chosen) > SHEET_UNITS:
             raise InvalidEdit("image_budget", f"a sheet holds at most {SHEET_UNITS} units, got {len(chosen)}",
                               op=name, field="units")

@@ -468,3 +468,61 @@ def test_a_rows_settings_text_is_a_value_error_naming_the_field_whatever_it_hold
 
     with pytest.raises(ValueError, match="^extra_info.settings: expected the environment settings as a JSON object"):
         settings_from(settings, "extra_info.settings")
+
+
+# -- the table of actions: a new entry reaches every consumer -------------------------------------
+def _mark_action():
+    """An action the protocol does not have: ``mark`` an image with a label."""
+    from vicogym.evidence.protocol import Action
+
+    return Action("mark", "Mark a sent image with a label.",
+                  {"image": {"type": "integer", "description": "the number of a sent image"},
+                   "label": {"type": "string", "description": "the label"}}, ("image",),
+                  lambda obj, max_regions: {"image": int(obj["image"]), "label": str(obj.get("label") or "")},
+                  '{"action": "mark", "image": N, "label": ".."}', "label image N (at most {max_regions} a time)",
+                  "label an image")
+
+
+def test_every_action_of_the_table_has_its_plan_in_the_environment():
+    from vicogym.envs.evidence import EvidenceEnv
+    from vicogym.evidence.protocol import ACTION_TABLE, ACTIONS
+
+    assert ACTIONS == tuple(ACTION_TABLE) == ("zoom", "note", "view", "compose", "answer")
+    planned = {name for name in ACTION_TABLE if callable(getattr(EvidenceEnv, f"_plan_{name}", None))}
+    assert planned | {"answer"} == set(ACTION_TABLE) and "answer" not in planned  # the answer ends the episode
+
+
+def test_a_new_action_in_the_table_is_parsed_contracted_and_played(monkeypatch):
+    """One entry in the table and its ``_plan_<name>`` in the environment make an action:
+    the parser, both contracts, the rows' tools_kwargs and the environment's step see it."""
+    from vicogym.envs.evidence import EvidenceEnv
+    from vicogym.evidence import protocol
+    from vicogym.evidence.protocol import ACTION_TABLE, contract_text, episode_tools_kwargs, parse_action
+
+    env = gym.make("vicogym/Evidence-v0", view_size=256).unwrapped
+    env.reset(seed=2)
+    with pytest.raises(VicogymError, match="unknown action 'mark'"):
+        parse_action({"action": "mark", "image": 0})
+    monkeypatch.setitem(ACTION_TABLE, "mark", _mark_action())
+    assert parse_action({"action": "mark", "image": 0, "label": "x"}) == {"action": "mark", "image": 0, "label": "x"}
+    with pytest.raises(VicogymError, match="mark has no field 'colour'"):
+        parse_action({"action": "mark", "image": 0, "colour": "red"})
+    assert contract_text(3).endswith('- {"action": "mark", "image": N, "label": ".."} (label image N (at most 3 a '
+                                     'time))')
+    assert "answer (ends the task) and mark (label an image)" in protocol.tool_contract_text(2)
+    assert list(episode_tools_kwargs(1, {}, "t")) == ["zoom", "note", "view", "compose", "answer", "mark"]
+    assert protocol.tool_schema_of("mark")["function"]["parameters"]["required"] == ["image"]
+
+    seen = []
+
+    def plan_mark(self, parsed, next_id, made):
+        seen.append((parsed, next_id, made))
+        return [], []
+
+    _, _, _, _, info = env.step({"action": "mark", "image": 0})
+    assert info["error"]["code"] == "unhandled" and not seen  # in the table, but the environment cannot play it
+    monkeypatch.setattr(EvidenceEnv, "_plan_mark", plan_mark, raising=False)
+    _, reward, terminated, _, info = env.step({"action": "mark", "image": 0, "label": "x"})
+    assert "error" not in info and reward == 0.0 and not terminated
+    assert seen == [({"action": "mark", "image": 0, "label": "x"}, len(env.views), {"step": 2, "action": "mark"})]
+    assert env.history[-1] == {"step": 2, "action": {"action": "mark", "image": 0, "label": "x"}, "views": []}

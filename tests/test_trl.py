@@ -168,6 +168,37 @@ def test_the_evidence_tools_have_the_verl_tools_schemas_texts():
     assert "x0, y0, x1, y1" in zoom["regions"]["description"]
 
 
+def test_the_tool_methods_come_from_the_table_of_actions(monkeypatch):
+    """A new entry in the protocol's table becomes a tool method with its schema's types,
+    defaults and texts; the tools are the table's actions, in its order."""
+    from transformers.utils import get_json_schema
+
+    from vicogym.evidence.protocol import ACTION_TABLE, Action
+    from vicogym.trainers.trl import with_action_tools
+
+    assert list(_tool_schemas(EvidenceToolEnv())) == sorted(ACTION_TABLE)
+    mark = Action("mark", "Mark a sent image with a label.",
+                  {"image": {"type": "integer", "description": "the number of a sent image"},
+                   "boxes": {"type": "array", "items": {"type": "object", "properties": {"x": {"type": "number"}}}},
+                   "label": {"type": "string"}}, ("image",), lambda obj, m: dict(obj), "", "", "")
+    monkeypatch.setitem(ACTION_TABLE, "mark", mark)
+    env = with_action_tools(type("Marking", (EvidenceToolEnv,), {}))()
+    schema = _tool_schemas(env)["mark"]
+    assert schema["description"] == "Mark a sent image with a label."
+    assert schema["parameters"]["required"] == ["image"]
+    image = {"type": "integer", "description": "the number of a sent image"}
+    assert schema["parameters"]["properties"]["image"] == image
+    assert schema["parameters"]["properties"]["boxes"]["items"]["type"] == "object"
+    assert get_json_schema(env.mark)["function"]["name"] == "mark"
+    env.calls, env.done = [], True  # no episode: the call is recorded, not stepped
+    env.mark(3)
+    env.mark(image=4, boxes=[{"x": 0.5}], label="L")
+    assert env.calls == [{"action": "mark", "image": 3, "label": ""},
+                         {"action": "mark", "image": 4, "boxes": [{"x": 0.5}], "label": "L"}]
+    with pytest.raises(TypeError):
+        env.mark(image=1, colour="red")  # an argument the schema does not have, as for a method written out
+
+
 def test_an_evidence_episode_through_the_tools(evidence_run):
     from PIL import Image
 

@@ -317,12 +317,40 @@ def test_the_tool_schemas_file_is_what_the_tools_declare():
 
     from vicogym.evidence.protocol import ACTIONS as EVIDENCE_ACTIONS
     from vicogym.evidence.protocol import tool_schema_of
-    from vicogym.trainers.verl_agent import TOOL_CONFIG, overrides
+    from vicogym.trainers import verl_agent
+    from vicogym.trainers.verl_agent import TOOL_CONFIG, overrides, tool_config
 
-    tools = yaml.safe_load(Path(TOOL_CONFIG).read_text(encoding="utf-8"))["tools"]
+    text = Path(TOOL_CONFIG).read_text(encoding="utf-8")
+    assert text == tool_config(), "the shipped YAML is stale: run vicogym.trainers.verl_agent.write_tool_config()"
+    tools = yaml.safe_load(text)["tools"]
     assert [t["tool_schema"] for t in tools] == [tool_schema_of(a) for a in EVIDENCE_ACTIONS]
-    assert [t["class_name"].rsplit(".", 1)[1] for t in tools] == [f"{a.title()}Tool" for a in EVIDENCE_ACTIONS]
+    names = ["ZoomTool", "NoteTool", "ViewTool", "ComposeTool", "AnswerTool"]  # what users' verl configs may name
+    assert [t["class_name"] for t in tools] == [f"vicogym.trainers.verl_agent.{n}" for n in names]
+    assert [getattr(verl_agent, n).action for n in names] == list(EVIDENCE_ACTIONS)
     assert any(o.startswith("data.custom_cls.path=pkg://vicogym.trainers.verl_agent") for o in overrides())
+
+
+def test_a_new_action_in_the_table_gets_a_tool_class_and_its_yaml_entry(monkeypatch, tmp_path):
+    """The tool classes and the YAML are derived from the protocol's table: a new entry
+    becomes a class verl's loader instantiates with the entry's schema."""
+    from verl.tools.tool_registry import initialize_tools_from_config
+
+    from vicogym.evidence.protocol import ACTION_TABLE, Action
+    from vicogym.trainers import verl_agent
+    from vicogym.trainers.verl_agent import TOOL_CLASSES, tool_classes, tool_config, write_tool_config
+
+    assert list(TOOL_CLASSES) == list(ACTION_TABLE)
+    mark = Action("mark", "Mark a sent image with a label.", {"image": {"type": "integer"}}, ("image",),
+                  lambda obj, m: dict(obj), "", "", "")
+    monkeypatch.setitem(ACTION_TABLE, "mark", mark)
+    classes = tool_classes()
+    assert list(classes) == ["zoom", "note", "view", "compose", "answer", "mark"]
+    assert classes["mark"].__name__ == "MarkTool" and classes["mark"].action == "mark"
+    assert "class_name: vicogym.trainers.verl_agent.MarkTool" in tool_config()
+    monkeypatch.setattr(verl_agent, "MarkTool", classes["mark"], raising=False)  # as the module's import would set it
+    tools = initialize_tools_from_config(str(write_tool_config(tmp_path / "tools.yaml")))  # verl's own loader
+    assert [t.name for t in tools] == list(ACTION_TABLE) and type(tools[-1]).__name__ == "MarkTool"
+    assert tools[-1].tool_schema.function.parameters.required == ["image"]
 
 
 def test_a_trajectory_without_an_episode_gets_an_error_text_not_an_exception():

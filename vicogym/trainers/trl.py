@@ -10,8 +10,9 @@ evidence and rewriter episodes as environments whose methods are the model's too
   reward signature ``f(prompts, completions, **columns)``; each completion's last
   assistant text is scored by :func:`vicogym.scoring.score_row` against its row.
 - :class:`EvidenceToolEnv`, for ``environment_factory``: the actions of
-  ``vicogym/Evidence-v0`` (``zoom``, ``note``, ``view``, ``compose``, ``answer``) as tool
-  methods. ``reset(**row)`` plays the row's task (the ``tools_kwargs`` that rows of
+  ``vicogym/Evidence-v0`` (``zoom``, ``note``, ``view``, ``compose``, ``answer``: one tool
+  method per entry of :data:`vicogym.evidence.protocol.ACTION_TABLE`). ``reset(**row)``
+  plays the row's task (the ``tools_kwargs`` that rows of
   ``vicogym generate vicogym/Evidence-v0`` carry, or ``seed`` and ``settings``); new
   views come back as images; ``get_reward()`` is the score of the answer.
 - :class:`RewriterToolEnv`, for ``environment_factory``: one ``edit`` tool that steps an
@@ -26,14 +27,14 @@ the next ``reset`` or when the instance goes. Nothing here imports TRL.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
 import json
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from vicogym.evidence.protocol import ACTIONS as EVIDENCE_ACTIONS
-from vicogym.evidence.protocol import tool_schema_of
+from vicogym.evidence.protocol import ACTION_TABLE, Action
 from vicogym.runs.trainer_columns import IMAGE_TOKEN
 from vicogym.trainers.common import (
     EDIT_TOOL_ASK,
@@ -313,33 +314,84 @@ class _Lent:
             self._give_back()
 
 
-def _described(action: str, **fallback: str) -> Callable[[Callable], Callable]:
-    """Give a tool method the description and argument texts of evidence action ``action``
-    (:func:`vicogym.trainers.common.tool_schema_of`, what the verl tools send) as a Google-style
-    docstring, the form TRL's schema reader (``transformers.utils.get_json_schema``) parses."""
-    function = tool_schema_of(action)["function"]
+_JSON_TYPES = {"integer": int, "number": float, "string": str, "boolean": bool}
+
+
+def _hint(schema: Mapping[str, Any]) -> Any:
+    """The Python type hint TRL's schema reader turns back into JSON Schema ``schema``."""
+    kind = schema.get("type")
+    if kind == "array":
+        return list[_hint(schema.get("items") or {})]
+    if kind == "object":
+        kinds = {(spec or {}).get("type") for spec in (schema.get("properties") or {}).values()}
+        return dict[str, _JSON_TYPES[kinds.pop()]] if len(kinds) == 1 and kinds <= set(_JSON_TYPES) else \
+            dict[str, Any]
+    return _JSON_TYPES.get(kind, Any)
+
+
+def _docstring(action: Action) -> str:
+    """The description and argument texts of ``action``'s tool schema (what the verl tools
+    send) as a Google-style docstring, the form TRL's schema reader
+    (``transformers.utils.get_json_schema``) parses."""
 
     def text(name: str, spec: Mapping[str, Any]) -> str:
-        parts = [spec.get("description") or fallback.get(name) or name]
+        parts = [spec.get("description") or name]
         items = spec.get("items") or {}
         if items.get("properties"):
             fields = ", ".join(items["properties"])
             parts.append(f"each {{{fields}}}" + (f": {items['description']}" if items.get("description") else ""))
         return "; ".join(parts)
 
-    def decorate(method: Callable) -> Callable:
-        lines = [function["description"], "", "Args:"]
-        lines += [f"    {name}: {text(name, spec)}" for name, spec in function["parameters"]["properties"].items()]
-        method.__doc__ = "\n".join(lines)
-        return method
-
-    return decorate
+    lines = [action.description, "", "Args:"]
+    return "\n".join(lines + [f"    {name}: {text(name, spec)}" for name, spec in action.properties.items()])
 
 
+def tool_method(action: Action) -> Callable[..., str | list]:
+    """The tool method of evidence action ``action``: its arguments are the action's fields
+    (the required ones first; an optional text defaults to ``""``, any other optional field
+    to None, left out of the action), typed and described from its schema."""
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    params = [inspect.Parameter("self", kind)]
+    hints: dict[str, Any] = {}
+    for name in (*action.required, *action.optional):
+        spec = action.properties[name]
+        hint = hints[name] = _hint(spec)
+        if name in action.required:
+            params.append(inspect.Parameter(name, kind, annotation=hint))
+        elif hint is str:
+            params.append(inspect.Parameter(name, kind, default="", annotation=hint))
+        else:
+            hints[name] = hint | None
+            params.append(inspect.Parameter(name, kind, default=None, annotation=hints[name]))
+    signature = inspect.Signature(params, return_annotation=str | list)
+
+    def method(*args: Any, **kwargs: Any) -> str | list:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        self, fields = bound.arguments.pop("self"), bound.arguments
+        return self._act({"action": action.name, **{k: v for k, v in fields.items() if v is not None}})
+
+    method.__name__ = method.__qualname__ = action.name
+    method.__signature__ = signature  # type: ignore[attr-defined]
+    method.__annotations__ = {**hints, "return": str | list}
+    method.__doc__ = _docstring(action)
+    return method
+
+
+def with_action_tools(cls: type) -> type:
+    """``cls`` with one tool method per action of the protocol's table
+    (:data:`vicogym.evidence.protocol.ACTION_TABLE`), made by :func:`tool_method`."""
+    for name, action in ACTION_TABLE.items():
+        setattr(cls, name, tool_method(action))
+    return cls
+
+
+@with_action_tools
 class EvidenceToolEnv(_Lent):
     """One rollout's ``vicogym/Evidence-v0`` task, for ``GRPOTrainer(environment_factory=...)``:
-    the public methods are the model's tools, TRL reads their schemas from the type hints
-    and docstrings. ``reset(**row)`` draws the row's task (the row's ``extra_info``
+    the public methods are the model's tools, one per action of the protocol's table
+    (:func:`with_action_tools`); TRL reads their schemas from the type hints and
+    docstrings. ``reset(**row)`` draws the row's task (the row's ``extra_info``
     ``tools_kwargs[...]["create_kwargs"]``, else ``extra_info`` or columns ``seed`` and
     ``settings``; a ``task_id`` there is checked) and returns what is appended to the
     prompt: the image numbers and budgets (and, for a row without images, the question
@@ -368,7 +420,7 @@ class EvidenceToolEnv(_Lent):
             raise
         self.score, self.done, self.calls, self.outcome = 0.0, False, [], None
         start = [v.id for v in env.visible()]
-        text = (f"Act by calling the tools {', '.join(EVIDENCE_ACTIONS)} (their arguments are the fields of the "
+        text = (f"Act by calling the tools {', '.join(ACTION_TABLE)} (their arguments are the fields of the "
                 f"actions); each call returns the new views as images. The task ends with answer.\n"
                 f"{describe_views(env, start)}")
         if _has_images(row):
@@ -394,29 +446,6 @@ class EvidenceToolEnv(_Lent):
     def get_reward(self) -> float:
         """The task's score of the answer given (0 when none was)."""
         return float(self.score)
-
-    @_described("zoom", note="what you look for")
-    def zoom(self, image: int, regions: list[dict[str, float]], note: str = "") -> str | list:
-        return self._act({"action": "zoom", "image": image, "regions": regions, "note": note})
-
-    @_described("note", notes="the notes")
-    def note(self, notes: list[dict[str, Any]]) -> str | list:
-        return self._act({"action": "note", "notes": notes})
-
-    @_described("view")
-    def view(self, units: list[int]) -> str | list:
-        return self._act({"action": "view", "units": units})
-
-    @_described("compose")
-    def compose(self, units: list[int], cols: int | None = None) -> str | list:
-        action: dict[str, Any] = {"action": "compose", "units": units}
-        if cols is not None:
-            action["cols"] = cols
-        return self._act(action)
-
-    @_described("answer", note="why, briefly")
-    def answer(self, answer: str, note: str = "") -> str | list:
-        return self._act({"action": "answer", "answer": answer, "note": note})
 
 
 def _evidence_create(row: Mapping[str, Any]) -> dict[str, Any]:

@@ -16,8 +16,10 @@ the rewriter as an agent loop, and the evidence actions as tools.
   rate (the environment's ``invalid_penalty`` when no edit was accepted). The ``n``
   samples of a row start from the row's seed, so a GRPO group shares its seed sample.
 - :class:`ZoomTool`, :class:`NoteTool`, :class:`ViewTool`, :class:`ComposeTool`,
-  :class:`AnswerTool`: the actions of ``vicogym/Evidence-v0`` as verl tools (schemas in
-  :data:`TOOL_CONFIG`), for verl's ``tool_agent`` loop. verl creates and releases a tool
+  :class:`AnswerTool`: the actions of ``vicogym/Evidence-v0`` as verl tools, one
+  :class:`EvidenceTool` class per entry of :data:`vicogym.evidence.protocol.ACTION_TABLE`
+  (:data:`TOOL_CLASSES`; their YAML, :data:`TOOL_CONFIG`, is what :func:`tool_config`
+  writes), for verl's ``tool_agent`` loop. verl creates and releases a tool
   instance around every call, so an episode is kept per trajectory (by verl's per-
   trajectory ``agent_data``, freed with it); the rows ``vicogym generate
   vicogym/Evidence-v0`` writes carry the ``tools_kwargs`` that name the episode (seed,
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.resources
+import json
 import weakref
 from collections.abc import Mapping
 from pathlib import Path
@@ -46,7 +49,7 @@ from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 from verl.utils.dataset.rl_dataset import RLHFDataset
 
 from vicogym.errors import GenerationError
-from vicogym.evidence.protocol import tool_schema_of
+from vicogym.evidence.protocol import ACTION_TABLE, tool_schema_of
 from vicogym.trainers.common import (
     EPISODE_OVER,
     MAX_PIXELS,
@@ -74,6 +77,8 @@ AGENT_LOOP_CONFIG = str(ASSETS / "verl_agent_loops.yaml")
 #: verl's ``multi_turn.tool_config_path``: the evidence tools and their schemas
 TOOL_CONFIG = str(ASSETS / "verl_evidence_tools.yaml")
 REWRITER_AGENT = "vicogym_rewriter"
+#: this module's import name (what verl's configs name its classes by)
+MODULE = "vicogym.trainers.verl_agent"
 ROW_KINDS = ("samples", "rewriter")
 #: an episode that keeps no sample (its rewriter found no valid edit) is replaced by the
 #: first of its spare episodes that keeps one: episode ``SPARE_BASE + e * SPARES + a``
@@ -472,30 +477,53 @@ class EvidenceTool(BaseTool):
             _close_opened(future)
 
 
-class ZoomTool(EvidenceTool):
-    action = "zoom"
+def tool_class_name(action: str) -> str:
+    """The name of evidence action ``action``'s tool class (``zoom``: ``ZoomTool``)."""
+    return f"{action.title()}Tool"
 
 
-class NoteTool(EvidenceTool):
-    action = "note"
+def tool_classes() -> dict[str, type[EvidenceTool]]:
+    """One :class:`EvidenceTool` subclass per action of the protocol's table, by action."""
+    return {name: type(tool_class_name(name), (EvidenceTool,),
+                       {"action": name, "__module__": MODULE, "__doc__": f"The {name} action as a verl tool."})
+            for name in ACTION_TABLE}
 
 
-class ViewTool(EvidenceTool):
-    action = "view"
+#: the tool classes by action; each is also this module's attribute (``ZoomTool`` ...), as
+#: the YAML's ``class_name`` names it
+TOOL_CLASSES = tool_classes()
+globals().update({cls.__name__: cls for cls in TOOL_CLASSES.values()})
+
+TOOL_CONFIG_HEADER = """\
+# verl's actor_rollout_ref.rollout.multi_turn.tool_config_path: the actions of vicogym/Evidence-v0 as tools
+# (for verl's tool_agent loop; rows of `vicogym generate vicogym/Evidence-v0` carry their tools_kwargs).
+# config.max_pixels: the largest image a tool returns, in pixels (new views are scaled down into it).
+# Written by vicogym.trainers.verl_agent.write_tool_config() from the protocol's table of actions.
+"""
 
 
-class ComposeTool(EvidenceTool):
-    action = "compose"
+def tool_config() -> str:
+    """The YAML of :data:`TOOL_CONFIG`: per action of the protocol's table its tool class
+    (:func:`tool_class_name`), config (``max_pixels``) and schema."""
+    import yaml
+
+    tools = [{"class_name": f"{MODULE}.{tool_class_name(name)}", "config": {"type": "native", "max_pixels": MAX_PIXELS},
+              "tool_schema": action.tool_schema()} for name, action in ACTION_TABLE.items()]
+    plain_tools = json.loads(json.dumps(tools))  # no shared objects: no YAML anchors
+    return TOOL_CONFIG_HEADER + yaml.safe_dump({"tools": plain_tools}, sort_keys=False, width=120, allow_unicode=True)
 
 
-class AnswerTool(EvidenceTool):
-    action = "answer"
+def write_tool_config(path: str | Path = TOOL_CONFIG) -> Path:
+    """Write :func:`tool_config` to ``path`` (the shipped :data:`TOOL_CONFIG` by default)."""
+    path = Path(path)
+    path.write_text(tool_config(), encoding="utf-8")
+    return path
 
 
 def overrides() -> list[str]:
     """verl's command-line overrides that point it at this module: the dataset class, the
     rewriter's agent loop and the evidence tools."""
-    return ["data.custom_cls.path=pkg://vicogym.trainers.verl_agent", "data.custom_cls.name=EpisodeDataset",
+    return [f"data.custom_cls.path=pkg://{MODULE}", "data.custom_cls.name=EpisodeDataset",
             f"actor_rollout_ref.rollout.agent.agent_loop_config_path={AGENT_LOOP_CONFIG}",
             f"actor_rollout_ref.rollout.multi_turn.tool_config_path={TOOL_CONFIG}"]
 
