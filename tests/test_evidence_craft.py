@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,7 +24,7 @@ import vicogym  # noqa: F401
 from vicogym.cli import app
 from vicogym.errors import RunError
 from vicogym.evidence import interface
-from vicogym.evidence.craft import Craft, CraftConfig, allowed_arms, craft, gate, read_run, transfer
+from vicogym.evidence.craft import Craft, CraftConfig, allowed_moves, craft, gate, read_run, transfer
 from vicogym.evidence.episodes import play
 from vicogym.evidence.executors import SimulatedExecutor, make_executor
 from vicogym.evidence.optimizers import GuidedOptimizer, Proposal, RandomOptimizer, ucb_pick
@@ -252,7 +253,7 @@ def test_a_weaker_reader_scores_less_on_the_same_views():
     assert scores["simulated"] > scores["simulated:skill,acuity=1.6"]
 
 
-# -- the gate, UCB and the arms ------------------------------------------------------------------
+# -- the gate, UCB and the moves -----------------------------------------------------------------
 @pytest.mark.parametrize("d_r, d_c, d_px, d_text, accepted, reason", [
     (0.1, 0.0, 5.0, 30, True, "accept: dR"),
     (0.0, 0.2, 0.0, 0, True, "accept: dR"),
@@ -268,23 +269,23 @@ def test_the_gate_accepts_only_when_neither_score_nor_support_falls(d_r, d_c, d_
     assert verdict is accepted and reason in why
 
 
-def test_ucb_tries_every_arm_first_then_balances_reward_and_doubt():
-    arms = ("a", "b", "c")
-    assert ucb_pick(arms, []) == ["a", "b", "c"]
-    history = [{"arm": "a", "accepted": True}, {"arm": "b", "accepted": False}]
-    assert ucb_pick(arms, history)[0] == "c"
-    history = [{"arm": "a", "accepted": True}] * 3 + [{"arm": "b", "accepted": False}] * 3 + \
-        [{"arm": "c", "accepted": False}]
+def test_ucb_tries_every_move_first_then_balances_reward_and_doubt():
+    moves = ("a", "b", "c")
+    assert ucb_pick(moves, []) == ["a", "b", "c"]
+    history = [{"move": "a", "accepted": True}, {"move": "b", "accepted": False}]
+    assert ucb_pick(moves, history)[0] == "c"
+    history = [{"move": "a", "accepted": True}] * 3 + [{"move": "b", "accepted": False}] * 3 + \
+        [{"move": "c", "accepted": False}]
     # a: 1 + sqrt(2 ln 7 / 3) = 2.61; b: 0 + 1.61; c: 0 + sqrt(2 ln 7) = 1.97
-    assert ucb_pick(arms, history) == ["a", "c", "b"]
-    assert ucb_pick(arms, [{"arm": "z", "accepted": True}]) == ["a", "b", "c"]
+    assert ucb_pick(moves, history) == ["a", "c", "b"]
+    assert ucb_pick(moves, [{"move": "z", "accepted": True}]) == ["a", "b", "c"]
 
 
-def test_modes_allow_their_arms():
-    assert allowed_arms("text", 0, 4) == ("reader", "answer_contract")
-    assert "reader" not in allowed_arms("interface", 0, 4) and "joint" in allowed_arms("joint", 3, 4)
-    assert [allowed_arms("alternating", r, 4)[0] for r in range(4)] == ["reader", "select", "reader", "select"]
-    assert [allowed_arms("staged", r, 4)[0] for r in range(4)] == ["select", "select", "reader", "reader"]
+def test_modes_allow_their_moves():
+    assert allowed_moves("text", 0, 4) == ("reader", "answer_contract")
+    assert "reader" not in allowed_moves("interface", 0, 4) and "joint" in allowed_moves("joint", 3, 4)
+    assert [allowed_moves("alternating", r, 4)[0] for r in range(4)] == ["reader", "select", "reader", "select"]
+    assert [allowed_moves("staged", r, 4)[0] for r in range(4)] == ["select", "select", "reader", "reader"]
 
 
 def _failed(family, failure, contract="text", steps=()):
@@ -309,14 +310,14 @@ def test_guided_repairs_follow_the_failures_and_skip_what_was_rejected():
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**31), arm=st.sampled_from(["reader", "answer_contract", "view_contract", "protocol",
-                                                         "select", "present", "joint"]))
-def test_random_proposals_are_valid_skills_that_change_their_arm(seed, arm):
-    proposal = RandomOptimizer(("forms", "slides")).propose(BUILTIN["initial"], arm, [], np.random.default_rng(seed),
+@given(seed=st.integers(0, 2**31), move=st.sampled_from(["reader", "answer_contract", "view_contract", "protocol",
+                                                          "select", "present", "joint"]))
+def test_random_proposals_are_valid_skills_that_make_their_move(seed, move):
+    proposal = RandomOptimizer(("forms", "slides")).propose(BUILTIN["initial"], move, [], np.random.default_rng(seed),
                                                             set())
-    assert proposal is not None
+    assert proposal is not None and proposal.move == move
     changed = BUILTIN["initial"].changed(proposal.skill)
-    assert changed and (arm == "joint" or changed == [arm])
+    assert changed and (move == "joint" or changed == [move])
     assert Skill.from_dict(proposal.skill.to_dict()).digest() == proposal.skill.digest()
 
 
@@ -349,11 +350,11 @@ class ScriptedOptimizer:
     def __init__(self, proposals):
         self.proposals = list(proposals)
 
-    def propose(self, skill, arm, traces, rng, rejected):
+    def propose(self, skill, move, traces, rng, rejected):
         if not self.proposals:
             return None
         edit = self.proposals.pop(0)
-        return Proposal(skill.with_fields(**edit), "joint" if len(edit) > 1 else arm, "scripted")
+        return Proposal(skill.with_fields(**edit), "joint" if len(edit) > 1 else move, "scripted")
 
 
 def _scripted(tmp_path, monkeypatch, table, proposals, submissions=4):
@@ -374,7 +375,7 @@ def test_a_joint_loss_that_kept_support_is_projected_and_its_interface_kept(tmp_
     table = {(R0, "{}"): (0.5, 0.5), ("worse", '{"grid": 6}'): (0.3, 0.7), (R0, '{"grid": 6}'): (0.6, 0.7)}
     run, terminal, entries = _scripted(tmp_path, monkeypatch, table, [{"reader": "worse", "present": {"grid": 6}}])
     assert [e["reason"].split(":")[0] for e in entries] == ["rollback", "accept"]
-    assert entries[0]["project"] and entries[1]["projection_of"] == 0 and entries[1]["arm"] == "projection"
+    assert entries[0]["project"] and entries[1]["projection_of"] == 0 and entries[1]["move"] == "projection"
     assert entries[1]["slot"] == 1  # the projection takes a submission of its own
     assert terminal.reader == R0 and terminal.get("present") == {"grid": 6}
 
@@ -436,15 +437,17 @@ def tiny_run(tmp_path_factory):
     return out, result
 
 
-def test_a_craft_run_evolves_a_skill_and_evaluates_every_arm(tiny_run):
+def test_a_craft_run_evolves_a_skill_and_evaluates_every_variant(tiny_run):
     out, result = tiny_run
-    assert set(result["arms"]) == {"direct", "initial", "joint", "theta1_phi0", "theta0_phi1"}
-    score = {a: np.mean([r["score"] for r in v["rows"]]) for a, v in result["arms"].items()}
+    assert set(result) == {"executor", "variants"}
+    assert set(result["variants"]) == {"direct", "initial", "joint", "theta1_phi0", "theta0_phi1"}
+    score = {a: np.mean([r["score"] for r in v["rows"]]) for a, v in result["variants"].items()}
     assert score["joint"] > score["initial"]  # form values are unreadable until a skill zooms or crops
     ledger = json.loads((out / "joint" / "ledger.json").read_text())
     assert len(ledger["rounds"]) == 2 and ledger["candidates"]
     for entry in ledger["candidates"]:
-        assert {"round", "slot", "mode", "arm", "fields", "diff", "dR", "dC", "reason", "accepted",
+        assert "arm" not in entry
+        assert {"round", "slot", "mode", "move", "fields", "diff", "dR", "dC", "reason", "accepted",
                 "projection_of", "skill"} <= set(entry)
     accepted = [e for e in ledger["candidates"] if e["accepted"]]
     assert accepted and all(e["dR"] >= 0 and e["dC"] >= 0 for e in accepted)
@@ -461,6 +464,35 @@ def test_a_run_with_other_settings_is_refused_and_the_same_one_resumes_to_the_sa
     again = craft(out, CraftConfig(**TINY))
     after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file() and "report" not in p.parts}
     assert again == json.loads(json.dumps(result)) and before == after
+
+
+def test_an_older_run_folder_naming_moves_and_variants_arms_is_read_and_resumed(tiny_run, tmp_path):
+    """Older craft folders name a candidate's move ``arm`` in the ledger and the test
+    variants ``arms`` in test.json: the report reads them, and a resumed search continues
+    such a ledger (and writes it with ``move``)."""
+    out, result = tiny_run
+    old = tmp_path / "old"
+    shutil.copytree(out, old)
+    ledger_path, test_path = old / "joint" / "ledger.json", old / "test.json"
+    ledger = json.loads(ledger_path.read_text())
+    ledger["candidates"] = [{("arm" if k == "move" else k): v for k, v in e.items()} for e in ledger["candidates"]]
+    ledger_path.write_text(json.dumps(ledger))
+    test = json.loads(test_path.read_text())
+    test_path.write_text(json.dumps({("arms" if k == "variants" else k): v for k, v in test.items()}))
+    run = read_run(old)
+    assert run["test"] == test and all("move" in e and "arm" not in e for e in run["ledgers"]["joint"]["candidates"])
+    assert write_report([old], tmp_path / "report")[0]["cells"]["all/joint"] == \
+        write_report([out], tmp_path / "report-new")[0]["cells"]["all/joint"]
+    # one more round on the old ledger: its UCB history counts the old entries' moves
+    moves = [e["move"] for e in json.loads((out / "joint" / "ledger.json").read_text())["candidates"]]
+    ledger["rounds"] = ledger["rounds"][:1]
+    ledger["candidates"] = [e for e in ledger["candidates"] if e["round"] == 0]
+    ledger_path.write_text(json.dumps(ledger))
+    test_path.unlink()
+    craft(old, CraftConfig(**TINY))
+    resumed = json.loads(ledger_path.read_text())["candidates"]
+    assert [e["move"] for e in resumed] == moves and all("arm" not in e for e in resumed)
+    assert (old / "joint" / "ledger.json").read_bytes() == (out / "joint" / "ledger.json").read_bytes()
 
 
 def test_the_same_seed_gives_the_same_ledger_and_skill_bytes_after_kill_9(tiny_run, tmp_path):
@@ -496,7 +528,7 @@ def test_the_same_seed_gives_the_same_ledger_and_skill_bytes_after_kill_9(tiny_r
 def test_the_report_prints_the_table_and_writes_its_plots(tiny_run, tmp_path):
     out, _ = tiny_run
     result, page = write_report([out], tmp_path / "report")
-    assert {"direct", "initial", "joint"} <= set(result["arms"])
+    assert {"direct", "initial", "joint"} <= set(result["variants"])
     cell = result["cells"]["all/joint"]
     assert cell["low"] <= cell["score"] <= cell["high"] and "crossing" in result
     assert result["cells"]["all/direct"]["p"] <= 1.0
@@ -516,7 +548,7 @@ def test_the_report_prints_the_table_and_writes_its_plots(tiny_run, tmp_path):
     (["craft", "forms", "--optimizer", "clever"], "unknown optimizer"),
     (["craft", "forms", "--set", "interface={}"], "the craft run's own"),
     (["craft", "transfer", "/nonexistent/a"], "at least two"),
-    (["craft", "forms", "--executor", "direct"], "Direct is one of the arms"),
+    (["craft", "forms", "--executor", "direct"], "Direct is one of the variants"),
     (["craft", "forms", "--executor", "simulated:skill,acuity=9"], "acuity"),
     (["craft", "forms", "--start", "nosuch"], "--start nosuch"),
     (["craft", "report", "somewhere", "--dev", "2"], "--dev sets up a craft run"),
@@ -555,7 +587,7 @@ def test_asking_for_one_mode_on_a_folder_keeps_the_modes_it_ran(tiny_run, tmp_pa
     out = tmp_path / "two"
     craft(out, CraftConfig(**{**TINY, "modes": ["joint", "text"]}))
     again = craft(out, CraftConfig(**{**TINY, "modes": ["joint"]}))
-    assert {"joint", "text"} <= set(again["arms"])
+    assert {"joint", "text"} <= set(again["variants"])
 
 
 def test_misspelt_files_and_byte_order_marks_in_a_skill_folder(tmp_path):
@@ -603,7 +635,7 @@ def test_the_openai_optimizer_is_shown_the_skill_grammar_and_views_and_its_repli
     assert reasons[0].startswith("invalid: the optimizer's reply holds no JSON")
     assert reasons[1].startswith("invalid: the proposal names no skill field 'colour'")
     third = ledger["candidates"][2]
-    assert third["arm"] == "select" and third["fields"] == ["select"] and third["dR"] is not None, third["reason"]
+    assert third["move"] == "select" and third["fields"] == ["select"] and third["dR"] is not None, third["reason"]
     body = server.requests[0]["body"]
     assert body["temperature"] == 0.7 and body["model"] == "opt"
     parts = body["messages"][-1]["content"]

@@ -640,10 +640,10 @@ def craft(
         raise _fail(str(exc)) from None
     import numpy as np
 
-    table = Table("arm", "test score", "pixels/episode", title=f"craft: {out}")
-    for arm, data in result["arms"].items():
+    table = Table("variant", "test score", "pixels/episode", title=f"craft: {out}")
+    for name, data in result["variants"].items():
         rows = data["rows"]
-        table.add_row(arm, f"{np.mean([r['score'] for r in rows]):.3f}", f"{np.mean([r['pixels'] for r in rows]):.0f}")
+        table.add_row(name, f"{np.mean([r['score'] for r in rows]):.3f}", f"{np.mean([r['pixels'] for r in rows]):.0f}")
     console.print(table)
     console.print(f"ledgers and skills in {out}/<mode>/; `vicogym craft report {out}` for the statistics")
 

@@ -17,8 +17,9 @@ views' geometry) are averaged over its repetitions. Evaluations are cached under
 
 **The search** (one per mode, in ``DIR/<mode>/``): ``rounds`` rounds of up to
 ``submissions`` submissions each. A submission asks the optimizer for one proposal in
-the arm UCB picks (:func:`vicogym.evidence.optimizers.ucb_pick`) among the arms the mode
-allows this round; then
+the move (the kind of edit: one field, or ``joint``) UCB picks
+(:func:`vicogym.evidence.optimizers.ucb_pick`) among the moves the mode allows this
+round; then
 
 1. *the replay filter*: a proposal that edits a visual field (``protocol``, ``select``,
    ``present``) is replayed on the incumbent's development traces (the same actions
@@ -40,15 +41,16 @@ co-edits), ``alternating`` (θ in even rounds, φ, ψ in odd ones), ``staged`` (
 the first half of the rounds, then θ).
 
 **The ledger** (``<mode>/ledger.json``, written whole after every candidate): every
-candidate with its round, slot, arm, changed fields, diff, ΔR, ΔC, reason and whether
+candidate with its round, slot, move, changed fields, diff, ΔR, ΔC, reason and whether
 it was accepted (projections name the candidate they project); each round's accepted
 skill is saved as ``<mode>/round-R/`` and the last as ``<mode>/skill/``. A search killed
 at any point (even ``kill -9``) and started again with the same command continues from
 the ledger and writes the same ledger and skill bytes (with the simulated executor and
-the ``guided`` or ``random`` optimizer; a model's replies are what they are).
+the ``guided`` or ``random`` optimizer; a model's replies are what they are). An older
+ledger, whose candidates name their move ``arm``, is read as ``move`` and continued.
 
-**The test evaluation** (``test.json``): Direct, the initial skill, each mode's terminal
-skill, and the terminal crossing of the joint skill: (θ₁, φ₀, ψ₀) and (θ₀, φ₁, ψ₁).
+**The test evaluation** (``test.json``, its ``variants``): Direct, the initial skill, each
+mode's terminal skill, and the terminal crossing of the joint skill: (θ₁, φ₀, ψ₀) and (θ₀, φ₁, ψ₁).
 ``vicogym craft report DIR`` prints the table and writes the plots.
 """
 
@@ -68,7 +70,7 @@ import numpy as np
 from vicogym.core import canonical_json
 from vicogym.errors import RunError
 from vicogym.evidence.episodes import pixels_sha256, play
-from vicogym.evidence.optimizers import INTERFACE_ARMS, TEXT_ARMS, Proposal, make_optimizer, ucb_pick
+from vicogym.evidence.optimizers import INTERFACE_MOVES, TEXT_MOVES, Proposal, make_optimizer, ucb_pick
 from vicogym.evidence.runs import ENV_ID, episode_seed
 from vicogym.evidence.skills import BUILTIN, FIELDS, TEXT_FIELDS, VISUAL_FIELDS, Skill, load_skill
 from vicogym.runs.rounds import check_identity, write_bytes_atomic, write_json_atomic
@@ -125,7 +127,7 @@ class CraftConfig:
         if not isinstance(self.executor, str) or self.executor.split(",")[0].split(":")[0] not in ("simulated", "ocr",
                                                                                                   "openai"):
             raise ValueError(f"expected --executor as simulated[:POLICY][,name=value...], ocr[:POLICY][,name=value...] "
-                             f"or openai:MODEL@URL, got {self.executor!r} (Direct is one of the arms a craft run "
+                             f"or openai:MODEL@URL, got {self.executor!r} (Direct is one of the variants a craft run "
                              "tests, not an executor)")
         from vicogym.evidence.executors import make_executor
 
@@ -156,17 +158,18 @@ def source_of(task: Any) -> str:
     return _digest([u.to_dict() for u in task.units])
 
 
-def allowed_arms(mode: str, round_index: int, rounds: int) -> tuple[str, ...]:
+def allowed_moves(mode: str, round_index: int, rounds: int) -> tuple[str, ...]:
+    """The moves ``mode`` allows in round ``round_index`` of ``rounds``."""
     if mode == "text":
-        return TEXT_ARMS
+        return TEXT_MOVES
     if mode == "interface":
-        return INTERFACE_ARMS
+        return INTERFACE_MOVES
     if mode == "joint":
-        return TEXT_ARMS + INTERFACE_ARMS + ("joint",)
+        return TEXT_MOVES + INTERFACE_MOVES + ("joint",)
     if mode == "alternating":
-        return TEXT_ARMS if round_index % 2 == 0 else INTERFACE_ARMS
+        return TEXT_MOVES if round_index % 2 == 0 else INTERFACE_MOVES
     if mode == "staged":
-        return INTERFACE_ARMS if round_index < max(1, rounds // 2) else TEXT_ARMS
+        return INTERFACE_MOVES if round_index < max(1, rounds // 2) else TEXT_MOVES
     raise ValueError(f"unknown mode {mode!r} (modes: {', '.join(MODES)})")
 
 
@@ -368,7 +371,7 @@ class Craft:
         ledger_path = folder / "ledger.json"
         identity = {**c.identity(), "mode": mode}
         if ledger_path.is_file():
-            ledger = json.loads(ledger_path.read_text(encoding="utf-8"))
+            ledger = upgraded_ledger(json.loads(ledger_path.read_text(encoding="utf-8")))
             check_identity(ledger.get("identity"), identity, f"{ledger_path} was written with other settings "
                            "(differing: {changed}); use a new --out")
         else:
@@ -393,7 +396,7 @@ class Craft:
         for r in range(c.rounds):
             if r < len(ledger["rounds"]):
                 continue
-            arms = allowed_arms(mode, r, c.rounds)
+            moves = allowed_moves(mode, r, c.rounds)
             while True:
                 slots = [e for e in ledger["candidates"] if e["round"] == r]
                 used = len(slots)
@@ -406,8 +409,8 @@ class Craft:
                     optimizer.rejected_texts = [e["diff"] for e in ledger["candidates"] if not e["accepted"]
                                                 and e["diff"]]
                 proposal: Proposal | None = None
-                for arm in ucb_pick(arms, history):
-                    proposal = optimizer.propose(incumbent, arm, base["traces"], rng, rejected)
+                for move in ucb_pick(moves, history):
+                    proposal = optimizer.propose(incumbent, move, base["traces"], rng, rejected)
                     if proposal is not None:
                         break
                 if proposal is None:
@@ -418,7 +421,7 @@ class Craft:
                 if not entry["accepted"]:
                     rejected.add(entry["skill"]["sha256"])
                 save()
-                self.progress(f"{mode} round {r} slot {used}: {entry['arm']} {entry['reason']}")
+                self.progress(f"{mode} round {r} slot {used}: {entry['move']} {entry['reason']}")
                 if entry["accepted"]:
                     incumbent = proposal.skill
                 elif entry.get("project") and used + 1 < c.submissions:
@@ -449,7 +452,7 @@ class Craft:
                projection_of: int | None) -> dict[str, Any]:
         candidate = replace(proposal.skill, name=f"{mode}-r{r}-s{slot}")
         fields = incumbent.changed(candidate)
-        entry: dict[str, Any] = {"round": r, "slot": slot, "mode": mode, "arm": proposal.arm, "fields": fields,
+        entry: dict[str, Any] = {"round": r, "slot": slot, "mode": mode, "move": proposal.move, "fields": fields,
                                  "rationale": proposal.rationale, "diff": skill_diff(incumbent, candidate),
                                  "skill": candidate.to_dict(), "incumbent": incumbent.digest(),
                                  "projection_of": projection_of, "dR": None, "dC": None, "accepted": False,
@@ -498,28 +501,38 @@ class Craft:
             terminals[mode] = self.search(mode)
         return self.test(terminals)
 
-    def arms(self, terminals: Mapping[str, Skill]) -> dict[str, Skill]:
+    def variants(self, terminals: Mapping[str, Skill]) -> dict[str, Skill]:
+        """The skills the test evaluation compares, by name: Direct, the initial skill,
+        each mode's terminal skill and the joint skill's terminal crossing."""
         start = load_skill(self.config.start)
-        arms = {"direct": BUILTIN["direct"], "initial": start}
-        arms.update({mode: skill for mode, skill in terminals.items()})
+        variants = {"direct": BUILTIN["direct"], "initial": start}
+        variants.update({mode: skill for mode, skill in terminals.items()})
         if "joint" in terminals:
             joint = terminals["joint"]
-            arms["theta1_phi0"] = start.with_fields(**{f: joint.get(f) for f in TEXT_FIELDS})
-            arms["theta0_phi1"] = joint.with_fields(**{f: start.get(f) for f in TEXT_FIELDS})
-        return arms
+            variants["theta1_phi0"] = start.with_fields(**{f: joint.get(f) for f in TEXT_FIELDS})
+            variants["theta0_phi1"] = joint.with_fields(**{f: start.get(f) for f in TEXT_FIELDS})
+        return variants
 
     def test(self, terminals: Mapping[str, Skill], executor: str | None = None) -> dict[str, Any]:
-        """The test evaluation of every arm (written to ``test.json`` for the run's own
+        """The test evaluation of every variant (written to ``test.json`` for the run's own
         executor)."""
         executor = executor or self.config.executor
-        out: dict[str, Any] = {"executor": executor, "arms": {}}
-        for name, skill in self.arms(terminals).items():
+        out: dict[str, Any] = {"executor": executor, "variants": {}}
+        for name, skill in self.variants(terminals).items():
             self.progress(f"test: {name}")
             result = self.evaluate(skill, "test", executor)
-            out["arms"][name] = {"skill": skill.to_dict(), "rows": result["rows"]}
+            out["variants"][name] = {"skill": skill.to_dict(), "rows": result["rows"]}
         if executor == self.config.executor:
             write_json_atomic(self.out / TEST_FILE, out)
         return out
+
+
+def upgraded_ledger(ledger: dict[str, Any]) -> dict[str, Any]:
+    """``ledger`` with the candidates' keys of today: an older ledger's candidates name
+    their move ``arm``; they are read as ``move`` (same value, same place)."""
+    ledger["candidates"] = [{("move" if k == "arm" else k): v for k, v in entry.items()} if "move" not in entry
+                            else entry for entry in ledger.get("candidates", [])]
+    return ledger
 
 
 def round_skills(ledger: Mapping[str, Any], start: Skill) -> list[Skill]:
@@ -593,8 +606,10 @@ def read_run(out: str | Path) -> dict[str, Any]:
     for mode in meta.get("modes", []):
         ledger = path / mode / "ledger.json"
         if ledger.is_file():
-            ledgers[mode] = json.loads(ledger.read_text(encoding="utf-8"))
+            ledgers[mode] = upgraded_ledger(json.loads(ledger.read_text(encoding="utf-8")))
     test = json.loads((path / TEST_FILE).read_text(encoding="utf-8")) if (path / TEST_FILE).is_file() else None
+    if test is not None and "variants" not in test and "arms" in test:  # an older run's name
+        test = {("variants" if k == "arms" else k): v for k, v in test.items()}
     splits = json.loads((path / SPLITS_FILE).read_text(encoding="utf-8")) if (path / SPLITS_FILE).is_file() else None
     return {"identity": meta["identity"], "modes": meta.get("modes", []), "ledgers": ledgers, "test": test,
             "splits": splits}

@@ -1,7 +1,7 @@
 """Optimizers that propose a skill edit for ``vicogym craft``: each is asked for one
-proposal at a time, for one *arm* (the part of the skill to edit, chosen by UCB in the
-search), and sees the incumbent skill, its failure traces on the development items and
-the proposals rejected so far.
+proposal at a time, for one *move* (the kind of edit: the part of the skill to edit, or
+``joint``; chosen by UCB in the search), and sees the incumbent skill, its failure traces
+on the development items and the proposals rejected so far.
 
 - ``random``: an edit sampled from the same grammar (:mod:`vicogym.evidence.interface`
   for the interface, a library of reader and contract clauses for the text);
@@ -14,7 +14,7 @@ the proposals rejected so far.
   files, the grammar (JSON Schema), the failure traces with their last views (images)
   and the fields it may edit; it replies with one JSON object of the fields it changes.
 
-Arms: ``reader``, ``answer_contract`` (θ); ``select``, ``present``, ``protocol``,
+Moves: ``reader``, ``answer_contract`` (θ); ``select``, ``present``, ``protocol``,
 ``view_contract`` (φ, ψ); ``joint`` (a θ edit and an interface edit together).
 """
 
@@ -31,9 +31,9 @@ import numpy as np
 from vicogym.evidence import interface as grammar
 from vicogym.evidence.skills import FIELDS, PROTOCOL_KEYS, TEXT_FIELDS, Skill
 
-TEXT_ARMS = ("reader", "answer_contract")
-INTERFACE_ARMS = ("select", "present", "protocol", "view_contract")
-ARMS = TEXT_ARMS + INTERFACE_ARMS + ("joint",)
+TEXT_MOVES = ("reader", "answer_contract")
+INTERFACE_MOVES = ("select", "present", "protocol", "view_contract")
+MOVES = TEXT_MOVES + INTERFACE_MOVES + ("joint",)
 OPTIMIZER_SPECS = ("guided", "random", "openai:MODEL@URL")
 
 #: reader clauses the random optimizer draws from: each directive's first phrase in a
@@ -68,7 +68,7 @@ PROTOCOL_RANGES = {"max_steps": (4, 24), "max_images": (2, 8), "max_crops": (2, 
 @dataclass(frozen=True)
 class Proposal:
     skill: Skill
-    arm: str
+    move: str
     rationale: str
     error: str | None = None  # an invalid proposal (the optimizer's reply broke the grammar): why
 
@@ -97,41 +97,42 @@ class RandomOptimizer:
     def spec(self) -> str:
         return "random"
 
-    def propose(self, skill: Skill, arm: str, traces: Sequence[Mapping[str, Any]], rng: np.random.Generator,
+    def propose(self, skill: Skill, move: str, traces: Sequence[Mapping[str, Any]], rng: np.random.Generator,
                 rejected: set[str]) -> Proposal | None:
         for _ in range(16):
-            proposal = self._one(skill, arm, rng)
-            if proposal is not None and proposal.skill.digest() not in rejected and arm_holds(
-                    arm, skill.changed(proposal.skill)):
+            proposal = self._one(skill, move, rng)
+            if proposal is not None and proposal.skill.digest() not in rejected and move_holds(
+                    move, skill.changed(proposal.skill)):
                 return proposal
         return None
 
-    def _one(self, skill: Skill, arm: str, rng: np.random.Generator) -> Proposal | None:
-        if arm == "joint":
-            first = self._one(skill, TEXT_ARMS[int(rng.integers(len(TEXT_ARMS)))], rng)
+    def _one(self, skill: Skill, move: str, rng: np.random.Generator) -> Proposal | None:
+        if move == "joint":
+            first = self._one(skill, TEXT_MOVES[int(rng.integers(len(TEXT_MOVES)))], rng)
             if first is None:
                 return None
-            second = self._one(first.skill, INTERFACE_ARMS[int(rng.integers(len(INTERFACE_ARMS)))], rng)
+            second = self._one(first.skill, INTERFACE_MOVES[int(rng.integers(len(INTERFACE_MOVES)))], rng)
             if second is None:
                 return None
             return Proposal(second.skill, "joint", f"{first.rationale}; {second.rationale}")
         pick = lambda seq: seq[int(rng.integers(len(seq)))]
-        if arm in ("reader", "answer_contract", "view_contract"):
-            library = {"reader": READER_CLAUSES, "answer_contract": ANSWER_CLAUSES, "view_contract": VIEW_CLAUSES}[arm]
-            text = skill.get(arm)
+        if move in ("reader", "answer_contract", "view_contract"):
+            library = {"reader": READER_CLAUSES, "answer_contract": ANSWER_CLAUSES, "view_contract": VIEW_CLAUSES}[move]
+            text = skill.get(move)
             present = [c for c in _clauses(text) if c in library]
             if present and rng.random() < 0.3:
                 clause = pick(present)
                 kept = "\n".join(c for c in _clauses(text) if c != clause)
-                return Proposal(skill.with_fields(**{arm: kept}), arm, f"{arm}: drop {clause!r}")
+                return Proposal(skill.with_fields(**{move: kept}), move, f"{move}: drop {clause!r}")
             clause = pick(library)
-            return Proposal(skill.with_fields(**{arm: _add_clause(text, clause)}), arm, f"{arm}: add {clause!r}")
-        if arm == "protocol":
+            return Proposal(skill.with_fields(**{move: _add_clause(text, clause)}), move, f"{move}: add {clause!r}")
+        if move == "protocol":
             key = pick(sorted(PROTOCOL_RANGES))
             low, high = PROTOCOL_RANGES[key]
             value = int(rng.integers(low, high + 1))
-            return Proposal(skill.with_fields(protocol={**skill.protocol, key: value}), arm, f"protocol: {key}={value}")
-        if arm == "present":
+            return Proposal(skill.with_fields(protocol={**skill.protocol, key: value}), move,
+                            f"protocol: {key}={value}")
+        if move == "present":
             options: dict[str, Sequence[Any]] = {"upscale": (1.0, 1.5, 2.0, 3.0), "grid": (0, 4, 6, 8),
                                                  "timestamps": (False, True), "rings": grammar.RING_STYLES,
                                                  "labels": ("index_title", "index", "none"),
@@ -139,22 +140,22 @@ class RandomOptimizer:
             key = pick(sorted(options))
             value = pick(list(options[key]))
             present = {**skill.get("present"), key: value}
-            return Proposal(skill.with_fields(present=present), arm, f"present: {key}={value!r}")
-        if arm == "select":
+            return Proposal(skill.with_fields(present=present), move, f"present: {key}={value!r}")
+        if move == "select":
             select = skill.get("select")
             when = {"family": [pick(list(self.families))]} if self.families and rng.random() < 0.7 else {}
             if rng.random() < 0.5:
                 rule = {"pick": pick(grammar.PICKS), "count": int(rng.integers(1, 7))}
                 rule = {**({"when": when} if when else {}), **rule}
                 rules = [rule] + [r for r in select.get("attach", []) if r != rule]
-                return Proposal(skill.with_fields(select={**select, "attach": rules[:8]}), arm,
+                return Proposal(skill.with_fields(select={**select, "attach": rules[:8]}), move,
                                 f"select: attach {rules[0]}")
             rule = {"rows": int(rng.integers(1, 4)), "cols": int(rng.integers(1, 4)),
                     "overlap": float(pick((0.0, 0.1, 0.2)))}
             rule = {**({"when": when} if when else {}), **rule}
             rules = [rule] + [r for r in select.get("crops", []) if r != rule]
-            return Proposal(skill.with_fields(select={**select, "crops": rules[:8]}), arm, f"select: crops {rules[0]}")
-        raise ValueError(f"unknown arm {arm!r} (arms: {', '.join(ARMS)})")
+            return Proposal(skill.with_fields(select={**select, "crops": rules[:8]}), move, f"select: crops {rules[0]}")
+        raise ValueError(f"unknown move {move!r} (moves: {', '.join(MOVES)})")
 
 
 def _phrase(directive: str) -> str:
@@ -177,8 +178,8 @@ class GuidedOptimizer:
 
     def repairs(self, skill: Skill, family: str, failure: str, traces: Sequence[Mapping[str, Any]]
                 ) -> dict[str, list[tuple[dict[str, Any], str]]]:
-        """Per arm, the edits (fields -> values) that repair ``failure`` on ``family``."""
-        out: dict[str, list[tuple[dict[str, Any], str]]] = {arm: [] for arm in ARMS}
+        """Per move, the edits (fields -> values) that repair ``failure`` on ``family``."""
+        out: dict[str, list[tuple[dict[str, Any], str]]] = {move: [] for move in MOVES}
         select, present = skill.get("select"), skill.get("present")
         when = {"family": [family]}
 
@@ -245,31 +246,31 @@ class GuidedOptimizer:
                                  f"{family}: frames confused; timestamp rows and a reader that reads them"))
         return out
 
-    def propose(self, skill: Skill, arm: str, traces: Sequence[Mapping[str, Any]], rng: np.random.Generator,
+    def propose(self, skill: Skill, move: str, traces: Sequence[Mapping[str, Any]], rng: np.random.Generator,
                 rejected: set[str]) -> Proposal | None:
         counts = failures(traces)
         for (family, failure), _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
-            for edit, why in self.repairs(skill, family, failure, traces)[arm]:
+            for edit, why in self.repairs(skill, family, failure, traces)[move]:
                 try:
                     candidate = skill.with_fields(**edit)
                 except ValueError:
                     continue
-                if arm_holds(arm, skill.changed(candidate)) and candidate.digest() not in rejected:
-                    return Proposal(candidate, arm, why)
+                if move_holds(move, skill.changed(candidate)) and candidate.digest() not in rejected:
+                    return Proposal(candidate, move, why)
         return None
 
 
-def arm_holds(arm: str, changed: Sequence[str]) -> bool:
-    """Whether an edit that changed ``changed`` is one of ``arm``: that field alone, or
+def move_holds(move: str, changed: Sequence[str]) -> bool:
+    """Whether an edit that changed ``changed`` makes ``move``: that field alone, or
     for ``joint`` a θ field and an interface field together."""
-    if arm == "joint":
+    if move == "joint":
         return any(f in TEXT_FIELDS for f in changed) and any(f not in TEXT_FIELDS for f in changed)
-    return list(changed) == [arm]
+    return list(changed) == [move]
 
 
 OPTIMIZER_PROMPT = """You improve a skill for a frozen visual executor. The skill has text fields (reader: the \
 reading procedure; answer_contract; view_contract) and interface fields (protocol: budgets; select and present: \
-an interface expression in the grammar below). Propose ONE revision of the fields you may edit: {arms}.
+an interface expression in the grammar below). Propose ONE revision of the fields you may edit: {editable}.
 
 Reply with one JSON object: {{"rationale": "why", FIELD: NEW_VALUE, ...}} holding only the fields you change \
 (texts as strings, protocol as an object of budgets, select and present as objects of the grammar).
@@ -305,10 +306,10 @@ class OpenAIOptimizer:
     def spec(self) -> str:
         return f"openai:{self.client.model}@{self.client.base_url}"
 
-    def content(self, skill: Skill, arm: str, traces: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    def content(self, skill: Skill, move: str, traces: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         from vicogym.clients import image_data_url
 
-        arms = list(TEXT_FIELDS) + [f for f in FIELDS if f not in TEXT_FIELDS] if arm == "joint" else [arm]
+        editable = list(TEXT_FIELDS) + [f for f in FIELDS if f not in TEXT_FIELDS] if move == "joint" else [move]
         failed = [t for t in traces if t["score"] < 1.0][: self.max_traces]
         lines = []
         for t in failed:
@@ -319,7 +320,7 @@ class OpenAIOptimizer:
                                     ensure_ascii=False))
         fields_now = {f: skill.get(f) for f in FIELDS}
         text = OPTIMIZER_PROMPT.format(
-            arms=", ".join(arms), budgets=json.dumps({k: list(v) for k, v in PROTOCOL_KEYS.items()}),
+            editable=", ".join(editable), budgets=json.dumps({k: list(v) for k, v in PROTOCOL_KEYS.items()}),
             schema=json.dumps(grammar.SCHEMA, sort_keys=True), skill=json.dumps(fields_now, indent=1, sort_keys=True),
             traces="\n".join(lines) or "(none failed)", rejected="\n".join(self.rejected_texts[-8:]) or "(none)")
         content: list[dict[str, Any]] = [{"type": "text", "text": text}]
@@ -330,31 +331,31 @@ class OpenAIOptimizer:
                 content.append({"type": "image_url", "image_url": {"url": image_data_url(pixels)}})
         return content
 
-    def propose(self, skill: Skill, arm: str, traces: Sequence[Mapping[str, Any]], rng: np.random.Generator,
+    def propose(self, skill: Skill, move: str, traces: Sequence[Mapping[str, Any]], rng: np.random.Generator,
                 rejected: set[str]) -> Proposal | None:
         from vicogym.evidence.executors import extract_action
 
-        reply = self.client.chat(self.content(skill, arm, traces), n=1, seed=int(rng.integers(2**31)))[0]
-        allowed = set(FIELDS) if arm == "joint" else {arm}
+        reply = self.client.chat(self.content(skill, move, traces), n=1, seed=int(rng.integers(2**31)))[0]
+        allowed = set(FIELDS) if move == "joint" else {move}
         try:
             data = json.loads(extract_action(reply))
         except json.JSONDecodeError:
-            return Proposal(skill, arm, "", error=f"the optimizer's reply holds no JSON object: {reply[:160]!r}")
+            return Proposal(skill, move, "", error=f"the optimizer's reply holds no JSON object: {reply[:160]!r}")
         if not isinstance(data, dict):
-            return Proposal(skill, arm, "", error="the optimizer's reply is no JSON object")
+            return Proposal(skill, move, "", error="the optimizer's reply is no JSON object")
         rationale = str(data.pop("rationale", ""))[:500]
         unknown = sorted(set(data) - set(FIELDS))
         outside = sorted(set(data) - allowed - set(unknown))
         if unknown or outside:
-            what = f"names no skill field {unknown[0]!r}" if unknown else f"edits {outside[0]!r}, outside arm {arm!r}"
-            return Proposal(skill, arm, rationale, error=f"the proposal {what}")
+            what = f"names no skill field {unknown[0]!r}" if unknown else f"edits {outside[0]!r}, outside move {move!r}"
+            return Proposal(skill, move, rationale, error=f"the proposal {what}")
         try:
             candidate = skill.with_fields(**data)
         except (ValueError, TypeError) as exc:
-            return Proposal(skill, arm, rationale, error=f"the proposal breaks the skill format: {exc}")
+            return Proposal(skill, move, rationale, error=f"the proposal breaks the skill format: {exc}")
         if not candidate.changed(skill) or candidate.digest() in rejected:
-            return Proposal(skill, arm, rationale, error="the proposal changes nothing new")
-        return Proposal(candidate, arm, rationale)
+            return Proposal(skill, move, rationale, error="the proposal changes nothing new")
+        return Proposal(candidate, move, rationale)
 
 
 def make_optimizer(spec: Any, families: Sequence[str] = (), draw: Any = None, **settings: Any) -> Any:
@@ -373,18 +374,18 @@ def make_optimizer(spec: Any, families: Sequence[str] = (), draw: Any = None, **
     raise ValueError(f"unknown optimizer {spec!r}; use one of {', '.join(OPTIMIZER_SPECS)}")
 
 
-def ucb_pick(arms: Sequence[str], history: Sequence[Mapping[str, Any]], c: float = 1.0) -> list[str]:
-    """``arms`` ordered by UCB1 on the ledger's ``history`` (entries with ``arm`` and
-    ``accepted``; a submission's reward is 1 when accepted, else 0): untried arms first in
+def ucb_pick(moves: Sequence[str], history: Sequence[Mapping[str, Any]], c: float = 1.0) -> list[str]:
+    """``moves`` ordered by UCB1 on the ledger's ``history`` (entries with ``move`` and
+    ``accepted``; a submission's reward is 1 when accepted, else 0): untried moves first in
     their given order, then by mean + c * sqrt(2 ln N / n), ties in the given order."""
-    pulls = {a: 0 for a in arms}
-    wins = {a: 0.0 for a in arms}
+    pulls = {a: 0 for a in moves}
+    wins = {a: 0.0 for a in moves}
     for entry in history:
-        if entry.get("arm") in pulls:
-            pulls[entry["arm"]] += 1
-            wins[entry["arm"]] += 1.0 if entry.get("accepted") else 0.0
+        if entry.get("move") in pulls:
+            pulls[entry["move"]] += 1
+            wins[entry["move"]] += 1.0 if entry.get("accepted") else 0.0
     total = sum(pulls.values())
-    untried = [a for a in arms if pulls[a] == 0]
-    tried = [a for a in arms if pulls[a] > 0]
+    untried = [a for a in moves if pulls[a] == 0]
+    tried = [a for a in moves if pulls[a] > 0]
     score = {a: wins[a] / pulls[a] + c * float(np.sqrt(2.0 * np.log(max(total, 1)) / pulls[a])) for a in tried}
-    return untried + sorted(tried, key=lambda a: (-score[a], arms.index(a)))
+    return untried + sorted(tried, key=lambda a: (-score[a], moves.index(a)))

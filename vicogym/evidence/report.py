@@ -2,12 +2,12 @@
 
 Every number is computed on per-item means over the repetitions (:mod:`vicogym.evidence.stats`):
 
-- per task family and overall, each arm's test score with its 95% interval (media-cluster
+- per task family and overall, each variant's test score with its 95% interval (media-cluster
   bootstrap: whole sources resampled, stratified by the runs' seeds when several runs are
   given), what it sent (pixels and tokens per episode), and the joint skill's paired
   difference to it with a permutation p-value that exchanges whole sources (10,000
   resamples);
-- across families, the exact sign test of joint against each arm (one-sided) and Holm's
+- across families, the exact sign test of joint against each variant (one-sided) and Holm's
   correction of the per-family joint-against-Direct p-values;
 - the terminal crossing: the interaction S(θ₁φ₁) - S(θ₁φ₀) - S(θ₀φ₁) + S(θ₀φ₀), per item,
   with its interval (the co-adaptation measure).
@@ -42,58 +42,58 @@ def _frames(runs: Sequence[Mapping[str, Any]]) -> Any:
 
     rows = []
     for k, run in enumerate(runs):
-        for arm, data in run["test"]["arms"].items():
+        for variant, data in run["test"]["variants"].items():
             for row in data["rows"]:
-                rows.append({**row, "arm": arm, "stratum": f"run{k}", "item": f"{k}:{row['item']}",
+                rows.append({**row, "variant": variant, "stratum": f"run{k}", "item": f"{k}:{row['item']}",
                              "cluster": f"{k}:{row['source']}"})
     return pd.DataFrame(rows)
 
 
-def _means(frame: Any, arm: str, value: str = "score") -> Any:
-    chosen = frame[frame["arm"] == arm]
+def _means(frame: Any, variant: str, value: str = "score") -> Any:
+    chosen = frame[frame["variant"] == variant]
     return stats.item_means(chosen, value=value, item="item", cluster="cluster", stratum="stratum")
 
 
 def table(runs: Sequence[Mapping[str, Any]], seed: int = 0) -> dict[str, Any]:
     """The main table's numbers (see the module doc)."""
     frame = _frames(runs)
-    arms = [a for a in ORDER if a in set(frame["arm"])]
+    variants = [a for a in ORDER if a in set(frame["variant"])]
     families = sorted(set(frame["family"]))
-    out: dict[str, Any] = {"families": families, "arms": arms, "cells": {}, "tests": {}}
+    out: dict[str, Any] = {"families": families, "variants": variants, "cells": {}, "tests": {}}
     for family in families + ["all"]:
         part = frame if family == "all" else frame[frame["family"] == family]
-        joint = _means(part, "joint") if "joint" in arms else None
-        for arm in arms:
-            means = _means(part, arm)
+        joint = _means(part, "joint") if "joint" in variants else None
+        for variant in variants:
+            means = _means(part, variant)
             ci = stats.cluster_bootstrap_ci(means["score"].to_numpy(), means["cluster"].tolist(),
                                             means["stratum"].tolist(), n_resamples=RESAMPLES, seed=seed)
-            chosen = part[part["arm"] == arm]
+            chosen = part[part["variant"] == variant]
             tokens = chosen["tokens"].dropna()
             cell = {"score": ci["estimate"], "low": ci["low"], "high": ci["high"], "items": len(means),
                     "pixels": float(chosen["pixels"].mean()),
                     "tokens": float(tokens.mean()) if len(tokens) else None}
-            if joint is not None and arm != "joint":
+            if joint is not None and variant != "joint":
                 a = joint.set_index("item")["score"]
                 b = means.set_index("item")["score"].reindex(a.index)
                 clusters = joint.set_index("item")["cluster"].tolist()
                 test = stats.paired_permutation_test(a.to_numpy(), b.to_numpy(), clusters, n_resamples=RESAMPLES,
                                                      seed=seed)
                 cell.update({"joint_minus": test["statistic"], "p": test["pvalue"]})
-            out["cells"][f"{family}/{arm}"] = cell
-    if "joint" in arms:
-        for arm in arms:
-            if arm == "joint":
+            out["cells"][f"{family}/{variant}"] = cell
+    if "joint" in variants:
+        for variant in variants:
+            if variant == "joint":
                 continue
-            diffs = [out["cells"][f"{f}/joint"]["score"] - out["cells"][f"{f}/{arm}"]["score"] for f in families]
-            out["tests"][f"sign/joint>{arm}"] = stats.sign_test(diffs, "greater")
-        if "direct" in arms:
+            diffs = [out["cells"][f"{f}/joint"]["score"] - out["cells"][f"{f}/{variant}"]["score"] for f in families]
+            out["tests"][f"sign/joint>{variant}"] = stats.sign_test(diffs, "greater")
+        if "direct" in variants:
             ps = [out["cells"][f"{f}/direct"]["p"] for f in families]
             out["tests"]["holm/joint-vs-direct"] = dict(zip(families, stats.holm(ps)))
-    if {"joint", "initial", "theta1_phi0", "theta0_phi1"} <= set(arms):
+    if {"joint", "initial", "theta1_phi0", "theta0_phi1"} <= set(variants):
         out["crossing"] = {}
         for family in families + ["all"]:
             part = frame if family == "all" else frame[frame["family"] == family]
-            m = {arm: _means(part, arm).set_index("item") for arm in ("joint", "initial", "theta1_phi0", "theta0_phi1")}
+            m = {v: _means(part, v).set_index("item") for v in ("joint", "initial", "theta1_phi0", "theta0_phi1")}
             inter = (m["joint"]["score"] - m["theta1_phi0"]["score"] - m["theta0_phi1"]["score"]
                      + m["initial"]["score"])
             ci = stats.cluster_bootstrap_ci(inter.to_numpy(), m["joint"]["cluster"].tolist(),
@@ -165,20 +165,20 @@ def _fmt(x: float) -> str:
 
 
 def rows_of(result: Mapping[str, Any], family: str = "all") -> list[list[str]]:
-    """The main table's rows for one family: arm, score, 95% interval, pixels and tokens
+    """The main table's rows for one family: variant, score, 95% interval, pixels and tokens
     per episode, joint minus it and its p-value."""
     rows = []
-    for arm in result["arms"]:
-        c = result["cells"][f"{family}/{arm}"]
+    for variant in result["variants"]:
+        c = result["cells"][f"{family}/{variant}"]
         delta = f"{c['joint_minus']:+.3f}" if "joint_minus" in c else ""
         p = f"{c['p']:.4f}" if "p" in c else ""
         tokens = "n/a" if c["tokens"] is None else f"{c['tokens']:.0f}"
-        rows.append([LABELS.get(arm, arm), _fmt(c["score"]), f"[{_fmt(c['low'])}, {_fmt(c['high'])}]",
+        rows.append([LABELS.get(variant, variant), _fmt(c["score"]), f"[{_fmt(c['low'])}, {_fmt(c['high'])}]",
                      f"{c['pixels']:.0f}", tokens, delta, p])
     return rows
 
 
-HEADER = ["arm", "score", "95% CI", "pixels/ep", "tokens/ep", "joint-arm", "p"]
+HEADER = ["variant", "score", "95% CI", "pixels/ep", "tokens/ep", "joint-variant", "p"]
 
 
 def check_pooled(dirs: Sequence[str | Path]) -> list[dict[str, Any]]:
