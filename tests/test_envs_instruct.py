@@ -82,12 +82,21 @@ def _passes(response, spec):
     return contract(response, **spec["params"]).passed
 
 
+@pytest.fixture(scope="module")
+def one_env():
+    """One environment for the examples of a fuzz test (each resets it): a fresh one costs a
+    make and an uncached first draw per example."""
+    env = make()
+    yield env
+    env.close()
+
+
 @settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(st.one_of(st.text(max_size=300), st.none(), st.integers(), st.lists(st.text(max_size=5), max_size=3),
                  st.binary(max_size=20)))
-def test_any_action_gets_a_result_never_an_exception(action):
-    env = make()
+def test_any_action_gets_a_result_never_an_exception(one_env, action):
+    env = one_env
     env.reset(seed=1)
     _, reward, terminated, _, info = env.step(action)
     assert terminated and 0.0 <= reward <= 1.0
