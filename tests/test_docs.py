@@ -147,7 +147,7 @@ def test_the_readme_test_command_is_what_ci_runs():
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
     command = readme.code.splitlines()[-1]
     for step in ('pip install -e ".[all,test]"', 'pip install --no-deps "verl==0.9.1"', "ruff check .",
-                 "python -m pytest -q -n 2"):
+                 "python -m pytest -q -n 2 --dist worksteal --durations=15"):
         assert step in command, f"the README's test command lacks {step}"
         assert step.replace('"', "").replace("--quiet ", "") in ci.replace('"', "").replace("--quiet ", ""), (
             f".ci/run lacks the README's {step}")
