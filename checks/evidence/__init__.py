@@ -35,6 +35,13 @@ def first_problem(require: Callable[..., None], *args: Any, **kwargs: Any) -> st
     return None
 
 
+def require_family(task: Task, family: str) -> None:
+    """A family's check refuses another family's task (a ``ValueError``: a caller's mistake,
+    not the task's)."""
+    if task.family != family:
+        raise ValueError(f"expected a {family} task, got family {task.family!r}")
+
+
 def legible_at_full_detail(task: Task, side: int = ZOOM_SIDE) -> str | None:
     """Every evidence item can be made legible: a view of its box alone, fitted into
     ``side`` pixels within its unit's ``max_scale``, shows its detail at its legible size."""

@@ -28,7 +28,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from vicogym.checks import clevr as clevr_checks
-from vicogym.checks.evidence import first_problem
+from vicogym.checks.evidence import first_problem, require_family
 from vicogym.core import canonical_json
 from vicogym.errors import InvalidEdit, register_error_codes
 from vicogym.programs import clevr as clevr_programs
@@ -47,7 +47,7 @@ register_error_codes("clevr_evidence", ERROR_CODES)
 
 def rederive(task: Task) -> str:
     """The task's answer from its ``meta`` alone: the program run on the scene."""
-    _family(task)
+    require_family(task, "clevr_detail")
     program = clevr_programs.normalize_program(task.meta["program"])
     return clevr_programs.answer_text(clevr_programs.execute(Scene.from_dict(task.meta["scene"]), program))
 
@@ -61,14 +61,9 @@ def check(task: Task) -> str | None:
 def require(task: Task) -> None:
     """Raise ``InvalidEdit`` (with one of :data:`ERROR_CODES` or the CLEVR arm's codes)
     for the first reason a careful reader could not answer ``task``."""
-    _family(task)
+    require_family(task, "clevr_detail")
     require_prepared(task)
     _check_detail(task)
-
-
-def _family(task: Task) -> None:
-    if task.family != "clevr_detail":
-        raise ValueError(f"expected a clevr_detail task, got family {task.family!r}")
 
 
 def require_prepared(task: Task) -> None:

@@ -18,7 +18,7 @@ from ``meta`` alone (what ``verify`` re-runs).
 from __future__ import annotations
 
 from vicogym.checks import clevr as clevr_checks
-from vicogym.checks.evidence import first_problem
+from vicogym.checks.evidence import first_problem, require_family
 from vicogym.checks.evidence.clevr_detail import (
     expected_evidence,
     require_prepared,
@@ -41,7 +41,7 @@ register_error_codes("clevr_evidence", ERROR_CODES)
 def rederive(task: Task) -> str:
     """The task's answer from its ``meta`` alone: the question answered from the initial
     scene and the edits."""
-    _family(task)
+    require_family(task, "clevr_sequence")
     return sequence_programs.answer(task.meta)
 
 
@@ -55,14 +55,9 @@ def require(task: Task) -> None:
     """Raise ``InvalidEdit`` (with one of :data:`ERROR_CODES`, the ``clevr_detail`` checks'
     or the CLEVR arm's codes) for the first reason a careful reader could not answer
     ``task``."""
-    _family(task)
+    require_family(task, "clevr_sequence")
     require_prepared(task)
     _check_sequence(task)
-
-
-def _family(task: Task) -> None:
-    if task.family != "clevr_sequence":
-        raise ValueError(f"expected a clevr_sequence task, got family {task.family!r}")
 
 
 def _check_sequence(task: Task) -> None:
