@@ -1,8 +1,9 @@
-"""What the trainer adapters share (:mod:`vicogym.trainers.verl_agent`, :mod:`vicogym.trainers.trl`,
-:mod:`vicogym.trainers.openenv`): environments lent per trajectory, settings passed as JSON, images
-fitted to a vision encoder's limits, the text a rewriter reads after an edit, and the
-evidence actions as OpenAI function tools (schemas, the views' descriptions, the rows'
-``tools_kwargs``). Nothing here imports a trainer.
+"""What the trainers share (:mod:`vicogym.trainers.verl_agent`, :mod:`vicogym.trainers.trl`,
+:mod:`vicogym.trainers.openenv`): environments lent per trajectory, settings passed as JSON,
+images fitted to a vision encoder's limits, the text a rewriter reads after an edit, and
+what an evidence tool call returns (the views' descriptions, the end of an episode). The
+actions' tool schemas and the rows' ``tools_kwargs`` are the protocol's
+(:mod:`vicogym.evidence.protocol`). Nothing here imports a trainer.
 """
 
 from __future__ import annotations
