@@ -373,6 +373,15 @@ def check_structure(s: ChartStructure, before: ChartStructure | None = None) -> 
     if rank is not None:  # series the topic ranks in every row keep their order
         raise InvalidEdit("bad_value", f"{rank}; {', '.join(t.ranked)} keep this order in every row of this table",
                           field="value")
+    relation = t.relation_problem()
+    if relation is not None:  # a subgroup keeps its place against the groups it lies above or below
+        pairs = ", ".join(f"{a!r} above {b!r}" for a, b in t.above)
+        raise InvalidEdit("relation", f"{relation}; this table keeps {pairs} in every row (change both in the same "
+                          f"edit)", field="value")
+    step = t.step_problem()
+    if step is not None:  # a series moves between neighbouring periods as its quantity can
+        raise InvalidEdit("step", f"{step}; choose a value closer to its neighbours (or change them too, in the same "
+                          f"edit)", field="value")
     wholes = ([(series, [r[j] for r in t.values]) for j, series in enumerate(t.series)] if t.complete else []) + (
         list(zip(t.rows, t.values)) if t.complete_rows else [])
     for name, line in wholes:  # every share of one whole, in a column or a row: they keep adding up to it
@@ -411,12 +420,15 @@ def diff(old: ChartStructure, new: ChartStructure) -> dict[str, Any]:
         "reordered": [r for r in o.rows if r in n.rows] != [r for r in n.rows if r in o.rows],
         "style_changed": sorted(k for k, v in new_spec.items() if old_spec[k] != v),
         "index_renamed": o.index_name != n.index_name or o.unit != n.unit,
-        "table_kind_changed": (o.decimals, o.part_of_whole, o.stackable, o.bounds, o.row_spread, o.ranked,
-                               o.complete, o.complete_rows, o.totals) != (
-            n.decimals, n.part_of_whole, n.stackable, n.bounds, n.row_spread, n.ranked, n.complete, n.complete_rows,
-            n.totals),
+        "table_kind_changed": _kind(o) != _kind(n),
         "vocabulary_changed": old.vocabulary != new.vocabulary,
     }
+
+
+def _kind(t: Table) -> tuple:
+    """What a table is (its precision, wholes, bounds and relations), which edits keep."""
+    return (t.decimals, t.part_of_whole, t.stackable, t.bounds, t.row_spread, t.ranked, t.complete, t.complete_rows,
+            t.totals, t.max_step, t.above)
 
 
 def _apply_replace(s: ChartStructure, data: Mapping[str, Any], rule: Mapping[str, Any]) -> ChartStructure:
@@ -435,7 +447,8 @@ def _apply_replace(s: ChartStructure, data: Mapping[str, Any], rule: Mapping[str
     if d["index_renamed"] or d["table_kind_changed"] or d["vocabulary_changed"]:
         raise InvalidEdit("bad_value",
                           "index_name, unit, decimals, part_of_whole, stackable, bounds, row_spread, ranked, complete, "
-                          "complete_rows, totals and the vocabulary belong to the question's table and cannot change",
+                          "complete_rows, totals, max_step, above and the vocabulary belong to the question's table "
+                          "and cannot change",
                           op="replace", field="table")
     for v in new.table.all_values():
         if v is not None:

@@ -50,7 +50,9 @@ ERROR_CODES = {
     "indistinct": "two legend entries or slices drawn in colours too close to tell apart",
     "unreadable": "the answer needs more precision than the chart shows (data labels, scale)",
     "near_tie": "compared values, or a value and a threshold, too close to tell apart in the image",
-    "order": "the edit breaks the order the rows follow (years, months)",
+    "order": "the edit breaks the order the rows follow (years, months, age groups)",
+    "step": "a series would move between neighbouring periods by more than its table allows (max_step)",
+    "relation": "a series would fall below one it lies above in every row (youth unemployment above men's)",
     "cramped": "labels leave the plot too little room to read the marks",
 }
 register_error_codes("chart", ERROR_CODES)

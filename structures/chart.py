@@ -111,6 +111,19 @@ class Table:
     #: rows or series that hold the sum of the others along their axis (a "Total" row, a
     #: "NET" series), kept equal to it by every edit, or ``()``
     totals: tuple[str, ...] = ()
+    #: how far a series may move between neighbouring rows, for rows that follow an order
+    #: (years, months, quarters), as ``(relative, absolute)``: from one row to the next a
+    #: value may change by at most ``max(relative * |the earlier value|, absolute)`` (half a
+    #: unit of the table's precision more for rounding); ``(0.25, 0.0)`` lets a series
+    #: change by a quarter of its value per period, ``(0.0, 5.0)`` by 5 units (a rate that
+    #: crosses zero needs an absolute part). Rows with a missing value on either side are
+    #: not compared. ``None`` for no limit. Edits that change values, add or remove rows
+    #: keep every neighbouring pair inside it (:meth:`step_problem`)
+    max_step: tuple[float, float] | None = None
+    #: pairs ``(upper, lower)`` of series: in every row where both have a value, ``upper``'s
+    #: is at least ``lower``'s (youth unemployment above men's and women's, urban internet
+    #: use above rural), kept by every edit (:meth:`relation_problem`), or ``()``
+    above: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.index_name, str):
@@ -136,6 +149,13 @@ class Table:
         if not isinstance(self.totals, (list, tuple)) or not all(isinstance(x, str) for x in self.totals):
             raise TypeError(f"expected totals as a list of row or series names, got {self.totals!r}")
         object.__setattr__(self, "totals", tuple(self.totals))
+        self._check_max_step()
+        if (not isinstance(self.above, (list, tuple)) or not all(
+                isinstance(p, (list, tuple)) and len(p) == 2 and all(isinstance(x, str) for x in p) and p[0] != p[1]
+                for p in self.above)):
+            raise TypeError(f"expected above as a list of [upper, lower] pairs of two different series names, got "
+                            f"{self.above!r}")
+        object.__setattr__(self, "above", tuple((str(a), str(b)) for a, b in self.above))
         if len(self.values) != len(self.rows):
             raise ValueError(f"expected {len(self.rows)} value rows, got {len(self.values)}")
         for label, row in zip(self.rows, self.values):
@@ -144,6 +164,17 @@ class Table:
             for v in row:
                 if v is not None and not (_is_number(v) and math.isfinite(v)):
                     raise ValueError(f"expected finite numbers or None in row {label!r}, got {v!r}")
+
+    def _check_max_step(self) -> None:
+        step = self.max_step
+        if step is None:
+            return
+        if (not isinstance(step, (list, tuple)) or len(step) != 2
+                or not all(_is_number(v) and math.isfinite(v) and v >= 0 for v in step) or not any(step)):
+            raise ValueError(f"expected max_step as [relative, absolute] (numbers >= 0, not both 0: the largest "
+                             f"change between neighbouring rows, max(relative * |earlier value|, absolute)) or "
+                             f"None, got {step!r}")
+        object.__setattr__(self, "max_step", (float(step[0]), float(step[1])))
 
     # -- access -------------------------------------------------------------------
     def row_index(self, row: str) -> int:
@@ -186,6 +217,8 @@ class Table:
             **({"complete": True} if self.complete else {}),
             **({"complete_rows": True} if self.complete_rows else {}),
             **({"totals": list(self.totals)} if self.totals else {}),
+            **({} if self.max_step is None else {"max_step": list(self.max_step)}),
+            **({"above": [list(p) for p in self.above]} if self.above else {}),
         }
 
     def in_bounds(self, value: float) -> bool:
@@ -230,6 +263,45 @@ class Table:
             for (a, va), (b, vb) in zip(ranked, ranked[1:]):
                 if va < vb:
                     return f"{label!r} would have {b!r} above {a!r}"
+        return None
+
+    def step_allowed(self, earlier: float) -> float:
+        """How far a value may move from ``earlier`` in the next row (:attr:`max_step`), not
+        counting the rounding slack :meth:`step_problem` allows."""
+        if self.max_step is None:
+            return math.inf
+        relative, absolute = self.max_step
+        return max(relative * abs(earlier), absolute)
+
+    def step_fits(self, earlier: float, later: float) -> bool:
+        """Whether ``later`` may follow ``earlier`` in the next row."""
+        return abs(later - earlier) <= self.step_allowed(earlier) + 0.5 * 10.0 ** -self.decimals + 1e-9
+
+    def step_problem(self) -> str | None:
+        """The first pair of neighbouring rows a series moves between by more than
+        :attr:`max_step` allows, said, or ``None``."""
+        if self.max_step is None:
+            return None
+        for j, name in enumerate(self.series):
+            for (a, row_a), (b, row_b) in zip(zip(self.rows, self.values), zip(self.rows[1:], self.values[1:])):
+                va, vb = row_a[j], row_b[j]
+                if va is not None and vb is not None and not self.step_fits(va, vb):
+                    limit = format_number(round(self.step_allowed(va), self.decimals))
+                    return (f"{name!r} would move from {format_number(va)} at {a!r} to {format_number(vb)} at {b!r}, "
+                            f"more than the {limit} its values may change by from one row to the next")
+        return None
+
+    def relation_problem(self) -> str | None:
+        """The first row where a series falls below one it stays above (:attr:`above`),
+        said, or ``None``."""
+        for upper, lower in self.above:
+            if upper not in self.series or lower not in self.series:
+                continue
+            ju, jl = self.series.index(upper), self.series.index(lower)
+            for label, row in zip(self.rows, self.values):
+                if row[ju] is not None and row[jl] is not None and row[ju] < row[jl]:
+                    return f"{label!r} would have {lower!r} ({format_number(row[jl])}) above {upper!r} " \
+                           f"({format_number(row[ju])})"
         return None
 
     def total(self) -> float:
@@ -277,6 +349,8 @@ class Table:
             complete=data.get("complete", False),
             complete_rows=data.get("complete_rows", False),
             totals=data.get("totals", ()),
+            max_step=data.get("max_step"),
+            above=data.get("above", ()),
         )
 
     def to_csv(self) -> str:
@@ -471,6 +545,8 @@ class TableDict(_TableDict, total=False):
     complete: bool
     complete_rows: bool
     totals: list[str]
+    max_step: list[float]
+    above: list[list[str]]
 
 
 class _Sourced(TypedDict, total=False):

@@ -156,8 +156,8 @@ def test_a_question_that_names_no_series_keeps_one_series():
     with pytest.raises(InvalidEdit) as info:
         apply(single, {"replace": renamed.to_dict()}, rule)
     assert str(info.value) == ("[bad_value] replace: index_name, unit, decimals, part_of_whole, stackable, bounds, "
-                               "row_spread, ranked, complete, complete_rows, totals and the vocabulary belong to "
-                               "the question's table and cannot change")
+                               "row_spread, ranked, complete, complete_rows, totals, max_step, above and the "
+                               "vocabulary belong to the question's table and cannot change")
 
 
 def test_size_limits_and_stop():
@@ -246,3 +246,48 @@ def test_random_edit_sequences_keep_labels_valid(structure, seed, raw_ops):
             if rule["kind"] == "invariant":
                 assert new.table == structure.table
             current = new
+
+
+PRICES = ChartStructure(Table("Year", ("2012", "2013", "2014", "2015"), ("Capital", "Rest of country"),
+                              ((300.0, 200.0), (320.0, 210.0), (335.0, 220.0), (350.0, 228.0)), decimals=0,
+                              bounds=(50.0, 900.0), max_step=(0.15, 0.0), above=(("Capital", "Rest of country"),)),
+                        ChartSpec(chart_type="line"), Vocabulary(rows=tuple(str(y) for y in range(2010, 2020)),
+                                                                 series=("Capital", "Rest of country"), ordered=True))
+
+
+def test_max_step_and_above_round_trip_and_refuse_bad_declarations():
+    t = PRICES.table
+    assert Table.from_dict(t.to_dict()) == t and t.to_dict()["max_step"] == [0.15, 0.0]
+    assert "max_step" not in T.to_dict() and "above" not in T.to_dict() and T.step_problem() is None
+    for bad in ((0, 0), (-0.1, 0), (0.1,), "0.1", (float("nan"), 1)):
+        with pytest.raises(ValueError, match="expected max_step as"):
+            replace(t, max_step=bad)
+    with pytest.raises(TypeError, match="expected above as"):
+        replace(t, above=(("Capital", "Capital"),))
+
+
+@pytest.mark.parametrize("edit, code, message", [
+    ({"op": "set_cell", "row": "2014", "series": "Capital", "value": 600}, "step",
+     "'Capital' would move from 320 at '2013' to 600 at '2014', more than the 48 its values may change by"),
+    ({"op": "scale_series", "series": "Rest of country", "factor": 2}, "relation",
+     "'2012' would have 'Rest of country' (400) above 'Capital' (300)"),
+    ({"op": "add_row", "row": "2016", "values": [700, 300]}, "step", "'Capital' would move from 350 at '2015' to 700"),
+    ({"op": "remove_row", "row": "2014"}, None, None),
+    ({"op": "set_cell", "row": "2012", "series": "Rest of country", "value": 310}, "relation",
+     "'2012' would have 'Rest of country' (310) above 'Capital' (300)"),
+    ({"op": "replace"}, "step", "'Rest of country' would move from 210 at '2013' to 100 at '2014'"),
+])
+def test_edits_keep_steps_between_periods_and_series_above_others(edit, code, message):
+    before = PRICES.to_json()
+    if edit["op"] == "replace":
+        data = PRICES.to_dict()
+        data["table"]["values"][2][1] = 100.0
+        edit = {"replace": data}
+    if code is None:
+        assert apply(PRICES, edit, FREE).table.step_problem() is None
+        return
+    with pytest.raises(InvalidEdit) as info:
+        apply(PRICES, edit, FREE)
+    assert info.value.code == code and message in info.value.message, info.value
+    assert "in the same edit" in info.value.message
+    assert PRICES.to_json() == before
