@@ -327,52 +327,97 @@ def broken_total(table: Table) -> bool:
     return False
 
 
+#: what a question's words ask a number to be (:func:`asked_quantities`): a ``level`` is a
+#: drawn value (or a series' extreme, which is one)
+QUANTITIES = ("level", "difference", "sum", "mean", "ratio", "median")
+def asked_quantities(table: Table, question: str) -> set[str]:
+    """What kind of number a question's words ask for (:data:`QUANTITIES`): "how much did it
+    rise", "the gap", "how much more" ask a difference; "sum", "combined" a sum, which "total"
+    may also name as a level ("total revenue"); "average", "mean" a mean, also a level
+    ("average price"); "ratio", "times" a ratio; "median" a median. A question that asks none
+    of these asks a level. Words that belong to the table's own labels ("Growth rate in %",
+    "Average ticket price") ask nothing: the drawn value is that quantity."""
+    naming = {w for x in (*table.rows, *table.series, table.index_name) for w in label_key(x).split()}
+    text = f" {label_key(question)} "
+    words = set(text.split()) - naming
+    asked = set()
+    if words & _DIFFERENCE_WORDS or (_HOW_MUCH_MORE.search(text) and not {"more", "less", "fewer"} & naming):
+        asked.add("difference")
+    if words & (_FORMS["sum"] | {"add", "added", "altogether"}):
+        asked |= {"sum", "level"}
+    if words & _FORMS["average"]:
+        asked |= {"mean", "level"}
+    if "ratio" in words or (_TIMES.search(text) and "times" not in naming):
+        asked.add("ratio")
+    if words & _FORMS["median"]:
+        asked.add("median")
+    return asked or {"level"}
+
+
 def derivable(table: Table, label: str, question: str) -> bool:
-    """Whether a numeric answer follows from the drawn table: it is a drawn value, or what
-    one of the programs the parser knows gives on it (a column's sum, mean, median or
-    range, the sum of its two or three largest or smallest; two cells' difference, ratio,
-    sum or mean, within a series or a row, and two columns' extremes, totals or means, or
-    two rows' totals, compared; a count of rows), at the label's own precision. An answer no program reaches
-    (a "rise" stored as 70 where the chart prints 71% and no 70 follows) is one the chart
-    cannot show a reader."""
+    """Whether a numeric answer follows from the drawn table as the quantity the question's
+    words ask for (:func:`asked_quantities`), at the label's own precision: a drawn value for
+    a level; two cells' difference (or change in percent), a column's range or two columns'
+    like aggregates' gap for a difference; a column's, a row's, two or three cells' sum for a
+    sum; and so on (:func:`_derived_values`); a count of rows for "how many". An answer no such
+    program reaches is one the chart cannot show a reader: a "rise" stored as 70 where the
+    chart prints a level of 71 and a rise of 1, a count of 24 where the label reads 21."""
     target = parse_number(label)
     if target is None or label_key(label) in {*_keys(table.rows), *_keys(table.series)}:
         return True  # not a number, or a drawn label (a year that names a row)
-    if " how many " in f" {label_key(question)} " and target == int(target) and 0 <= target <= len(table.rows):
+    asked = asked_quantities(table, question)
+    if (" how many " in f" {label_key(question)} " and asked == {"level"} and target == int(target)
+            and 0 <= target <= len(table.rows)):
         return True  # a count of rows meeting some condition: at most every row
     places = len(label.strip().split(".")[1]) if "." in label.strip() else 0
     tolerance = 0.5 * 10.0 ** -places + 1e-9 * abs(target)  # answers_agree's, at once for every candidate
+    derived = _derived_values(table)
     with np.errstate(all="ignore"):
-        return bool(np.any(np.abs(_derived_values(table) - target) <= tolerance))
+        return any(bool(np.any(np.abs(derived[kind] - target) <= tolerance)) for kind in asked)
 
 
 @lru_cache(maxsize=32)
-def _derived_values(table: Table) -> np.ndarray:
-    """Every value :func:`derivable` accepts on ``table`` (worked out once per table: a
-    source's records share their tables)."""
+def _derived_values(table: Table) -> dict[str, np.ndarray]:
+    """Every value :func:`derivable` accepts on ``table``, by the quantity it is (worked out
+    once per table: a source's records share their tables)."""
     columns = [[v for v in table.column(s) if v is not None] for s in table.series]
     rows = [[v for v in row if v is not None] for row in table.values]
-    candidates: list[float] = [float(len(table.rows))]
-    aggregates: list[float] = []  # one column's extreme, total or mean, compared with another's
+    found: dict[str, list[Any]] = {kind: [] for kind in QUANTITIES}
+    found["level"].append(np.array([v for values in columns for v in values], dtype=float))
+    aggregates: dict[str, list[float]] = {"max": [], "min": [], "sum": [], "mean": []}
     for values in columns:
         if values:
             ranked = sorted(values)
-            candidates += values + [float(statistics.median(values)), max(values) - min(values)]
-            candidates += [_fsum(ranked[-k:]) for k in (2, 3)] + [_fsum(ranked[:k]) for k in (2, 3)]  # top k
-            aggregates += [max(values), min(values), _fsum(values), _fsum(values) / len(values)]
-    aggregates += [_fsum(row) for row in rows if row]
-    candidates += aggregates
-    found = [np.array(candidates, dtype=float)]
-    for group in columns + rows + [aggregates]:
-        if not group:
+            found["median"].append(np.array([float(statistics.median(values))]))
+            middle = (float(statistics.median(values)), _fsum(values) / len(values))
+            found["difference"].append(np.abs(np.subtract.outer([max(values), min(values)], middle)).ravel())
+            found["difference"].append(np.array([max(values) - min(values)]))
+            found["sum"].append(np.array([_fsum(ranked[-k:]) for k in (2, 3)] + [_fsum(ranked[:k]) for k in (2, 3)]))
+            for name, value in (("max", max(values)), ("min", min(values)), ("sum", _fsum(values)),
+                                ("mean", _fsum(values) / len(values))):
+                aggregates[name].append(value)
+    for values in rows:
+        if values:
+            found["median"].append(np.array([float(statistics.median(values))]))
+            aggregates["sum"].append(_fsum(values))
+            aggregates["mean"].append(_fsum(values) / len(values))
+    for name, values in aggregates.items():  # a column's extreme is a level; totals and means are their own
+        found["level" if name in ("max", "min") else name].append(np.array(values, dtype=float))
+    for group in [*columns, *rows, *aggregates.values()]:  # pairs within a column, a row, or like aggregates
+        if len(group) < 2:
             continue
         values = np.array(group, dtype=float)
         first, second = np.triu_indices(len(values), k=1)  # every pair once, as a, b in the group's order
         a, b = values[first], values[second]
         with np.errstate(all="ignore"):
-            found += [np.array([_fsum(group)]), np.abs(a - b), a + b, (a + b) / 2.0, (a / b)[b != 0], (b / a)[a != 0]]
-    result = np.concatenate(found)
-    result.setflags(write=False)
+            found["difference"] += [np.abs(a - b), (np.abs(b - a) / np.abs(a))[a != 0] * 100.0,
+                                    (np.abs(a - b) / np.abs(b))[b != 0] * 100.0]
+            found["sum"] += [np.array([_fsum(group)]), a + b]
+            found["mean"].append((a + b) / 2.0)
+            found["ratio"] += [(a / b)[b != 0], (b / a)[a != 0]]
+    result = {kind: np.concatenate(parts) if parts else np.zeros(0) for kind, parts in found.items()}
+    for values in result.values():
+        values.setflags(write=False)
     return result
 
 
@@ -490,6 +535,17 @@ _FALL = {"decrease", "decreased", "decreasing", "decline", "declined", "declinin
 #: words that ask when a trend set in ("since what year", "began to grow", "increased steadily")
 _ONSET = {"since", "begin", "began", "begun", "start", "started", "starting", "steadily", "consistently",
           "continuously", "continually", "constantly", "onwards", "onward"}
+
+
+#: words that ask for a difference (a rise, a fall, a gap), not a level
+_DIFFERENCE_WORDS = _FORMS["difference"] | (_RISE | _FALL) - {"up", "down"} | {
+    "change", "changed", "changes", "differ", "differs", "differed", "jump", "jumped", "deduct", "subtract",
+    "minus"}
+#: "how much more", "by how much percentage is A less than B": a difference
+_HOW_MUCH_MORE = re.compile(r" how (?:much|many) (?:\w+ ){0,8}?(?:more|less|fewer|higher|lower|larger|smaller|bigger) ")
+#: "how many times", "3 times as", "times higher": a ratio ("The Times Company" is none)
+_TIMES = re.compile(r" (?:how many|\d+(?:\.\d+)?) (?:more )?times | times (?:as|more|less|higher|lower|larger|greater|"
+                    r"bigger|smaller) ")
 
 
 def onset_problem(table: Table, label: str, question: str) -> str | None:
@@ -674,8 +730,14 @@ def _program_of(table: Table, query: str, label: str) -> tuple[dict[str, Any] | 
 def _doubt(table: Table, query: str, label: str) -> str | None:
     """Why a record with no program is dropped rather than kept as Tier 2 (``tier2="drop"``),
     or ``None``."""
-    if extremes_combined(table, label, query) is False:
+    if garbled_question(query):
+        return "garbled_question"  # "51 55 What is the missed data?"
+    if extremes_combined(table, label, query) is False or difference_claim(table, label, query) is False:
         return "contradicts_table"  # "the sum of the maximum and minimum": 24, not 31.3
+    if given_value_not_drawn(table, label, query):
+        return "value_not_drawn"  # "the category whose value is 82 and 15", where no 15 is drawn
+    if split_extreme(table, label, query):
+        return "ambiguous_extreme"  # "in general, which country had the higher value": each in some years
     if not derivable(table, label, query):
         return "answer_not_derivable"
     if extreme_tie(table, label, query):
@@ -687,3 +749,114 @@ def _doubt(table: Table, query: str, label: str) -> str | None:
     if threshold_fit(table, label, query) is not None:
         return "ambiguous_threshold"  # several labels fit, or the answer does not
     return None
+
+
+#: a question that starts with loose numbers before its first word ("51 55 What is ...?"):
+#: values of the original chart's labels that extraction pasted in front
+_LEADING_NUMBERS = re.compile(r"^\s*(?:-?\d[\d,.]*%?\s+)+(?:what|which|who|when|where|how|is|are|was|were|find)\b",
+                              re.IGNORECASE)
+
+
+def garbled_question(question: str) -> bool:
+    """Whether a question lost its shape on extraction: numbers stand before its first word."""
+    return bool(_LEADING_NUMBERS.match(question))
+
+
+_SAME = {"same", "equal", "identical", "similar"}
+
+
+def difference_claim(table: Table, label: str, question: str) -> bool | None:
+    """For a yes/no question about whether values differ ("is there any difference between
+    the male and female values?", "are the values the same?"): whether the label says what the
+    drawn values show, compared as printed, line by line, between the two series (or rows)
+    the question names, or the table's two series; ``None`` for other questions."""
+    words = set(label_key(question).split())
+    answer = label_key(label)
+    if answer not in ("yes", "no") or not words & (_FORMS["difference"] | {"differ", "different", "differs"} | _SAME):
+        return None
+    if label_key(question).split()[:1] not in (["is"], ["are"], ["was"], ["were"], ["do"], ["does"], ["did"]):
+        return None
+    series, rows = _mentioned(question, table.series), _mentioned(question, table.rows)
+    if len(series) == 2:
+        pairs = [(table.cell(r, series[0]), table.cell(r, series[1])) for r in table.rows]
+    elif len(rows) == 2:
+        pairs = [(table.cell(rows[0], x), table.cell(rows[1], x)) for x in table.series]
+    elif len(table.series) == 2 and not rows:
+        pairs = [(a, b) for a, b in table.values]
+    else:
+        return None
+    shown = [(format_number(a), format_number(b)) for a, b in pairs if a is not None and b is not None]
+    if not shown:
+        return None
+    differ = any(a != b for a, b in shown) if not words & _SAME else not all(a == b for a, b in shown)
+    claims_difference = (answer == "yes") != bool(words & _SAME)
+    return claims_difference == differ
+
+
+_COMPARE = {"max": _FORMS["max"] | {"higher", "larger", "greater", "bigger", "most", "more", "leading", "top"},
+            "min": _FORMS["min"] | {"lower", "smaller", "less", "fewer", "shortest"}}
+
+
+def split_extreme(table: Table, label: str, question: str) -> bool:
+    """Whether a question asks which label is highest (lowest, higher ...) without naming the
+    line to read it in ("in general, which country had the higher value?" over several years;
+    "which country has the highest share?" over several answers) and the drawn values make
+    the answer the extreme in some lines but not in others: each reader could pick another."""
+    words = set(label_key(question).split())
+    wants = [k for k, vocabulary in _COMPARE.items() if words & vocabulary]
+    rows, series = _keys(table.rows), _keys(table.series)
+    key = label_key(label)
+    if len(wants) != 1 or key not in (*rows, *series) or any(
+            f" {p} " in f" {label_key(question)} " for p in (*_GREATER, *_LESS)) and not words & {"or"}:
+        return False
+    grid = [list(r) for r in table.values]
+    labels, across = list(table.rows), list(table.series)
+    if key not in rows:  # the answer is a series: compare series within each row
+        grid, labels, across = [list(c) for c in zip(*grid)], list(table.series), list(table.rows)
+    if len(across) < 2:
+        return False
+    named = _named_loosely(question, across)
+    lines = named if named else list(range(len(across)))
+    if len(lines) < 2:
+        return False
+    candidates = _named_loosely(question, labels) or list(range(len(labels)))
+    target = [label_key(x) for x in labels].index(key)
+    if target not in candidates:
+        candidates.append(target)
+    pick = max if wants[0] == "max" else min
+    for j in lines:
+        present = {i: grid[i][j] for i in candidates if grid[i][j] is not None}
+        if target not in present or len(present) < 2:
+            continue
+        best = pick(present.values())
+        if present[target] != best or sum(v == best for v in present.values()) > 1:
+            return True
+    return False
+
+
+def given_value_not_drawn(table: Table, label: str, question: str) -> bool:
+    """Whether a question answered by a label gives values that label should have ("which
+    category has a value of 82 and 15?") and one of them is not drawn for it: numbers that
+    are no year, no label and no threshold ("above 50") must be values of the answer's row
+    (or series), at the precision the question writes them."""
+    key = label_key(label)
+    rows, series = _keys(table.rows), _keys(table.series)
+    if key not in (*rows, *series):
+        return False
+    text = f" {label_key(question)} "
+    if asked_quantities(table, question) != {"level"} or any(
+            f" {p} " in text for p in (*THRESHOLD_PHRASES["above"], *THRESHOLD_PHRASES["below"], *_ABOVE, *_LESS)):
+        return False  # a number the question derives ("a difference of 9%") or compares with ("above 50")
+    labels = {*rows, *series, *(w for x in (*table.rows, *table.series) for w in label_key(x).split())}
+    numbers = [n for n in _NUMBER.findall(question) if not YEAR.match(n) and label_key(n) not in labels]
+    if not numbers or " second " in text or " third " in text:
+        return False
+    line = (table.values[rows.index(key)] if key in rows else table.column(table.series[series.index(key)]))
+    drawn = [v for v in line if v is not None]
+    for n in numbers:
+        value = float(n.replace(",", ""))
+        places = len(n.split(".")[1]) if "." in n else 0
+        if not any(abs(v - value) <= 0.5 * 10.0 ** -places + 1e-9 for v in drawn):
+            return True
+    return False
+
