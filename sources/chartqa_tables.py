@@ -185,10 +185,20 @@ def load_chartqa_table(path: str | Path, problems: list[str] | None = None) -> T
     whole_rows = shares and len(columns) >= 2 and all(abs(math.fsum(r) - 100.0) <= PERCENT_TOTAL_SLACK
                                                       for r in values)
     rows = _unique([_clean_label(r) for r in frame.iloc[:, 0]])
-    if _years_descending(rows):  # listed newest first, drawn (as charts draw time) oldest first
-        rows, values = rows[::-1], values[::-1]
+    order = time_order(rows)
+    if order is not None:  # a time axis is drawn (as charts draw time) oldest first, whatever the listing
+        rows, values = tuple(rows[i] for i in order), [values[i] for i in order]
     series_names = _unique([_clean_label(c) for c in raw[1:]])
+    drawn = [j for j in range(len(series_names)) if any(row[j] is not None for row in values)]
+    if drawn and len(drawn) < len(series_names):  # a series with no value draws nothing: not one of the chart's
+        series_names = tuple(series_names[j] for j in drawn)
+        values = [tuple(row[j] for j in drawn) for row in values]
+        columns = [columns[j] for j in drawn]
     decimals = min(MAX_DECIMALS, max((decimals_of(v) for v in present), default=0))
+    # shares of one whole that are not all of it (the leading grocers' market shares): no
+    # column may add up to more than the whole, before or after an edit
+    some_shares = (unit == "%" and bool(SHARE_WORDS.search(" ".join(label_key(c) for c in raw[1:])))
+                   and all(math.fsum(v for v in c if v is not None) <= 100.0 + PERCENT_TOTAL_SLACK for c in columns))
     return Table(
         index_name="" if UNNAMED.fullmatch(raw[0]) else _clean_label(raw[0]),  # a blank header names no axis
         rows=rows,
@@ -196,12 +206,33 @@ def load_chartqa_table(path: str | Path, problems: list[str] | None = None) -> T
         values=tuple(values),
         unit=unit,
         decimals=decimals,
-        part_of_whole=whole,
+        part_of_whole=whole or some_shares,
         complete=whole,
         complete_rows=whole_rows,
         bounds=observed_bounds(present, unit),
         totals=_totals(rows, series_names, values, unit, decimals),
+        max_step=observed_step(values, decimals) if order is not None else None,
     )
+
+
+#: headers that name shares of a whole ("Market share", "Share of respondents", "Percentage of sales")
+SHARE_WORDS = re.compile(r"\b(?:share|shares|percentage of|proportion)\b")
+#: how much further than the largest change a real time series shows between neighbouring
+#: periods an edit may move it (:func:`observed_step`), and the least relative move allowed
+STEP_HEADROOM, STEP_FLOOR = 1.5, 0.1
+
+
+def observed_step(values: Sequence[Sequence[float | None]], decimals: int) -> tuple[float, float]:
+    """What a real time series does from one period to the next, as :attr:`Table.max_step`
+    (``relative``, ``absolute``): its largest relative change between neighbouring periods
+    with :data:`STEP_HEADROOM` (at least :data:`STEP_FLOOR`), and one printed unit. Belgium's
+    households do not halve in a year when the table never moves them more than 3%."""
+    largest = 0.0
+    for a_row, b_row in zip(values, values[1:]):
+        for a, b in zip(a_row, b_row):
+            if a is not None and b is not None and a != 0:
+                largest = max(largest, abs(b - a) / abs(a))
+    return max(STEP_FLOOR, STEP_HEADROOM * largest), 10.0 ** -decimals
 
 
 #: labels of a row or series that sums the others ("Total", "NET", "World Total")
@@ -251,27 +282,42 @@ def time_key(label: str) -> float | None:
     return year + part + (0.5 if match["season"] else 0.0)
 
 
-def _years_descending(rows: tuple[str, ...]) -> bool:
+def time_order(rows: tuple[str, ...]) -> list[int] | None:
+    """The order that puts rows that each name a different time ("2013", "2016/17", "Q3 '20")
+    oldest first, or ``None`` for rows that are no time axis."""
     keys = [time_key(r) for r in rows]
-    return len(rows) >= 2 and None not in keys and keys == sorted(keys, reverse=True) and len(set(keys)) == len(keys)
+    if len(rows) < 2 or None in keys or len(set(keys)) != len(keys):
+        return None
+    return sorted(range(len(rows)), key=lambda i: keys[i])  # type: ignore[arg-type, return-value]
+
+
+#: how far beyond the range a real table shows its values may go, as a share of that range
+#: (or of the largest magnitude, for a table whose values lie close together)
+BOUNDS_MARGIN = 0.5
 
 
 def observed_bounds(values: list[float], unit: str) -> tuple[float, float] | None:
-    """What a real table's values can plausibly be: percentages within 0-100, otherwise
-    the observed range widened by itself (and not below zero where none is)."""
+    """What a real table's values can plausibly be: the observed range widened by half of
+    itself, or of a quarter of the largest magnitude where the values lie close together
+    (an ACSI score of 70-80 does not fall to 32), never below zero where no value is, never
+    above 100 for percentages."""
     if not values:
         return None
     low, high = min(values), max(values)
+    span = max(high - low, 0.25 * max(abs(low), abs(high))) or 1.0
+    lo, hi = low - BOUNDS_MARGIN * span, high + BOUNDS_MARGIN * span
+    if low >= 0:
+        lo = max(lo, 0.0)
     if unit == "%" and low >= 0 and high <= 100:
-        return (0.0, 100.0)
-    span = (high - low) or abs(high) or 1.0
-    return (0.0 if low >= 0 else low - span, high + span)
+        hi = min(hi, 100.0)
+    return (lo, hi)
 
 
 def chartqa_vocabulary(table: Table) -> Vocabulary:
     """Labels edits may add to a ChartQA table: the years around the table's own when an axis
-    holds years (listed in order, the table's included, so new rows find their place),
-    nothing otherwise (a made-up country or category would not belong to the table)."""
+    holds years (listed in order, the table's included, so new rows find their place), the
+    table's own times in order when its rows name other times (seasons, quarters, months:
+    they keep their order), nothing otherwise (a made-up country or category would not belong to the table)."""
 
     def years(labels: tuple[str, ...]) -> tuple[str, ...]:
         if len(labels) < 2 or not all(YEAR.match(x) for x in labels):
@@ -280,6 +326,8 @@ def chartqa_vocabulary(table: Table) -> Vocabulary:
         return tuple(str(y) for y in range(numbers[0] - 3, numbers[-1] + 4))  # in order, the table's own too
 
     rows = years(table.rows)
+    if not rows and time_order(table.rows) is not None:  # "2016/17", "Q3 '20": the table's own times, in order
+        rows = tuple(table.rows[i] for i in time_order(table.rows))  # type: ignore[union-attr]
     ordered = bool(rows) and Vocabulary(rows).rows_in_order(table.rows)
     return Vocabulary(rows=rows, series=years(table.series), ordered=ordered)
 

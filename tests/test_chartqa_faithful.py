@@ -1,10 +1,17 @@
 """ChartQA records whose kept answer the drawn table does not give, or gives only to some
 readers, are dropped and counted (each case below was kept before this screen)."""
 
+from dataclasses import replace
+
 import pytest
 
+from vicogym.editors.chart import apply, check_structure
+from vicogym.errors import InvalidEdit
+from vicogym.programs.chart import cell_rule
+from vicogym.renderers.chart import ChartRenderer
 from vicogym.sources.chartqa_questions import asked_quantities, classify_record
-from vicogym.structures.chart import Table
+from vicogym.sources.chartqa_tables import chartqa_vocabulary, default_spec, load_chartqa_table
+from vicogym.structures.chart import ChartStructure, Table
 
 CUSTOMS = Table("Year", ("2027", "2028", "2029", "2030"), ("Revenue in billion euros",),
                 ((96.0,), (98.0,), (99.0,), (100.0,)), decimals=0)
@@ -80,3 +87,60 @@ def test_a_question_with_loose_numbers_before_its_words_is_dropped():
     table = Table("Year", ("2019", "2020", "2021"), ("Sales",), ((51.0,), (55.0,), (53.0,)), decimals=0)
     assert classify_record(table, "51 55 What is the missed data?", "53").reason == "garbled_question"
     assert classify_record(table, "What was the value in 2021?", "53").status != "dropped"
+
+
+# -- tables as a reader sees them, and as edits may leave them ------------------------------
+def _table(tmp_path, text):
+    path = tmp_path / "t.csv"
+    path.write_text(text)
+    return load_chartqa_table(path)
+
+
+def test_a_time_axis_is_drawn_in_time_order_and_keeps_it_under_every_edit(tmp_path):
+    table = _table(tmp_path, "Season,Price\n2008/09,50\n2006/07,48\n2007/08,49\n2010/11,53\n2009/10,51\n")
+    assert table.rows == ("2006/07", "2007/08", "2008/09", "2009/10", "2010/11")
+    assert table.column("Price") == (48.0, 49.0, 50.0, 51.0, 53.0)
+    structure = ChartStructure(table, default_spec(table), chartqa_vocabulary(table))
+    shuffled = ["2006/07", "2008/09", "2007/08", "2010/11", "2009/10"]
+    with pytest.raises(InvalidEdit) as info:
+        apply(structure, {"op": "reorder_rows", "order": shuffled}, cell_rule("2006/07", "Price"))
+    assert info.value.code == "order"
+    starred = _table(tmp_path, "Year,Debt\n2017,70\n2015,68\n2022*,80\n2014,66\n2019*,74\n2016,69\n")
+    assert starred.rows == ("2014", "2015", "2016", "2017", "2019*", "2022*")
+    assert chartqa_vocabulary(starred).ordered
+
+
+def test_a_series_with_nothing_drawn_is_no_series_of_the_chart(tmp_path):
+    table = _table(tmp_path, "Entity,1981,1985,1990\nBotswana,52,,61\nChile,50,nan,55\nComoros,30,-,33\n")
+    assert table.series == ("1981", "1990")
+    out = ChartRenderer(dpi=60).render(ChartStructure(table, default_spec(table)))
+    assert [e["text"] for e in out.facts["legend_entries"]] == ["1981", "1990"]
+
+
+def test_shares_of_a_whole_that_are_not_all_of_it_never_add_up_to_more_than_it(tmp_path):
+    grocers = _table(tmp_path, "Characteristic,Market share\nMercadona,24.7%\nCarrefour,8.6%\nLidl,6.3%\n"
+                     "Grupo Dia,5.5%\nGrupo Eroski,4.8%\nGrupo Auchan (Alcampo),3.3%\n")
+    assert grocers.part_of_whole and not grocers.complete
+    over = replace(grocers, values=((35.0,), (20.0,), (15.0,), (12.0,), (10.0,), (8.6,)))  # 100.6%
+    with pytest.raises(InvalidEdit) as info:
+        check_structure(ChartStructure(over, default_spec(over), chartqa_vocabulary(over)))
+    assert info.value.code == "bad_value" and "at most 100%" in str(info.value)
+
+
+def test_values_stay_within_what_the_real_quantity_does(tmp_path):
+    acsi = _table(tmp_path, "Year,ACSI score\n2015,71\n2016,73\n2017,72\n2018,74\n")
+    low, high = acsi.bounds
+    assert 60 <= low <= 65 and 80 <= high <= 90 and not acsi.in_bounds(32.0)
+    structure = ChartStructure(acsi, default_spec(acsi), chartqa_vocabulary(acsi))
+    with pytest.raises(InvalidEdit):  # 73 -> 32
+        apply(structure, {"op": "set_cell", "row": "2016", "series": "ACSI score", "value": 32},
+              cell_rule("2018", "ACSI score"))
+    households = _table(tmp_path, "Year,Households in millions\n2017,4.66\n2018,4.70\n2019,4.75\n2020,4.79\n")
+    assert households.max_step is not None and households.step_problem() is None
+    moved = ChartStructure(households, default_spec(households), chartqa_vocabulary(households))
+    with pytest.raises(InvalidEdit) as info:  # 4.75 -> 2.50 in one year
+        apply(moved, {"op": "set_cell", "row": "2019", "series": "Households in millions", "value": 2.5},
+              cell_rule("2020", "Households in millions"))
+    assert info.value.code in ("bad_value", "step")
+    assert apply(moved, {"op": "set_cell", "row": "2019", "series": "Households in millions", "value": 4.8},
+                 cell_rule("2020", "Households in millions")).table.cell("2019", "Households in millions") == 4.8
