@@ -1,7 +1,7 @@
 """CLEVR renderer: scenes drawn by Blender (``bpy``), headless on the CPU, in a worker process.
 
 The scene is built in code (ground plane, camera, three-point area lights, rubber and metal
-materials, bevelled cube, smooth sphere and cylinder); no ``.blend`` file. Metal reflects a
+materials, bevelled cube, sphere and cylinder, all shaded smooth); no ``.blend`` file. Metal reflects a
 sky that brightens overhead (glossy rays only), and a metal's colour is its reflectance at
 the colour's display value, so metal faces show which way they point and dark metals stay
 readable. Engines: Cycles (``samples``, ``denoise``) and Workbench (a fast preview in the
@@ -233,6 +233,16 @@ BACKGROUND_RGB = (0.05, 0.05, 0.05)
 #: metal face shows which way it points and gray metal reads as silver, not black
 SKY_HORIZON, SKY_ZENITH = 0.03, 1.0
 SKY_FULL = 0.35  # the sky is at its brightest from 20 degrees above the horizon up (z = sin 20)
+#: what metal reflects of the floor: this share of its colour. A cube's upright faces mirror
+#: the floor in front of them, and at the floor's full colour a metal cube read as a lighter
+#: rubber cube (the spread of brightness over its pixels 1.3 times rubber's); at half its
+#: colour, a metal cube's sides are darker than its top and its rounded edges, as polished
+#: metal's are, its spread is over 1.6 times rubber's, its colour shows, and gray metal still
+#: reads as silver
+GROUND_IN_REFLECTIONS = 0.5
+#: the cube's rounded edges (a share of its half side) and their segments; shaded smooth with
+#: hardened normals, so the faces stay flat and a metal edge catches the bright sky overhead
+CUBE_BEVEL, CUBE_BEVEL_SEGMENTS = 0.12, 5
 
 
 def _serve(conn: Any, settings: RenderSettings, parent: int) -> None:
@@ -320,7 +330,9 @@ class _Studio:
         scene.world = world
         bpy.ops.mesh.primitive_plane_add(size=GROUND_SIZE, location=(0.0, 0.0, 0.0))
         self.ground = bpy.context.active_object
-        self.ground.data.materials.append(self._material("ground", GROUND_RGB, 0.0, 0.8, shown=WORKBENCH_GROUND_RGB))
+        ground = self._material("ground", GROUND_RGB, 0.0, 0.8, shown=WORKBENCH_GROUND_RGB)
+        self._dim_in_reflections(ground.node_tree, GROUND_RGB, GROUND_IN_REFLECTIONS)
+        self.ground.data.materials.append(ground)
         camera = bpy.data.objects.new("camera", bpy.data.cameras.new("camera"))
         scene.collection.objects.link(camera)
         scene.camera = self.camera = camera
@@ -343,9 +355,8 @@ class _Studio:
             holder = bpy.context.active_object
             mesh = holder.data
             mesh.name = shape
-            if shape != "cube":
-                for polygon in mesh.polygons:
-                    polygon.use_smooth = True
+            for polygon in mesh.polygons:
+                polygon.use_smooth = True
             bpy.data.objects.remove(holder)
             mesh.use_fake_user = True
             mesh.materials.append(None)  # one slot, which each object fills with its own material
@@ -374,6 +385,18 @@ class _Studio:
         colour["A_Color"].default_value = (*BACKGROUND_RGB, 1.0)
         links.new(ramp.outputs["Color"], colour["B_Color"])
         links.new(colour["Result_Color"], nodes["Background"].inputs["Color"])
+
+    def _dim_in_reflections(self, tree: Any, rgb: tuple[float, float, float], share: float) -> None:
+        """Glossy rays see the material at ``share`` of its colour (camera and diffuse rays at
+        all of it): what metal reflects of the floor, see :data:`GROUND_IN_REFLECTIONS`."""
+        nodes, links = tree.nodes, tree.links
+        path, mix = nodes.new("ShaderNodeLightPath"), nodes.new("ShaderNodeMix")
+        mix.data_type = "RGBA"
+        colour = {socket.identifier: socket for socket in (*mix.inputs, *mix.outputs)}
+        links.new(path.outputs["Is Glossy Ray"], colour["Factor_Float"])
+        colour["A_Color"].default_value = (*rgb, 1.0)
+        colour["B_Color"].default_value = (*(c * share for c in rgb), 1.0)
+        links.new(colour["Result_Color"], nodes["Principled BSDF"].inputs["Base Color"])
 
     def _material(self, name: str, rgb: tuple[float, float, float], metallic: float, roughness: float,
                   shown: tuple[float, float, float] | None = None) -> Any:
@@ -406,7 +429,8 @@ class _Studio:
             obj = self.bpy.data.objects.new(f"object-{len(self.slots)}", self.meshes["sphere"])
             self.scene.collection.objects.link(obj)
             bevel = obj.modifiers.new("bevel", "BEVEL")
-            bevel.width, bevel.segments = 0.08, 3
+            bevel.width, bevel.segments = CUBE_BEVEL, CUBE_BEVEL_SEGMENTS
+            bevel.harden_normals = True
             self.slots.append(obj)
             self.drawn.append({})
         return self.slots[k]

@@ -191,6 +191,21 @@ def test_gray_metal_reads_as_silver_not_black(shape):
     assert medians["metal"] > medians["rubber"] + 10, medians
 
 
+@pytest.mark.parametrize("color", ["gray", "red"])
+def test_a_metal_cube_shows_its_material(color):
+    # a cube's upright faces mirror the floor in front of them: when metal reflected the floor
+    # at its full colour, a metal cube had the even shading of a rubber one (its brightness
+    # spread 1.3 times a rubber cube's, read as a lighter rubber cube)
+    spread = {}
+    for material in ("metal", "rubber"):
+        scene = Scene((Obj("cube", color, material, "large", 0.0, 0.0, 30.0),
+                       Obj("sphere", "blue", "rubber", "small", 2.5, 2.5)), width=160, height=120)
+        renderer = ClevrRenderer(RenderSettings(engine="cycles", samples=16))
+        shown = renderer.labels(scene) == 0
+        spread[material] = float(renderer.render(scene, seed=1).image[shown].mean(axis=1).std())
+    assert spread["metal"] > 1.6 * spread["rubber"], spread
+
+
 def test_every_colour_stands_out_from_the_floor_under_workbench_read_from_pixels():
     """Each CLEVR colour against the floor around it (CIELAB distance of their mean colours,
     OpenCV's 8-bit scale), every object found by the mask pass's labels; gray objects on a
