@@ -149,7 +149,7 @@ class VicoEnv(gym.Env):
             raise ValueError(f"expected options['index'] to be a non-negative integer, got {index!r}")
         drawn, structure_text, render, rejections = self._draw_answerable_seed(options)
         provenance = Provenance(drawn.source, drawn.source_id, int(index), int(seed), self.id, self.version,
-                                vicogym.__version__, tuple(sorted(self.arm.checks_run().items())))
+                                vicogym.__version__, tuple(sorted(self.arm.checks_run().items())), drawn.facts)
         self.sample = Sample(drawn.structure, drawn.question, drawn.answer, dict(drawn.label_rule), render.image,
                              provenance)
         self._render_out, self._text = render, structure_text

@@ -22,18 +22,44 @@ from vicogym.checks import chart as chart_checks
 from vicogym.core import SHORT_ANSWER, Edit, ExportHints, Render, Sample, Seed
 from vicogym.editors import chart as chart_editor
 from vicogym.envs.base import EnvConfig, VicoEnv
-from vicogym.errors import InvalidEdit
+from vicogym.errors import InvalidEdit, register_error_codes
 from vicogym.images import ImagePolicy
 from vicogym.programs import chart as chart_programs
 from vicogym.renderers.chart import ChartRenderer, value_limits
 from vicogym.sources.chart import make_source
 from vicogym.sources.chartqa import TIER2_POLICIES
+from vicogym.sources.chartqa_questions import classify_record
 from vicogym.sources.chartqa_tables import spec_variants
 from vicogym.structures.chart import ChartStructure, Table
 from vicogym.validation import is_int
 
 #: settings of the reader check (see :class:`ChartEnvConfig`)
 READER_CHECKS = ("auto", "required", "off")
+#: what rows made from real tables (ChartQA) say of the world (see :class:`ChartEnvConfig`)
+REAL_FACTS = ("chart", "style", "unmarked")
+#: the words that make a question one about the chart, not the world
+ABOUT_THE_CHART = "According to the chart, "
+#: first words a question's framing puts in lower case ("What was ..." -> "according to the
+#: chart, what was ..."); any other first word may be a name ("Mercadona ...") and is kept
+_LOWER_FIRST = {"what", "which", "who", "whom", "whose", "when", "where", "why", "how", "is", "are", "was", "were",
+                "do", "does", "did", "has", "have", "had", "can", "could", "will", "would", "should", "in", "on",
+                "at", "for", "from", "by", "of", "during", "since", "between", "among", "find", "give", "name",
+                "calculate", "compute", "deduct", "subtract", "add", "tell", "list", "identify", "the", "a", "an",
+                "this", "that", "these", "those", "there", "it", "its", "as", "if", "after", "before", "until",
+                "to", "with", "over", "under", "according"}
+
+
+def about_the_chart(question: str) -> str:
+    """``question`` asked of the chart ("According to the chart, what was ...?"): a model
+    trained on an edited table learns what the chart shows, not a false fact about a real
+    company or country. A question that already says so is returned as it is."""
+    text = question.strip()
+    if text.casefold().startswith("according to the chart"):
+        return question
+    first = text.split(maxsplit=1)[0] if text else ""
+    if first.strip("'\"(").casefold() in _LOWER_FIRST and not first[1:2].isupper():
+        text = text[:1].lower() + text[1:]
+    return ABOUT_THE_CHART + text
 #: readings kept, by the bytes of the pixels read (a text drawn the same way is read once)
 READINGS_KEPT = 4096
 
@@ -45,7 +71,16 @@ class ChartEnvConfig(EnvConfig):
     on must be read right by Tesseract (:func:`vicogym.checks.chart.check_reading`):
     ``"auto"`` where Tesseract can run (elsewhere samples are made without it, each says so
     in its provenance, and one warning says so), ``"required"`` (no environment without
-    it), ``"off"``."""
+    it), ``"off"``.
+
+    ``real_facts``: what rows made from real tables (a ChartQA source: real companies,
+    countries, people) say of the world, recorded in each row's provenance (``facts``):
+    ``"chart"`` (the default) asks every such question of the chart ("According to the
+    chart, ..."), so that edited values are the chart's and no model learns them as the
+    world's; ``"style"`` keeps every value and label as published (only ``set_style`` edits
+    are accepted) and asks the question as written; ``"unmarked"`` edits values and asks as
+    written (edited rows then state false facts about real entities). Procedural tables are
+    invented: their rows say ``invented``, whatever this setting."""
 
     source: str = "procedural"
     dpi: int = 80
@@ -54,6 +89,7 @@ class ChartEnvConfig(EnvConfig):
     rewriter_max_ops: int = 2
     tier2: str = "drop"
     reader_check: str = "auto"
+    real_facts: str = "chart"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -74,6 +110,8 @@ class ChartEnvConfig(EnvConfig):
             raise ValueError(f"expected tier2 in {TIER2_POLICIES}, got {self.tier2!r}")
         if self.reader_check not in READER_CHECKS:
             raise ValueError(f"expected reader_check in {READER_CHECKS}, got {self.reader_check!r}")
+        if self.real_facts not in REAL_FACTS:
+            raise ValueError(f"expected real_facts in {REAL_FACTS}, got {self.real_facts!r}")
         for name in ("dpi", "rewriter_max_ops"):
             v = getattr(self, name)
             if not is_int(v, 1):
@@ -86,12 +124,17 @@ class ChartEnvConfig(EnvConfig):
         return d
 
 
+REAL_FACTS_CODES = {"real_facts": "an edit that changes a value or a label of a real table while real_facts='style' "
+                                   "keeps real tables as published"}
+register_error_codes("chart", REAL_FACTS_CODES)
+
+
 class ChartArm(Arm):
     """The chart arm behind the arm interface (see :class:`vicogym.arm.Arm`)."""
 
     name = "chart"
     export = ExportHints(ability="chart_reasoning", prompt_suffix=SHORT_ANSWER)
-    error_codes = {**chart_programs.ERROR_CODES, **chart_checks.ERROR_CODES}
+    error_codes = {**chart_programs.ERROR_CODES, **chart_checks.ERROR_CODES, **REAL_FACTS_CODES}
     op_fields = chart_editor.OP_FIELDS
     field_schemas = chart_editor.FIELD_SCHEMAS
 
@@ -163,8 +206,22 @@ class ChartArm(Arm):
         if "index" in options:
             if not hasattr(self.source, "seed"):
                 raise ValueError("options['index'] picks a record of a ChartQA source; the procedural source has none")
-            return self.source.seed(int(options["index"]))
-        return self.source.sample(rng)
+            return self._as_configured(self.source.seed(int(options["index"])))
+        return self._as_configured(self.source.sample(rng))
+
+    def _as_configured(self, seed: Seed) -> Seed:
+        """A seed as ``real_facts`` says: a real table's question asked of the chart
+        (``chart``), or as written; its provenance says which."""
+        if seed.source != "chartqa":
+            return replace(seed, facts="invented")
+        if self.config.real_facts == "chart":
+            return replace(seed, question=about_the_chart(seed.question), facts="chart")
+        return replace(seed, facts="real" if self.config.real_facts == "style" else "unmarked")
+
+    def _real(self, rule: Mapping[str, Any]) -> bool:
+        """Whether a rule's table is real and kept as published (``real_facts="style"``): a
+        rule made from a record stores its question, a procedural one its template."""
+        return self.config.real_facts == "style" and "question" in rule
 
     def seed_variants(self, seed: Seed) -> list[Seed]:
         """A ChartQA table comes without a chart: plainer specs are tried when a reader could
@@ -179,12 +236,23 @@ class ChartArm(Arm):
                 for spec in spec_variants(seed.structure.spec, locked)]
 
     def apply(self, structure: ChartStructure, edit: Edit, rule: Mapping[str, Any]) -> ChartStructure:
-        return chart_editor.apply(structure, edit, rule)
+        new = chart_editor.apply(structure, edit, rule)
+        if self._real(rule) and new.table != structure.table:
+            raise InvalidEdit("real_facts", "this table holds real facts about named companies, countries or people, "
+                              "kept as published (real_facts='style'): edit only its style (set_style), or make the "
+                              "environment with real_facts='chart' to edit values and ask the question of the chart")
+        return new
 
     def relabel(self, structure: ChartStructure, rule: Mapping[str, Any]) -> str:
         return chart_programs.relabel(structure.table, rule)
 
     def check_question(self, question: str, rule: Mapping[str, Any], structure: ChartStructure) -> str | None:
+        """:func:`~vicogym.programs.chart.question_matches`; a question from a real record
+        must be asked of the chart where ``real_facts="chart"``."""
+        if "question" in rule and self.config.real_facts == "chart":
+            if question != about_the_chart(rule["question"]):
+                return f"real_facts='chart' asks {about_the_chart(rule['question'])!r}"
+            question = rule["question"]
         return chart_programs.question_matches(question, rule, structure.table)
 
     def render(self, structure: ChartStructure, rng: np.random.Generator) -> Render:
@@ -255,6 +323,13 @@ class ChartArm(Arm):
             for name, table in (("seed", seed.table), ("sample", structure.table)):
                 if (table.rows, table.series, table.values) != (source.rows, source.series, source.values):
                     return f"the {name} table differs from the table the invariant answer was read from"
+            if self.config.tier2 == "drop":  # the screen the source ran: a kept answer is what the table gives
+                screened = classify_record(source, rule.get("question", ""), rule["answer"])
+                if screened.status == "dropped":
+                    return f"the kept answer fails the source's screen ({screened.reason}): the drawn table does " \
+                           f"not give {rule['answer']!r} for {rule.get('question', '')!r}"
+        if self._real(rule) and structure.table != seed.table:
+            return "real_facts='style' keeps real tables as published, but this row's table differs from its seed's"
         return self._reading_problem(row, structure, rule)
 
     def _reading_problem(self, row: Mapping[str, Any], structure: ChartStructure,
@@ -284,7 +359,7 @@ class ChartArm(Arm):
         self, structure: ChartStructure, rule: Mapping[str, Any], rng: np.random.Generator
     ) -> dict[str, Any]:
         def propose() -> dict[str, Any]:
-            if chart_programs.values_fixed(rule):
+            if chart_programs.values_fixed(rule) or self._real(rule):
                 return {"ops": [chart_editor.sample_style_op(structure, rng)]}
             return chart_editor.sample_edit(structure, rng, self.config.rewriter_max_ops, rule)
 

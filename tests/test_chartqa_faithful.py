@@ -1,13 +1,17 @@
 """ChartQA records whose kept answer the drawn table does not give, or gives only to some
 readers, are dropped and counted (each case below was kept before this screen)."""
 
+import json
 from dataclasses import replace
 
+import gymnasium as gym
 import pytest
 
+import vicogym  # noqa: F401  (registers the environments)
 from vicogym.editors.chart import apply, check_structure
+from vicogym.envs.chart import ChartArm, ChartEnvConfig, about_the_chart
 from vicogym.errors import InvalidEdit
-from vicogym.programs.chart import cell_rule
+from vicogym.programs.chart import cell_rule, invariant_rule
 from vicogym.renderers.chart import ChartRenderer
 from vicogym.sources.chartqa_questions import asked_quantities, classify_record
 from vicogym.sources.chartqa_tables import chartqa_vocabulary, default_spec, load_chartqa_table
@@ -144,3 +148,63 @@ def test_values_stay_within_what_the_real_quantity_does(tmp_path):
     assert info.value.code in ("bad_value", "step")
     assert apply(moved, {"op": "set_cell", "row": "2019", "series": "Households in millions", "value": 4.8},
                  cell_rule("2020", "Households in millions")).table.cell("2019", "Households in millions") == 4.8
+
+
+# -- verify screens kept answers as the source does -------------------------------------------
+def _invariant_row(table, question, answer, **settings):
+    arm = ChartArm(ChartEnvConfig(reader_check="off", **settings))
+    structure = ChartStructure(table, default_spec(table), chartqa_vocabulary(table)).to_json()
+    rule = invariant_rule(table, answer, question)
+    return arm, {"structure": structure, "seed_structure": structure, "payloads": [], "label": json.dumps(rule),
+                 "label_rule": "invariant", "question": about_the_chart(question), "answer": answer,
+                 "provenance": "{}"}
+
+
+def test_verify_applies_the_source_screen_to_kept_answers():
+    question = "Is there any difference between the male and female values?"
+    arm, row = _invariant_row(SEXES, question, "No")
+    assert "contradicts_table" in arm.verify_row(row)
+    arm, row = _invariant_row(SEXES, question, "Yes")
+    assert arm.verify_row(row) is None
+    arm, row = _invariant_row(SEXES, question, "No", tier2="keep")  # kept on request: the run said so
+    assert arm.verify_row(row) is None
+
+
+# -- real entities: rows say what they say of the world -----------------------------------------
+def test_real_tables_are_asked_of_the_chart_by_default(chartqa):
+    env = gym.make("vicogym/Chart-v0", source=str(chartqa), k=1, reader_check="off").unwrapped
+    index = next(i for i in env.arm.source.usable if env.arm.source.classified[i].status == "cell")
+    obs, info = env.reset(seed=0, options={"index": index})
+    record = env.arm.source.records[index].query
+    assert obs["question"] == about_the_chart(record) and obs["question"].startswith("According to the chart, ")
+    assert info["sample"].provenance.facts == "chart"
+    assert env.arm.check_question(record, info["label"], info["sample"].structure) is not None  # unframed: refused
+    procedural = gym.make("vicogym/Chart-v0", k=1, reader_check="off").unwrapped
+    obs, info = procedural.reset(seed=0)
+    assert info["sample"].provenance.to_dict()["facts"] == "invented" and not obs["question"].startswith("According")
+
+
+def test_real_facts_style_keeps_real_values_as_published(chartqa):
+    env = gym.make("vicogym/Chart-v0", source=str(chartqa), k=1, reader_check="off", real_facts="style").unwrapped
+    index = next(i for i in env.arm.source.usable if env.arm.source.classified[i].status == "cell")
+    obs, info = env.reset(seed=0, options={"index": index})
+    assert obs["question"] == env.arm.source.records[index].query and info["sample"].provenance.facts == "real"
+    rule, table = info["label"], info["sample"].structure.table
+    before = obs["structure"]
+    value = table.cell(rule["row"], rule["series"])
+    _, reward, _, _, info = env.step({"op": "set_cell", "row": rule["row"], "series": rule["series"],
+                                      "value": value + 10.0 ** -table.decimals})
+    assert not info["valid"] and info["error"]["code"] == "real_facts" and "set_style" in info["error"]["message"]
+    assert env.unwrapped._text == before
+    for _ in range(5):  # the random rewriter proposes only what the setting allows
+        assert all(op["op"] == "set_style" for op in env.sample_edit()["ops"])
+
+
+@pytest.mark.parametrize("question, framed", [
+    ("What was the revenue in 2019?", "According to the chart, what was the revenue in 2019?"),
+    ("Mercadona's share in 2020?", "According to the chart, Mercadona's share in 2020?"),
+    ("IS the gap larger?", "According to the chart, IS the gap larger?"),
+    ("According to the chart, what is it?", "According to the chart, what is it?"),
+])
+def test_about_the_chart_frames_a_question_once(question, framed):
+    assert about_the_chart(question) == framed

@@ -57,7 +57,7 @@ def test_tier1_chartqa_answer_follows_the_cell(chartqa):
             continue
         _, info = env.reset(seed=0, options={"index": index})
         rule, table = info["label"], info["sample"].structure.table
-        value = round(table.cell(rule["row"], rule["series"]) * 1.1 + 1, table.decimals)
+        value = round(table.cell(rule["row"], rule["series"]) * 1.05 + 10.0 ** -table.decimals, table.decimals)
         _, _, _, _, info = env.step({"op": "set_cell", "row": rule["row"], "series": rule["series"], "value": value})
         if info["valid"]:
             assert info["answer"] == format_number(value)
@@ -67,6 +67,10 @@ def test_tier1_chartqa_answer_follows_the_cell(chartqa):
                 table.totals and "holds the sum of the others" in info["error"]["message"]):
             # shares of a whole may not add up past it, or away from it; a total follows its parts
             assert info["error"]["code"] == "bad_value"
+        elif "outside what this table's values can be" in info["error"]["message"] or info["error"]["code"] == "step":
+            # a real quantity stays near what it is (an ACSI score of 70-80 does not fall to 32), and a
+            # time series moves from one period to the next as far as it ever does
+            assert info["error"]["code"] in ("bad_value", "step")
         else:
             assert info["error"]["code"] in ("unreadable", "near_tie", "overlap", "clipped",
                                              "chart_type"), info["error"]
@@ -176,3 +180,32 @@ def test_unprintable_labels_are_refused_before_rendering(label):
     for edit in ({"op": "set_style", "title": label}, {"op": "rename_row", "row": row, "to": label}):
         _, _, _, _, info = env.step(edit)
         assert info["error"]["code"] in ("bad_value", "anchor"), info["error"]
+
+
+
+def test_an_edit_that_breaks_a_tables_steps_relations_or_order_leaves_the_episode_as_it_was():
+    """A procedural episode over years whose table keeps one series above another: edits that
+    put it below, move a year too far or shuffle the years are refused, the episode unchanged."""
+    env = gym.make("vicogym/Chart-v0", **FAST)
+    for seed in range(200):
+        obs, _info = env.reset(seed=seed)
+        table = env.unwrapped.sample.structure.table
+        if table.max_step is not None and table.above:
+            break
+    else:
+        raise AssertionError("no procedural episode over years with a series above another in 200 seeds")
+    upper, lower = table.above[0]
+    row = table.rows[1]
+    j = table.series.index(lower)
+    low_value, neighbour = table.cell(row, lower), table.values[0][j]
+    too_far = round(max(table.bounds[0], neighbour - 2.5 * table.step_allowed(neighbour) - 1), table.decimals)
+    for edit, code in (({"op": "set_cell", "row": row, "series": upper, "value": round(low_value * 0.5, 1)},
+                        "relation"),
+                       ({"op": "set_cell", "row": row, "series": lower, "value": too_far}, "step"),
+                       ({"op": "reorder_rows", "order": list(reversed(table.rows))}, "order")):
+        before = (obs["structure"], env.unwrapped.sample)
+        obs, _reward, _terminated, _truncated, info = env.step(edit)
+        assert info["error"]["code"] == code, (edit, info["error"])
+        assert (obs["structure"], env.unwrapped.sample) == before
+        if info.get("truncated") or _truncated:
+            break

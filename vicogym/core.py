@@ -330,6 +330,8 @@ class Seed:
     label_rule: LabelRule
     source: str
     source_id: str
+    #: what the sample says of the world, where its arm says (see :attr:`Provenance.facts`)
+    facts: str = ""
 
 
 @dataclass(frozen=True)
@@ -369,6 +371,8 @@ class ProvenanceDict(_ProvenanceDict, total=False):
 
     #: check name -> ``"ran"`` or why not; only when the arm reports any
     checks: dict[str, str]
+    #: what the sample says of the world; only when the arm says
+    facts: str
 
 
 @dataclass(frozen=True)
@@ -385,6 +389,11 @@ class Provenance:
     #: checks beyond the render's facts that the arm ran on the sample, or did not and why
     #: (``(("reader", "ran"),)``; see :meth:`vicogym.arm.Arm.checks_run`); none for most arms
     checks: tuple[tuple[str, str], ...] = ()
+    #: what the sample says of the world, where its arm says: the chart arm's ``real`` (a
+    #: real table as published), ``chart`` (the question asks of the chart, whose values
+    #: edits may have changed), ``unmarked`` (edited real values, the question as written) or
+    #: ``invented`` (a procedural table); ``""`` where the arm says nothing
+    facts: str = ""
 
     def to_dict(self) -> ProvenanceDict:
         d = dict(self.__dict__)
@@ -392,6 +401,8 @@ class Provenance:
             d["checks"] = dict(self.checks)
         else:
             del d["checks"]
+        if not self.facts:
+            del d["facts"]
         return d
 
 
