@@ -22,7 +22,7 @@ from vicogym.errors import GenerationError, SourceError
 from vicogym.programs.chart import relabel
 from vicogym.sources import _safe, contained, inside, json_lines, place, read_text
 from vicogym.sources.chartqa_questions import Classified, classify_record, unit_conflict
-from vicogym.sources.chartqa_tables import chartqa_vocabulary, default_spec, load_chartqa_table
+from vicogym.sources.chartqa_tables import chartqa_vocabulary, default_spec, load_chartqa_table, record_title
 from vicogym.structures.chart import ChartStructure, Table
 from vicogym.validation import pick
 
@@ -121,6 +121,12 @@ class ChartQASource:
                            if _stem(r.imgname) in self.unfit
                            else classify_record(self.table(r.imgname), r.query, r.label, tier2) for r in self.records]
         self.usable = [i for i, c in enumerate(self.classified) if c.status != "dropped"]
+        queries: dict[str, list[str]] = {}
+        for record in self.records:
+            queries.setdefault(_stem(record.imgname), []).append(record.query)
+        #: the title of each table that names no measure, from its records (:func:`record_title`)
+        self.titles = {stem: record_title(f"{stem}.png", found, self._tables[stem]) for stem, found in queries.items()
+                       if stem not in self.unfit}
 
     def _table_path(self, stem: str, where: str) -> Path:
         """The CSV of ``stem``, resolved inside the folder (a ``tables/`` that is a link out
@@ -152,7 +158,8 @@ class ChartQASource:
             raise GenerationError(f"ChartQA record {index} ({source_id}) is not used: {classified.reason}")
         table = self.table(record.imgname)
         answer = relabel(table, classified.rule)
-        structure = ChartStructure(table, default_spec(table, classified.mark), chartqa_vocabulary(table))
+        title = self.titles.get(_stem(record.imgname), "")
+        structure = ChartStructure(table, default_spec(table, classified.mark, title), chartqa_vocabulary(table))
         return Seed(structure, record.query, answer, classified.rule, "chartqa", source_id)
 
     def sample(self, rng: np.random.Generator) -> Seed:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from vicogym.answers import parse_number
 from vicogym.errors import SourceError
+from vicogym.programs.chart import question_references
 from vicogym.sources import LIMITS, _safe, decode_text, one_line, place, read_bytes
 from vicogym.structures.chart import (
     MAX_DECIMALS,
@@ -332,9 +333,45 @@ def chartqa_vocabulary(table: Table) -> Vocabulary:
     return Vocabulary(rows=rows, series=years(table.series), ordered=ordered)
 
 
-def default_spec(table: Table, mark: str | None = None) -> ChartSpec:
+#: an OECD chart's name: the indicator, then the countries' codes and a number
+#: ("OECD_HOUSING_PRICES_JPN_RUS_000007")
+_OECD_NAME = re.compile(r"^OECD_(?P<indicator>.+?)(?:_[A-Z]{3})+_\d+(?:\.png)?$")
+#: the measure a question names after an extreme ("the highest death rates due to outdoor
+#: air pollution over the years"), up to where the question goes on to a time, place or group
+_MEASURE = re.compile(r"\b(?:highest|lowest|higher|lower|largest|smallest|greatest|most|least)\s+"
+                      r"(?P<measure>(?:[a-z][a-z'-]*\s+){0,9}?[a-z][a-z'-]*)"
+                      r"(?=\s+(?:over|in|among|between|during|from|for|across|of all|than)\b|\s*[,?]|\s*$)")
+
+
+#: words a measure's name does not hold: they point at the drawing, not at what it measures
+_NO_MEASURE = {"graph", "chart", "value", "values", "data", "figure", "one", "ones", "category", "categories"}
+
+
+def record_title(imgname: str, queries: Sequence[str], table: Table) -> str:
+    """A title for a chart whose table names no measure (several series, no unit: the reader
+    would see bars of nothing in particular), from its records: an OECD chart's indicator
+    ("Housing prices"), or the measure a question names after an extreme ("Death rates due to
+    outdoor air pollution"); ``""`` where the table names its measure or no record does."""
+    if len(table.series) == 1 or table.unit == "%":
+        return ""  # the one series' name titles the value axis; percentages say "Percent"
+    oecd = _OECD_NAME.match(imgname)
+    if oecd:
+        return oecd["indicator"].replace("_", " ").capitalize()[:MAX_TITLE_CHARS]
+    labels = {label_key(x) for x in (*table.rows, *table.series)}
+    for query in queries:
+        found = _MEASURE.search(" ".join(query.casefold().split()))
+        if found is None:
+            continue
+        words = found["measure"].split()
+        if (2 <= len(words) <= 10 and not any(w in labels or w in _NO_MEASURE for w in words)
+                and not question_references(found["measure"]) and words[0] not in ("of", "and", "the")):
+            return found["measure"].capitalize()[:MAX_TITLE_CHARS]
+    return ""
+
+
+def default_spec(table: Table, mark: str | None = None, title: str = "") -> ChartSpec:
     """A plain chart spec for a table that came without one (of the ``mark`` type the
-    question names, when it names one)."""
+    question names, when it names one), titled ``title`` (:func:`record_title`)."""
     long_labels = len(table.rows) > 10 or max(len(r) for r in table.rows) > 16
     if mark == "line":
         chart_type = "line"
@@ -350,7 +387,8 @@ def default_spec(table: Table, mark: str | None = None) -> ChartSpec:
         y_label = table.series[0][:MAX_TITLE_CHARS]
     else:  # several series name no measure; the unit, where the cells give one, is all the table says
         y_label = "Percent" if table.unit == "%" else ""
-    return ChartSpec(chart_type=chart_type, x_label=table.index_name[:MAX_TITLE_CHARS] if chart_type != "pie" else "",
+    return ChartSpec(chart_type=chart_type, title=title,
+                     x_label=table.index_name[:MAX_TITLE_CHARS] if chart_type != "pie" else "",
                      y_label=y_label, data_labels=len(table.rows) * len(table.series) <= 16,
                      palette="Paired" if len(table.series) > 10 else "tab10")
 

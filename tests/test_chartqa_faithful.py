@@ -13,8 +13,9 @@ from vicogym.envs.chart import ChartArm, ChartEnvConfig, about_the_chart
 from vicogym.errors import InvalidEdit
 from vicogym.programs.chart import cell_rule, invariant_rule
 from vicogym.renderers.chart import ChartRenderer
+from vicogym.sources.chartqa import ChartQASource
 from vicogym.sources.chartqa_questions import asked_quantities, classify_record
-from vicogym.sources.chartqa_tables import chartqa_vocabulary, default_spec, load_chartqa_table
+from vicogym.sources.chartqa_tables import chartqa_vocabulary, default_spec, load_chartqa_table, record_title
 from vicogym.structures.chart import ChartStructure, Table
 
 CUSTOMS = Table("Year", ("2027", "2028", "2029", "2030"), ("Revenue in billion euros",),
@@ -208,3 +209,22 @@ def test_real_facts_style_keeps_real_values_as_published(chartqa):
 ])
 def test_about_the_chart_frames_a_question_once(question, framed):
     assert about_the_chart(question) == framed
+
+
+def test_a_chart_whose_table_names_no_measure_is_titled_from_its_records(tmp_path):
+    (tmp_path / "tables").mkdir()
+    (tmp_path / "tables" / "00795994017065.csv").write_text(
+        "Entity,2005,2006,2007\nMyanmar,59.61,59.78,59.36\nZambia,27.44,27.31,26.84\nNew Zealand,13.89,13.53,13.36\n")
+    (tmp_path / "tables" / "OECD_HOUSING_PRICES_JPN_RUS_000007.csv").write_text("Country,2015,2016\nJapan,1.2,"
+                                                                                  "1.5\nRussia,3.1,2.2\n")
+    records = [("00795994017065.png", "Which bar is yellow?", "Zambia"),
+               ("00795994017065.png", "Which country recorded the highest death rates due to outdoor air pollution "
+                                      "over the years?", "Myanmar"),
+               ("OECD_HOUSING_PRICES_JPN_RUS_000007.png", "What was Japan's value in 2016?", "1.5")]
+    (tmp_path / "qa.jsonl").write_text("".join(json.dumps({"imgname": i, "query": q, "label": a}) + "\n"
+                                               for i, q, a in records))
+    source = ChartQASource(tmp_path)
+    assert source.seed(1).structure.spec.title == "Death rates due to outdoor air pollution"  # not "Yellow"
+    assert source.seed(2).structure.spec.title == "Housing prices"
+    one = Table("Year", ("2019", "2020"), ("Revenue in million euros",), ((1.0,), (2.0,)))
+    assert record_title("two_col_1.png", ["Which year had the highest revenue in the region?"], one) == ""
