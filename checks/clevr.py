@@ -18,10 +18,14 @@ from typing import Any, TypedDict
 
 from vicogym.errors import InvalidEdit
 from vicogym.programs import clevr as clevr_programs
-from vicogym.structures.clevr import ATTRIBUTES, MAX_OBJECTS, ClevrRule, Scene
+from vicogym.structures.clevr import ATTRIBUTES, MAX_OBJECTS, ClevrRule, Scene, apparent_sizes
 
 #: CLEVR's visibility rule: 200 visible pixels at 480 x 320, scaled with the image's area
 MIN_PIXELS_AT_480x320 = 200
+#: every object a question reads shows at least this share of its whole silhouette (what it
+#: would show with nothing in front of it): half, so that its outline, and with it its shape
+#: and size, shows whatever hides the rest, and more of it shows than is hidden
+MIN_VISIBLE_SHARE = 0.5
 #: left/right needs this share of the image width between the objects (6 px at 320)
 RELATION_SHARE = 0.02
 #: front/behind needs this share of the image height up or down the image (12 px at 240)
@@ -34,17 +38,24 @@ SIMILAR_COLORS = {frozenset(p) for p in (("red", "brown"), ("blue", "purple"), (
 def check(scene: Scene, facts: Any, rule: ClevrRule) -> None:
     """Raise ``InvalidEdit`` for the first reason a reader could not answer from the image."""
     check_visible(scene, facts)
-    problem = clevr_programs.relation_problem(scene, rule["program"], relation_px(scene.width),
+    check_question(scene, facts, rule["program"])
+
+
+def check_question(scene: Scene, facts: Any, program: list[Any]) -> None:
+    """:func:`check` less what holds for every question on the scene (every object in the
+    frame and showing its floor of pixels)."""
+    check_read_shown(scene, facts, program)
+    problem = clevr_programs.relation_problem(scene, program, relation_px(scene.width),
                                               depth_px(scene.height))
     if problem is not None:
         raise InvalidEdit("relation_unseen", f"{problem}; move one of them")
-    problem = clevr_programs.degeneracy(scene, rule["program"])
+    problem = clevr_programs.degeneracy(scene, program)
     if problem is not None:
         raise InvalidEdit("degenerate", f"{problem}; change the scene so that every step of the question counts")
-    problem = clevr_programs.material_unseen(scene, rule["program"])
+    problem = clevr_programs.material_unseen(scene, program)
     if problem is not None:
         raise InvalidEdit("material_unseen", f"{problem}; make it another shape, or ask about something else")
-    problem = clevr_programs.size_unseen(scene, rule["program"])
+    problem = clevr_programs.size_unseen(scene, program)
     if problem is not None:
         raise InvalidEdit("size_unseen", f"{problem}; bring the large object nearer the camera or the small one "
                           "farther, or make them one size")
@@ -62,6 +73,29 @@ def check_visible(scene: Scene, facts: Any) -> None:
         if facts.visible[k] < floor:
             raise InvalidEdit("hidden", f"{name} shows {facts.visible[k]} pixels, fewer than the {floor} a "
                               f"reader needs; move it or the objects in front of it", field="object")
+
+
+def visible_shares(scene: Scene, facts: Any) -> list[float]:
+    """Each object's visible pixels (the mask pass) over its whole silhouette's pixels,
+    at most 1. The whole silhouette is the object's outline projected through the scene's
+    camera at the image's resolution (:func:`~vicogym.structures.clevr.apparent_sizes`,
+    within 4% of Blender's mask pass of the object drawn alone), so it costs no render."""
+    return [min(1.0, facts.visible[k] / max(1.0, size * size)) for k, size in enumerate(apparent_sizes(scene))]
+
+
+def check_read_shown(scene: Scene, facts: Any, program: list[Any]) -> None:
+    """``hidden`` for the first object the question reads
+    (:func:`~vicogym.programs.clevr.evidence_objects`: the objects its steps single out, and
+    every object a count or an existence check looks over) that shows under
+    :data:`MIN_VISIBLE_SHARE` of its silhouette."""
+    shares = visible_shares(scene, facts)
+    for k in clevr_programs.evidence_objects(scene, program):
+        if shares[k] < MIN_VISIBLE_SHARE:
+            obj = scene.objects[k]
+            raise InvalidEdit("hidden", f"object {k} (the {obj.size} {obj.color} {obj.material} {obj.shape}), which "
+                              f"the question reads, shows {shares[k]:.0%} of its outline, under the "
+                              f"{MIN_VISIBLE_SHARE:.0%} a reader needs; move it or the objects in front of it",
+                              field="object")
 
 
 def relation_px(width: int) -> float:

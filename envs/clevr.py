@@ -29,7 +29,10 @@ from vicogym.programs import clevr as clevr_programs
 from vicogym.renderers.clevr import ENGINES, UNSHOWN, ClevrRenderer, RenderFailed, RenderSettings
 from vicogym.sources.clevr import make_source
 from vicogym.structures.clevr import ATTRIBUTES, ERROR_CODES, ClevrRule, Scene
-from vicogym.validation import is_int, is_number
+from vicogym.validation import is_int, is_number, pick
+
+#: proposals per try for an edit of a yes/no question, which must give its drawn answer
+YES_NO_EDIT_TRIES = 4
 
 
 @dataclass(frozen=True)
@@ -149,12 +152,16 @@ class ClevrArm(Arm):
             return self.source.seed(int(options["index"]), rng)
         failures: Counter = Counter()
         last: dict[str, str] = {}
+        # what the question is to be is drawn once and held over the scenes drawn for it, and the
+        # whole check runs here, so that no redraw trades a yes/no answer hard to find for the other
+        target = self.source.target(rng) if hasattr(self.source, "target") else None
         for _ in range(self.config.max_tries):
             if hasattr(self.source, "scene"):
                 scene = self.source.scene(rng)
                 try:
-                    clevr_checks.check_visible(scene, self.renderer.visibility(scene))
-                    return self.source.ask(scene, rng)
+                    facts = self.renderer.visibility(scene)
+                    clevr_checks.check_visible(scene, facts)
+                    return self.source.ask(scene, rng, target=target, accept=_shown(scene, facts))
                 except RenderFailed:
                     raise  # Blender itself failed: drawing again would fail again
                 except (InvalidEdit, GenerationError) as exc:
@@ -213,13 +220,32 @@ class ClevrArm(Arm):
         return exact_match(prediction, target)
 
     def sample_edit(self, structure: Scene, rule: ClevrRule, rng: np.random.Generator) -> dict[str, Any]:
+        """A random edit; for a yes/no question one whose answer is drawn first, "yes" or "no"
+        with even odds (within :data:`YES_NO_EDIT_TRIES` x ``max_tries`` proposals): most
+        edits turn a "yes" into a "no" (a changed colour breaks an equality or an existence),
+        so edits drawn regardless of their answer drift a run's answers to "no"."""
+        wanted = pick(rng, ("yes", "no")) if clevr_programs.relabel(structure, rule) in ("yes", "no") else None
+
         def accept(edit: dict[str, Any]) -> bool:
             new = clevr_editor.apply(structure, edit, rule)
-            clevr_programs.relabel(new, rule)
-            return new != structure
+            answer = clevr_programs.relabel(new, rule)
+            return new != structure and wanted in (None, answer)
 
-        return draw_edit(lambda: {"ops": [clevr_editor.sample_op(structure, rng)]}, accept, self.config.max_tries,
-                         "CLEVR")
+        tries = self.config.max_tries * (YES_NO_EDIT_TRIES if wanted else 1)
+        return draw_edit(lambda: {"ops": [clevr_editor.sample_op(structure, rng)]}, accept, tries,
+                         "CLEVR" if wanted is None else f"CLEVR (answer {wanted!r})")
+
+
+def _shown(scene: Scene, facts: Any) -> Any:
+    """Whether the picture shows what a program on ``scene`` reads (``facts``: its mask pass)."""
+    def accept(program: list[Any]) -> bool:
+        try:
+            clevr_checks.check_question(scene, facts, program)
+        except InvalidEdit:
+            return False
+        return True
+
+    return accept
 
 
 class ClevrEnv(VicoEnv):
@@ -254,8 +280,10 @@ class ClevrEnv(VicoEnv):
     ## Starting State
 
     A procedural scene (3 to 10 objects, every one at least 200 visible pixels at 480 x
-    320, scaled with the resolution) with a templated question from CLEVR's nine families,
-    answers balanced; or a scene and question from a CLEVR release folder (``source=``).
+    320, scaled with the resolution, and every one the question reads at least half its
+    silhouette) with a templated question from CLEVR's nine families, answers balanced (each
+    yes/no template's answer drawn with even odds from the seed, and held); or a scene and
+    question from a CLEVR release folder (``source=``).
 
     ## Episode End
 

@@ -641,28 +641,64 @@ def attributes_read(nodes: Sequence[ProgramNode]) -> set[str]:
     return read
 
 
-def generate_question(scene: Scene, rng: np.random.Generator, templates: Sequence[str] | None = None,
-                      max_tries: int = 32, unasked: frozenset[str] = frozenset()) -> tuple[str, ClevrRule, str]:
-    """A question with a valid, non-degenerate program and a balanced answer: the answer is
-    drawn first (uniformly from the template's answer space) and instances are drawn until
-    one gives it, within ``max_tries``. No program reads an attribute in ``unasked`` (one the
-    images do not show), nor size where this scene's picture does not tell large from small
-    (:func:`~vicogym.structures.clevr.size_problem`). Returns ``(question, rule, answer)``."""
+@dataclass(frozen=True)
+class Target:
+    """What one sample's question is to be, decided once per sample (:func:`draw_target`)
+    and held while scenes are drawn for it: the templates it may come from and, for a yes/no
+    template, its answer."""
+
+    templates: tuple[str, ...]
+    answer: str | None = None
+
+
+def _pool(templates: Sequence[str] | None, unasked: frozenset[str]) -> list[Template]:
     pool = [TEMPLATE_BY_ID[t] for t in templates] if templates else list(TEMPLATES)
     pool = [t for t in pool if not template_reads(t, unasked)]
     if not pool:
         raise ValueError(f"every template asked for reads {sorted(unasked)}, which these images do not show; "
                          "choose other templates")
+    return pool
+
+
+def draw_target(rng: np.random.Generator, templates: Sequence[str] | None = None,
+                unasked: frozenset[str] = frozenset()) -> Target:
+    """One sample's :class:`Target`: a template drawn uniformly; a yes/no one is held with its
+    answer, "yes" or "no" with even odds, any other stands for every template that is not
+    yes/no (whose answers :func:`generate_question` draws). Held over every scene drawn for
+    the sample, so that no scene on which one answer is harder to find than the other tips
+    the balance: each yes/no template asks "yes" exactly as often as "no"."""
+    pool = _pool(templates, unasked)
+    template = pick(rng, pool)
+    if template.answer == "bool":
+        return Target((template.id,), pick(rng, ANSWER_SPACE["bool"]))
+    return Target(tuple(t.id for t in pool if t.answer != "bool"))
+
+
+def generate_question(scene: Scene, rng: np.random.Generator, templates: Sequence[str] | None = None,
+                      max_tries: int = 32, unasked: frozenset[str] = frozenset(), target: Target | None = None,
+                      accept: Callable[[list[ProgramNode]], bool] | None = None) -> tuple[str, ClevrRule, str]:
+    """A question with a valid, non-degenerate program and a balanced answer: the answer is
+    drawn first (uniformly from the template's answer space) and instances are drawn until
+    one gives it, within ``max_tries``. With ``target`` (:func:`draw_target`) the template
+    comes from its templates and a yes/no answer is its answer, tried ``max_tries`` x
+    :data:`INSTANCE_TRIES` times and never traded for another (``GenerationError`` when this
+    scene does not give it: draw another scene for the same target). Without it, a wanted
+    answer not found moves on to another template and answer, which favours whichever answer
+    this scene gives more easily. ``accept(nodes)`` refuses instances on grounds of the
+    caller's (what the picture shows). No program reads an attribute in ``unasked`` (one the
+    images do not show), nor size where this scene's picture does not tell large from small
+    (:func:`~vicogym.structures.clevr.size_problem`). Returns ``(question, rule, answer)``."""
+    pool = _pool(target.templates if target is not None else templates, unasked)
     if "size" not in unasked and size_problem(scene) is not None:
         unasked = unasked | {"size"}
         pool = [t for t in pool if not template_reads(t, {"size"})]
         if not pool:
             raise GenerationError("every template asked for reads size, which this scene's picture does not show "
                                   f"({size_problem(scene)})")
+    held = target is not None and target.answer is not None
     for _ in range(max_tries):
         template = pick(rng, pool)
-        space = ANSWER_SPACE[template.answer]
-        wanted = pick(rng, space)
+        wanted = target.answer if held else pick(rng, ANSWER_SPACE[template.answer])
         for _ in range(INSTANCE_TRIES):
             try:
                 built = template.build(scene, rng, unasked)
@@ -672,9 +708,11 @@ def generate_question(scene: Scene, rng: np.random.Generator, templates: Sequenc
                 continue
             text, nodes = built
             answer = answer_text(execute(scene, nodes))
-            if answer == wanted and degeneracy(scene, nodes) is None and material_unseen(scene, nodes) is None:
+            if answer == wanted and degeneracy(scene, nodes) is None and material_unseen(scene, nodes) is None \
+                    and (accept is None or accept(nodes)):
                 return text, program_rule(nodes, text, template.id, template.family), answer
-    raise GenerationError(f"no valid, balanced question for this scene in {max_tries} tries")
+    wanted_text = f"answer {target.answer!r} of {target.templates[0]}" if held else "balanced question"
+    raise GenerationError(f"no valid {wanted_text} for this scene in {max_tries} tries")
 
 
 def template_reads(template: Template, attributes: Any) -> bool:

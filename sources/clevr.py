@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +27,10 @@ import numpy as np
 from vicogym.core import Seed, canonical_json
 from vicogym.errors import GenerationError, InvalidEdit, SourceError
 from vicogym.programs.clevr import (
+    Target,
     answer_text,
     attributes_read,
+    draw_target,
     execute,
     generate_question,
     normalize_program,
@@ -87,9 +89,19 @@ class ProceduralSource:
     def scene(self, rng: np.random.Generator) -> Scene:
         return procedural_scene(rng, self.width, self.height, self.min_objects, self.max_objects, self.max_tries)
 
+    def target(self, rng: np.random.Generator) -> Target:
+        """What one sample's question is to be (:func:`~vicogym.programs.clevr.draw_target`):
+        draw it once per sample and hold it over the scenes drawn for it."""
+        return draw_target(rng, self.templates, self.unasked)
+
     def ask(self, scene: Scene, rng: np.random.Generator, source: str = "procedural",
-            source_id: str | None = None) -> Seed:
-        question, rule, answer = generate_question(scene, rng, self.templates, self.max_tries * 2, self.unasked)
+            source_id: str | None = None, target: Target | None = None,
+            accept: Callable[[list[Any]], bool] | None = None) -> Seed:
+        """A question about ``scene`` for ``target`` (drawn here when not given) whose program
+        ``accept`` takes (any when not given)."""
+        target = self.target(rng) if target is None else target
+        question, rule, answer = generate_question(scene, rng, self.templates, self.max_tries * 2, self.unasked,
+                                                   target, accept)
         return Seed(scene, question, answer, rule, source, source_id or f"procedural-{scene_id(scene, rule)}")
 
     def summary(self) -> dict[str, Any]:

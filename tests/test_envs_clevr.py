@@ -1,6 +1,7 @@
 """The CLEVR environment end to end (Workbench at a small size): labels against an
 independent executor on the stored scene, visibility rejections, the actor stand-in."""
 
+import collections
 import json
 
 import gymnasium as gym
@@ -9,7 +10,7 @@ import pytest
 from helpers import reference_clevr
 
 from vicogym.checks.clevr import difficulty, difficulty_features, distractors
-from vicogym.errors import InvalidEdit
+from vicogym.errors import GenerationError, InvalidEdit
 from vicogym.policies import RandomRewriter, SimulatedActor
 from vicogym.programs import clevr as clevr_programs
 from vicogym.renderers.clevr import ClevrFacts
@@ -136,3 +137,73 @@ def test_unasked_adds_to_what_the_engine_cannot_show():
     assert config.unasked_attributes() == {"color", "material"}
     with pytest.raises(ValueError, match="every attribute is unasked"):
         gym.make("vicogym/CLEVR-v0", engine="workbench", unasked=["color", "shape", "size"])
+
+
+def test_random_edits_of_a_yes_no_question_give_the_answer_drawn_for_them():
+    # edits drawn regardless of their answer drifted a run's yes/no answers to one side (most
+    # of an "are they the same colour?" question's edits leave it at "no"); each edit's answer is
+    # now drawn first, "yes" or "no" with even odds, and an edit that gives it is looked for
+    from vicogym.core import Edit
+    from vicogym.envs.clevr import ClevrArm, ClevrEnvConfig
+    from vicogym.sources.clevr import procedural_scene
+    from vicogym.validation import pick
+
+    arm = ClevrArm(ClevrEnvConfig(**{k: v for k, v in FAST.items() if k != "k"}))
+    scene = procedural_scene(np.random.default_rng(3), 160, 120, 6, 6)
+    outcomes = collections.Counter()
+    questions = (clevr_programs.generate_question(scene, np.random.default_rng(seed), [template])
+                 for template, seed in (("compare_integer_equal_integer", 1), ("comparison_color", 0)))
+    for _question, rule, before in questions:
+        template = rule["template"]
+        for i in range(20):
+            wanted = pick(np.random.default_rng(i), ("yes", "no"))
+            try:
+                edit = arm.sample_edit(scene, rule, np.random.default_rng(i))
+            except GenerationError as exc:  # no edit gives it: the rewriter has none, the episode ends
+                assert f"answer {wanted!r}" in str(exc)
+                outcomes["none"] += 1
+                continue
+            got = arm.relabel(arm.apply(scene, Edit.parse(edit), rule), rule)
+            assert got == wanted, (template, i, got)
+            outcomes[got] += 1
+        assert before == {"compare_integer_equal_integer": "yes", "comparison_color": "no"}[template]
+    assert outcomes["yes"] >= 4 and outcomes["no"] >= 8, outcomes
+
+
+#: a small purple cylinder two-thirds behind a large yellow one (33 of its about 100 pixels
+#: show at 160 x 120, over the 25-pixel floor), and a cyan cube in the clear
+HIDING = Scene((Obj("cylinder", "yellow", "rubber", "large", 0.0, 0.0),
+                Obj("cylinder", "purple", "metal", "small", -1.5, 2.3),
+                Obj("cube", "cyan", "rubber", "large", 2.0, -2.5, 20.0)), width=160, height=120)
+
+
+def test_an_object_the_question_reads_must_show_half_its_outline():
+    from vicogym.checks.clevr import MIN_VISIBLE_SHARE, check, check_visible, visible_shares
+    from vicogym.core import Render
+    from vicogym.envs.clevr import ClevrArm, ClevrEnvConfig
+
+    arm = ClevrArm(ClevrEnvConfig(**{k: v for k, v in FAST.items() if k != "k"}))
+    facts = arm.renderer.visibility(HIDING)
+    check_visible(HIDING, facts)  # every object shows the pixels CLEVR asks of it
+    assert visible_shares(HIDING, facts)[1] < MIN_VISIBLE_SHARE <= min(visible_shares(HIDING, facts)[::2])
+    small = [{"function": "scene", "inputs": [], "value_inputs": []},
+             {"function": "filter_size", "inputs": [0], "value_inputs": ["small"]},
+             {"function": "unique", "inputs": [1], "value_inputs": []},
+             {"function": "query_material", "inputs": [2], "value_inputs": []}]
+    with pytest.raises(InvalidEdit) as refused:
+        check(HIDING, facts, clevr_programs.program_rule(small, "What material is the small thing?"))
+    assert refused.value.code == "hidden" and "object 1" in str(refused.value) and "the question reads" in str(
+        refused.value)
+    # counting cylinders reads it too; asking about the cube does not
+    cylinders = small[:1] + [{"function": "filter_shape", "inputs": [0], "value_inputs": ["cylinder"]},
+                             {"function": "count", "inputs": [1], "value_inputs": []}]
+    with pytest.raises(InvalidEdit, match="object 1"):
+        check(HIDING, facts, clevr_programs.program_rule(cylinders, "How many cylinders are there?"))
+    cube = small[:1] + [{"function": "filter_shape", "inputs": [0], "value_inputs": ["cube"]},
+                        {"function": "unique", "inputs": [1], "value_inputs": []},
+                        {"function": "query_color", "inputs": [2], "value_inputs": []}]
+    check(HIDING, facts, clevr_programs.program_rule(cube, "What color is the cube?"))
+    # what an edit and verify run: the rendered sample is refused the same way
+    with pytest.raises(InvalidEdit, match="shows 3"):
+        arm.validate(HIDING, Render(facts.image, facts), clevr_programs.program_rule(small, "What material is the "
+                                                                                      "small thing?"))

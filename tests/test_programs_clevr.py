@@ -270,3 +270,36 @@ def test_no_answer_depends_on_a_cubes_material_which_its_faces_do_not_show():
         s = procedural_scene(rng, 320, 240)
         _q, rule, _a = generate_question(s, rng)
         assert material_unseen(s, rule["program"]) is None, rule
+
+
+def test_each_yes_no_template_is_drawn_with_yes_as_often_as_no():
+    # a sample's target (template, and for a yes/no template its answer) is drawn once, before
+    # any scene, so a scene that gives one answer more easily cannot tip the balance
+    from vicogym.programs.clevr import draw_target
+
+    rng = np.random.default_rng(0)
+    counts = collections.Counter()
+    for _ in range(20000):
+        target = draw_target(rng)
+        if target.answer is not None:
+            counts[(target.templates[0], target.answer)] += 1
+        else:
+            assert all(t.answer != "bool" for t in TEMPLATES if t.id in target.templates)
+    bool_ids = [t.id for t in TEMPLATES if t.answer == "bool"]
+    assert {t for t, _ in counts} == set(bool_ids)
+    for t in bool_ids:
+        assert 0.43 < counts[(t, "yes")] / (counts[(t, "yes")] + counts[(t, "no")]) < 0.57, (t, counts)
+
+
+def test_a_held_answer_is_never_traded_for_the_one_this_scene_gives():
+    # every colour differs, so "same colour?" can only be "no" here: a question drawn for "yes"
+    # is refused (draw another scene for it), never answered "no" in its place
+    from vicogym.programs.clevr import Target
+
+    scene = Scene((Obj("cube", "red", "rubber", "large", -2.0, -2.0),
+                   Obj("sphere", "blue", "rubber", "large", 2.0, 2.0),
+                   Obj("cylinder", "green", "rubber", "large", -2.0, 2.0)), width=320, height=240)
+    with pytest.raises(GenerationError, match="'yes' of comparison_color"):
+        generate_question(scene, np.random.default_rng(0), target=Target(("comparison_color",), "yes"), max_tries=2)
+    _q, rule, answer = generate_question(scene, np.random.default_rng(0), target=Target(("comparison_color",), "no"))
+    assert answer == "no" and rule["template"] == "comparison_color"
