@@ -55,3 +55,15 @@ def test_the_page_loads_every_image_and_plot_in_a_real_browser(rounds, tmp_path)
 def test_report_errors_are_named(tmp_path):
     result = CliRunner().invoke(app, ["report", str(tmp_path)])
     assert result.exit_code != 0 and "holds no run" in result.output
+
+
+def test_the_page_shows_each_question_familys_answers():
+    import json
+
+    from vicogym.runs.report_page import answer_table
+
+    rows = [{"label": json.dumps({"kind": "program", "family": "comparison"}), "label_rule": "program", "answer": a}
+            for a in ("yes", "no", "no")] + [{"label": "{}", "label_rule": "cell", "answer": "7"}]
+    table = answer_table(rows)
+    assert "<td>comparison</td><td>3</td><td>no 2 (67%), yes 1 (33%)</td>" in table
+    assert "<td>cell</td><td>1</td><td>7 1 (100%)</td>" in table

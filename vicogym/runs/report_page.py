@@ -6,7 +6,8 @@ each a run, as ``vicogym evolve`` writes them). The page shows each sample's ima
 image it was edited from, its question, answer, label rule, pass rate before and after
 and its edit trace; it filters by text, label rule, round and sweet zone. The plots:
 pass-rate histograms before and after editing, sweet-zone hit rate and editing intensity
-``|p_before - p|`` per round, and rejection reasons by code. Everything is written into
+``|p_before - p|`` per round, and rejection reasons by code; a table gives each question
+family's answers and their shares. Everything is written into
 ``DIR/report/`` (or ``--out``); the page needs no server.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import html
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -86,11 +88,13 @@ body { font-family: sans-serif; margin: 1.5em; background: #fafafa; }
 .sample { display: flex; gap: 1em; background: white; border: 1px solid #ddd; margin: .6em 0; padding: .6em; }
 .sample img { max-height: 260px; max-width: 340px; border: 1px solid #ccc; }
 .meta { font-size: 90%; } .sweet { color: #2a7; font-weight: bold; }
+.answers td, .answers th { text-align: left; padding: .1em .6em; font-size: 90%; }
 pre { white-space: pre-wrap; font-size: 80%; max-width: 60em; }
 """
 
 BODY = """<p>{summary}</p>
 <div class="plots">{plots}</div>
+{answers}
 <div class="filters">
  text <input id="text" placeholder="question, answer, id">
  label rule <select id="rule"><option value="">any</option>{rules}</select>
@@ -121,6 +125,28 @@ window.addEventListener("load", () => {{
   apply();
 }});
 </script>"""
+
+
+def answer_table(rows: list[dict[str, Any]], most: int = 12) -> str:
+    """Each question family's answers, most frequent first (at most ``most`` shown) with their
+    share: a family is the label's ``family`` where it names one, else its label rule."""
+    counts: dict[str, Counter] = {}
+    for row in rows:
+        try:
+            label = json.loads(row["label"])
+        except (TypeError, ValueError):
+            label = None
+        family = label.get("family") if isinstance(label, dict) else None
+        counts.setdefault(str(family or row["label_rule"]), Counter())[row["answer"]] += 1
+    lines = []
+    for family in sorted(counts):
+        total = sum(counts[family].values())
+        shown = ", ".join(f"{html.escape(a)} {n} ({n / total:.0%})" for a, n in counts[family].most_common(most))
+        more = len(counts[family]) - most
+        lines.append(f"<tr><td>{html.escape(family)}</td><td>{total}</td><td>{shown}"
+                     f"{f' and {more} more' if more > 0 else ''}</td></tr>")
+    return ('<table class="answers"><tr><th>question family</th><th>samples</th><th>answers</th></tr>'
+            + "".join(lines) + "</table>")
 
 
 def write_report_page(folder: str | Path, out: str | Path | None = None, limit: int = 200) -> Path:
@@ -189,7 +215,8 @@ def _report(folder: Path, out: str | Path | None, limit: int) -> Path:
     hit = sweet_share((d["pass_rate"] for d in data), zone)
     summary = (f"{len(data)} samples in {len(manifests)} round(s); sweet zone {zone[0]}-{zone[1]} hit by {hit:.0%}"
                + (f"; the first {limit} shown" if len(data) > limit else ""))
-    body = BODY.format(summary=html.escape(summary), plots=plot_images(plots), rules=options(rules),
+    body = BODY.format(summary=html.escape(summary), plots=plot_images(plots),
+                       answers=answer_table([d["row"] for d in data]), rules=options(rules),
                        round_options=options(manifests), samples="\n".join(cards))
     page = write_page(out, f"vicogym report: {folder.name}", STYLE, body)
     for arm in arms.values():
@@ -197,4 +224,4 @@ def _report(folder: Path, out: str | Path | None, limit: int) -> Path:
     return page
 
 
-__all__ = ["rounds_of", "write_report_page"]
+__all__ = ["answer_table", "rounds_of", "write_report_page"]
