@@ -45,7 +45,9 @@ def protected_unchanged(source: np.ndarray, protected: np.ndarray, image: np.nda
 def check(scene: Scene, facts: Any, image: np.ndarray) -> None:
     """Every op changed some pixel (an edit a reader cannot see is no edit: ``no_change``);
     the protected region is the one the scene carries, and every protected pixel of the
-    source is in ``image`` (``protected``)."""
+    source is in ``image`` (``protected``); the untouched region draws no outline and leaves
+    no band of the old colour (``seam``), and no change beyond a straight edge of it cuts
+    what runs across that edge (``cut``, :func:`straight_cut`)."""
     if facts.idle:
         k = facts.idle[0]
         op = scene.ops[k]
@@ -71,14 +73,87 @@ def check(scene: Scene, facts: Any, image: np.ndarray) -> None:
                           f"from the photo (a band of the old colour stands around the targets, over the "
                           f"{MAX_SEAM:g} a reader does not notice); make the op weaker, or give it a box that "
                           f"keeps away from the targets")
+    whole = any(op.get("op") in WHOLE_OPS and "box" not in op for op in scene.ops)  # a boxed op keeps off the edges
+    cut, where = straight_cut(facts.source, facts.protected, image, facts.guard) if whole else (0.0, "")
+    if cut > MAX_CUT:
+        raise InvalidEdit("cut", f"the edit stops at a straight edge of the protected region ({where}) and changes "
+                          f"what lies beyond it by {cut:.1f}/255 on average, so an object or a surface running "
+                          f"across that edge is cut in two along a line, over the {MAX_CUT:g} a reader does not "
+                          "notice; give the op a box away from the targets' boxes, or make it weaker")
 
 
+#: ops that may change the whole image (no box): they stop only at the protected region, so
+#: they are the ones that can cut along its straight edges (a boxed op fades out inside its box)
+WHOLE_OPS = frozenset({"recolor", "desaturate", "blur", "noise", "contrast", "brightness", "jpeg"})
 #: ops that change the tone of what they cover (not what is there): the ones that leave a
 #: band of the old colour around the targets
 TONE_OPS = frozenset({"brightness", "contrast", "recolor", "desaturate"})
 #: how much more (0-255 luminance) the protected region's boundary may contrast with its
 #: surroundings in the edited image than in the source before a reader sees the seam
 MAX_SEAM = 10.0
+
+
+#: a straight stretch of the protected region's edge at least this long (pixels) is a line a
+#: reader sees cutting what runs across it (a box target's side, grown by the margin)
+CUT_RUN = 32
+#: how much (0-255, the largest channel, mean) an edit may change the strip beyond such a stretch
+MAX_CUT = 4.0
+
+
+def _straight_runs(edge: np.ndarray) -> list[tuple[int, int, int]]:
+    """The runs of ``edge`` down each column at least ``CUT_RUN`` long: ``(column, first
+    row, end row)``."""
+    padded = np.zeros((edge.shape[0] + 2, edge.shape[1]), np.int8)
+    padded[1:-1] = edge
+    steps = np.diff(padded, axis=0)
+    starts, ends = np.nonzero(steps.T == 1), np.nonzero(steps.T == -1)
+    return [(int(c), int(r0), int(r1)) for c, r0, r1 in zip(starts[0], starts[1], ends[1]) if r1 - r0 >= CUT_RUN]
+
+
+def straight_cut(source: np.ndarray, protected: np.ndarray, image: np.ndarray,
+                 guard: np.ndarray) -> tuple[float, str]:
+    """How much an edit changed the strip beyond the straightest cut it makes: for every
+    horizontal or vertical stretch of the protected region's edge at least ``CUT_RUN``
+    pixels long, the mean change (0-255, largest channel) of the editable pixels
+    ``FEATHER_PX`` to ``2 * FEATHER_PX`` beyond it (past the fade), and where; the largest.
+    The untouched region ends there in a line, so a change beyond it (a blur, noise, a
+    tint) cuts whatever runs across the line, the cup's rim blurred above a box's top edge
+    and sharp below it. Reads the region's box grown by the strip."""
+    if not protected.any() or protected.sum() != guard.sum():
+        return 0.0, ""
+    dy, dx = _shift(protected, guard)
+    h, w = protected.shape
+    x0, y0, x1, y1 = grow(mask_box(protected), 2 * FEATHER_PX + 1, w, h)
+    region = protected[y0:y1, x0:x1]
+    worst, where = 0.0, ""
+    for axis in (0, 1):  # 0: vertical stretches (left and right sides), 1: horizontal ones
+        mask = region if axis == 0 else region.T
+        for side in (-1, 1):  # the outside lies before (-1) or after (+1) the stretch
+            inside = mask[:, 1:] & ~mask[:, :-1] if side == -1 else mask[:, :-1] & ~mask[:, 1:]
+            offset = 1 if side == -1 else 0
+            for column, r0, r1 in _straight_runs(inside):
+                edge = column + offset  # the protected pixel's column (or row)
+                near, far = edge + side * FEATHER_PX, edge + side * 2 * FEATHER_PX
+                lo, hi = min(near, far), max(near, far) + 1
+                lo, hi = max(0, lo), min(mask.shape[1], hi)
+                if hi - lo < FEATHER_PX // 2:
+                    continue
+                if axis == 0:
+                    ys, xs = slice(y0 + r0, y0 + r1), slice(x0 + lo, x0 + hi)
+                else:
+                    ys, xs = slice(y0 + lo, y0 + hi), slice(x0 + r0, x0 + r1)
+                free = ~protected[ys, xs]
+                iy0, ix0 = ys.start + dy, xs.start + dx
+                if (iy0 < 0 or ix0 < 0 or iy0 + free.shape[0] > image.shape[0]
+                        or ix0 + free.shape[1] > image.shape[1] or free.sum() < CUT_RUN):
+                    continue  # pads and crops took it out of the picture
+                after = image[iy0:iy0 + free.shape[0], ix0:ix0 + free.shape[1], :3].astype(np.int16)
+                change = float(np.abs(after - source[ys, xs, :3]).max(axis=2)[free].mean())
+                if change > worst:
+                    at, along = (x0, y0) if axis == 0 else (y0, x0)
+                    worst = change
+                    where = f"{'xy'[axis]} = {at + edge} of the photo, from {along + r0} to {along + r1}"
+    return worst, where
 
 
 def _shift(protected: np.ndarray, guard: np.ndarray) -> tuple[int, int]:

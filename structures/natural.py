@@ -30,6 +30,8 @@ ERROR_CODES = {
                  "cuts a target",
     "guarded": "an edit that could change the answer for the question's type (a count, a colour)",
     "seam": "an edit that leaves the untouched protected region standing out from its edited surroundings",
+    "cut": "an edit that changes what lies beyond a straight edge of the protected region (a target box's side), "
+           "cutting an object or surface that runs across it along a line",
 }
 register_error_codes("natural", ERROR_CODES)
 

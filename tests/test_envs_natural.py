@@ -138,7 +138,8 @@ def _random_edits(env, outcomes, index, ops, seed):
             assert _protected_pixels_hold(env)
         else:
             assert _state(env) == before and reward == -1.0
-            assert info["error"]["code"] in ("bad_value", "no_change", "protected", "guarded", "bad_field", "seam")
+            assert info["error"]["code"] in ("bad_value", "no_change", "protected", "guarded", "bad_field", "seam",
+                                             "cut")
 
 
 def test_random_edits_never_change_a_protected_pixel_and_refused_ones_change_nothing(small_env):
@@ -147,7 +148,8 @@ def test_random_edits_never_change_a_protected_pixel_and_refused_ones_change_not
     and both kinds occur often enough for that to mean something."""
     outcomes = {True: 0, False: 0}
     _random_edits(small_env, outcomes)
-    assert outcomes[True] >= 300 and outcomes[False] >= 300, outcomes
+    # whole-image ops around the box target are mostly refused as cuts: fewer edits are accepted than refused
+    assert outcomes[True] >= 200 and outcomes[False] >= 300, outcomes
 
 
 def test_an_edit_that_reaches_a_target_after_all_is_rejected_by_the_pixel_proof(small_env, monkeypatch):
@@ -204,7 +206,7 @@ def test_edits_fade_in_so_the_untouched_targets_draw_no_outline_and_the_seam_che
     from vicogym.checks.natural import MAX_SEAM, seam
 
     small_env.reset(seed=0, options={"index": 1})  # a counting question: brightness is allowed
-    _, _, _, _, info = small_env.step({"op": "brightness", "delta": 8})
+    _, _, _, _, info = small_env.step({"op": "brightness", "delta": 30, "box": [0, 0, 96, 10]})  # beside the target
     assert info["valid"], info["error"]
     facts = small_env.unwrapped._render_out.facts
     assert seam(facts.source, facts.protected, info["sample"].image, facts.guard) <= MAX_SEAM
@@ -229,12 +231,19 @@ def test_a_global_edit_that_leaves_a_band_of_the_old_colour_around_the_targets_i
     _, reward, _, _, info = small_env.step({"op": "brightness", "delta": 60})
     assert info["error"]["code"] == "seam" and "a band of the old colour" in info["error"]["message"]
     assert _state(small_env) == before and reward == -1.0
+    from vicogym.renderers.natural import replay
+
+    small_env.reset(seed=0, options={"index": 1})
+    scene = small_env.unwrapped.sample.structure
+    source, protected = small_env.unwrapped.arm.source.image(scene.record.image), scene.mask("protected")
     for edit in ({"op": "noise", "sigma": 20}, {"op": "brightness", "delta": 8}):
+        image, guard = replay(source, protected, (edit,), seed=0)
+        assert halo(source, protected, image, guard) <= MAX_SEAM  # no band; but around a box target, a cut:
         small_env.reset(seed=0, options={"index": 1})
-        _, _, _, _, info = small_env.step(edit)
-        assert info["valid"], (edit, info["error"])
-        facts = small_env.unwrapped._render_out.facts
-        assert halo(facts.source, facts.protected, info["sample"].image, facts.guard) <= MAX_SEAM
+        before = _state(small_env)
+        _, reward, _, _, info = small_env.step(edit)
+        assert info["error"]["code"] == "cut" and "straight edge of the protected region" in info["error"]["message"]
+        assert _state(small_env) == before and reward == -1.0
     # targets that fill nearly the whole photo leave an edit only a strip at its border: all band
     source = np.full((60, 60, 3), 120, np.uint8)
     protected = np.zeros((60, 60), bool)
@@ -243,6 +252,28 @@ def test_a_global_edit_that_leaves_a_band_of_the_old_colour_around_the_targets_i
     strip[:4] = (60, 200, 60)
     assert halo(source, protected, strip, protected) > MAX_SEAM
     assert halo(source, protected, source, protected) == 0.0
+
+
+def test_a_change_beyond_a_straight_edge_of_the_protected_region_is_a_cut():
+    """A blur that stops at a box target's side cuts the texture running across it (sharp
+    inside, blurred beyond): straight_cut reads it past the fade; the same blur on a plain
+    surface, an unedited image and a blob away from the edge read nothing."""
+    import cv2
+
+    from vicogym.checks.natural import MAX_CUT, straight_cut
+    from vicogym.renderers.natural import feather
+
+    rng = np.random.default_rng(1)
+    photo = cv2.GaussianBlur((rng.random((120, 160, 3)) * 255).astype(np.uint8), (0, 0), 1.5)
+    protected = np.zeros((120, 160), bool)
+    protected[30:90, 60:100] = True
+    alpha = feather(~protected)[..., None]
+    blurred = np.rint(alpha * cv2.GaussianBlur(photo, (0, 0), 3) + (1 - alpha) * photo).astype(np.uint8)
+    cut, where = straight_cut(photo, protected, blurred, protected)
+    assert cut > MAX_CUT and where.startswith(("x = ", "y = ")), (cut, where)
+    plain = np.full_like(photo, 90)
+    assert straight_cut(plain, protected, cv2.GaussianBlur(plain, (0, 0), 3), protected)[0] == 0.0
+    assert straight_cut(photo, protected, photo, protected) == (0.0, "")
 
 
 def test_a_boxed_edit_fades_in_from_its_edges():
@@ -552,8 +583,10 @@ from conftest import CHILD_PEAK_RSS
 #: the largest image a source may hold (vicogym.sources.MAX_IMAGE_PIXELS), as a strip
 STRIP = (40_000, 1_000)
 STRIP_TARGET = [100, 100, 400, 600]
-#: reset, then a whole-image op, a boxed op and the removal of nearly the whole strip
-STRIP_OPS = [{"op": "noise", "sigma": 20}, {"op": "blur", "sigma": 3, "box": [2000, 0, 3000, 1000]},
+#: reset, then an op over nearly the whole strip (boxed: whole, it would cut the strip along the target's
+#: box), a small boxed op and the removal of nearly the whole strip
+STRIP_OPS = [{"op": "noise", "sigma": 20, "box": [1000, 0, 40_000, 1000]},
+             {"op": "blur", "sigma": 3, "box": [2000, 0, 3000, 1000]},
              {"op": "remove", "box": [1000, 0, 40_000, 1000]}]
 
 
@@ -625,7 +658,7 @@ def test_an_image_at_the_pixel_cap_costs_what_its_sample_needs(tmp_path):
     target's box protected, the strip edited."""
     report = run_strip(tmp_path)
     assert report["valid"] == [True] * len(STRIP_OPS), report
-    assert report["holds"] and report["covered"] and report["edited"] > 0.9, report
+    assert report["holds"] and report["covered"] and report["edited"] > 0.25, report  # a row of soft blobs
     assert report["shape"] == [STRIP[1], STRIP[0], 3]  # the sample keeps the image's own size
     assert report["peak"] < 2 * 2**30, f"peak memory {report['peak'] / 2**20:.0f} MiB"
     assert report["cpu"] < 60 and report["seconds"] < 180, report  # CPU time: what a busy machine does not inflate
@@ -653,7 +686,7 @@ def test_the_working_sizes_keep_the_proof_the_targets_and_the_bytes(tmp_path, mo
     with source.open("a", encoding="utf-8") as out:
         out.write(json.dumps(points) + "\n")
     env = gym.make("vicogym/Natural-v0", source=str(source), k=2, width=64, height=64, max_turns=10)
-    ops = [{"op": "remove", "box": [66, 56, 96, 80]}, {"op": "noise", "sigma": 12},
+    ops = [{"op": "remove", "box": [66, 56, 96, 80]}, {"op": "noise", "sigma": 12, "box": [66, 0, 96, 56]},
            {"op": "blur", "sigma": 2, "box": [0, 58, 30, 80]}]
     for index in (0, 2):
         images = []
