@@ -568,6 +568,8 @@ class OpenCVInpainter:
     fill is the one the whole image would give), at most ``INPAINT_PIXELS`` at once."""
 
     name = "opencv"
+    #: its fill is smooth: the renderer gives it the texture of the surroundings
+    smooth = True
 
     def window(self, box: Box, width: int, height: int) -> Box:
         """The part of a ``width`` x ``height`` canvas the fill of a hole in ``box`` reads."""
@@ -766,17 +768,18 @@ def replay(source: np.ndarray, protected: np.ndarray, ops: tuple, seed: int,
         box = (area[0] + inner[0], area[1] + inner[1], area[0] + inner[2], area[1] + inner[3])
         editable = free[box_slices(inner)]
         if name == "remove":
-            changed = _remove(image, box, editable, inpainter, int(_stream(seed, k).integers(2**63)))
+            changed = _remove(image, box, editable, inpainter, int(_stream(seed, k).integers(2**63)), guard)
         elif name == "paste":
             patch = image[sy0:sy1, sx0:sx1][box_slices(inner)].copy()
-            changed = _blend(image, box, editable, patch)
+            changed = _paste(image, box, editable, patch)
         else:
             reach = _reach(op)
             window = (0, 0, width, height) if reach is None else grow(box, reach, width, height)
             local = np.zeros((window[3] - window[1], window[2] - window[0]), bool)
             local[within(box, window)] = editable
             edited = FILTERS[name](image[box_slices(window)], op, _stream(seed, k), local)
-            changed = _blend(image, box, editable, edited[within(box, window)])
+            shape = region_blob(image[box_slices(area)])[box_slices(inner)] if "box" in op else None
+            changed = _blend(image, box, editable, edited[within(box, window)], shape)
         if not changed:
             idle.append(k)
     return image, guard
@@ -791,11 +794,18 @@ def _pad(image: np.ndarray, op: dict) -> np.ndarray:
     return out
 
 
-def _remove(image: np.ndarray, box: Box, hole: np.ndarray, inpainter: Any, seed: int) -> bool:
-    """Inpaint ``hole`` (the editable pixels of ``box``) in place, showing the inpainter its
-    window of the canvas; whether a pixel changed. The inpainter blends its hole in itself:
-    a soft edge would bring the object back, so its fill is taken as it is."""
+def _remove(image: np.ndarray, box: Box, editable: np.ndarray, inpainter: Any, seed: int,
+            guard: np.ndarray | None = None) -> bool:
+    """Inpaint what ``box`` holds in place (its hole: :func:`removal_hole`, within the
+    editable pixels), showing the inpainter its window of the canvas; whether a pixel
+    changed. The inpainter blends its hole in itself: a soft edge would bring the object
+    back, so its fill is taken as it is. A smooth fill (OpenCV's Telea) is given the
+    texture of the best-matching neighbouring patch clear of ``guard`` (Poisson blending:
+    :func:`_texture`), so a large hole is no smear."""
     height, width = image.shape[:2]
+    hole = removal_hole(image, box, editable)
+    if not hole.any():
+        return False
     window = inpainter.window(box, width, height) if hasattr(inpainter, "window") else (0, 0, width, height)
     local = np.zeros((window[3] - window[1], window[2] - window[0]), bool)
     local[within(box, window)] = hole
@@ -806,12 +816,190 @@ def _remove(image: np.ndarray, box: Box, hole: np.ndarray, inpainter: Any, seed:
         old, where = region[r0:r1], hole[r0:r1]
         changed = changed or not np.array_equal(filled[r0:r1][where], old[where])
         np.copyto(old, filled[r0:r1], where=where[:, :, None])
+    if getattr(inpainter, "smooth", False) and guard is not None:
+        changed = _texture(image, box, hole, guard) or changed
     return changed
 
 
-def _blend(image: np.ndarray, box: Box, editable: np.ndarray, edited: np.ndarray) -> bool:
+#: the most pixels a shaped edit's blob, a removal's object search and a Poisson blend read at once
+BLOB_PIXELS = 1 << 18
+#: a boxed edit takes all of its strength inside this share of its blob's radius (0: only at the centre, a gentle swell)
+BLOB_CORE = 0.0
+#: a long box's blobs lie this many of their radii apart (spots in a row, not a strip)
+BLOB_SPACING = 2.5
+#: a removal's object mask grows by this many pixels (its outline and anti-aliased rim go too)
+HOLE_GROWTH = 3
+
+
+def _guided(guide: np.ndarray, value: np.ndarray, radius: int, eps: float) -> np.ndarray:
+    """``value`` smoothed so that it follows the edges of ``guide`` (He et al.'s guided filter,
+    by box filters; both float32, guide in [0, 1])."""
+    import cv2
+
+    size = (2 * radius + 1, 2 * radius + 1)
+
+    def mean(a: np.ndarray) -> np.ndarray:
+        return cv2.boxFilter(a, -1, size, borderType=cv2.BORDER_REFLECT)
+
+    mean_i, mean_v = mean(guide), mean(value)
+    a = (mean(guide * value) - mean_i * mean_v) / (mean(guide * guide) - mean_i * mean_i + eps)
+    b = mean_v - a * mean_i
+    return mean(a) * guide + mean(b)
+
+
+def region_blob(pixels: np.ndarray) -> np.ndarray:
+    """How much of a boxed edit each pixel of its box takes (0-1): a soft ellipse inscribed
+    in the box (all of it inside ``BLOB_CORE`` of its radius, fading to nothing at its
+    rim, so the box's edges and corners are never reached) shaped by the photo's own
+    regions: smoothed along the edges of ``pixels`` (a guided filter with their luminance as
+    guide), so the edit's outline follows the objects and shades there rather than a
+    rectangle or a drawn ellipse. A box of more than ``BLOB_PIXELS`` is shaped scaled down."""
+    import cv2
+
+    height, width = pixels.shape[:2]
+    work = pixels
+    if height * width > BLOB_PIXELS:
+        work = cv2.resize(pixels, scaled_size(width, height, BLOB_PIXELS), interpolation=cv2.INTER_AREA)
+    h, w = work.shape[:2]
+    # a row of round blobs along the box's longer side: a long box's ellipse would have long straight flanks
+    side, longer = min(h, w) / 2, max(h, w)
+    spacing = BLOB_SPACING * side
+    count = max(1, int((longer - 2 * side) // spacing) + 1)
+    reach = min(longer / 2, side * max(1.0, min(1.5, longer / (2 * side))))  # a lone blob is at most 3:2
+    along = np.arange(longer, dtype=np.float32) + 0.5
+    across = (np.arange(min(h, w), dtype=np.float32) + 0.5 - side) / side
+    centres = longer / 2 + (np.arange(count, dtype=np.float32) - (count - 1) / 2) * spacing
+    nearest = centres[np.argmin(np.abs(along[:, None] - centres[None, :]), axis=1)]
+    offsets = (along - nearest) / (reach if count == 1 else side)  # signed, in blob radii
+    angle = np.arctan2(across[None, :], offsets[:, None])
+    wobble = 1 + 0.1 * np.sin(3 * angle + 1.0) + 0.06 * np.sin(5 * angle + 2.0)  # an outline with no straight flank
+    radius = np.sqrt(offsets[:, None] ** 2 + across[None, :] ** 2) / wobble  # (longer, shorter)
+    radius = np.ascontiguousarray(radius if h > w else radius.T)
+    t = np.clip((1 - radius) / (1 - BLOB_CORE), 0, 1)
+    blob = t * t * (3 - 2 * t)
+    guide = np.ascontiguousarray(work[..., :3].astype(np.float32) @ np.array([0.299, 0.587, 0.114], np.float32))
+    shaped = _guided(guide / 255, blob, max(1, min(h, w) // 10), 2e-3)
+    shaped = np.clip(shaped, 0, 1) * np.clip((1 - radius) / 0.2, 0, 1)  # nothing at the ellipse's rim or beyond
+    if (h, w) != (height, width):
+        shaped = cv2.resize(shaped, (width, height), interpolation=cv2.INTER_LINEAR)
+    return shaped.astype(np.float32)
+
+
+def removal_hole(image: np.ndarray, box: Box, editable: np.ndarray) -> np.ndarray:
+    """The pixels of ``box`` that ``remove`` fills (a mask of the box, within ``editable``):
+    the object GrabCut finds in the box, grown by ``HOLE_GROWTH`` pixels, or, where it finds
+    none (a texture, a plain wall: under a tenth or over nine tenths of the box) or the box
+    holds more than ``BLOB_PIXELS``, the middle of the box as :func:`region_blob` shapes
+    it. Either way the hole keeps off the box's corners and edges, so the fill's outline is
+    the object's or the photo's, never a rectangle."""
+    import cv2
+
+    height, width = image.shape[:2]
+    x0, y0, x1, y1 = box
+    blob = region_blob(image[box_slices(box)])
+    inside = blob > 0.02
+    found = np.zeros((y1 - y0, x1 - x0), bool)
+    if min(x1 - x0, y1 - y0) >= 8 and (x1 - x0) * (y1 - y0) <= BLOB_PIXELS and (x1 - x0, y1 - y0) != (width, height):
+        _, found = GrabCutSegmenter(min_share=0.0).local_mask(image, Target("remove", box=box))
+    share = found.mean() if found.size else 0.0
+    if 0.1 <= share <= 0.9:
+        kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * HOLE_GROWTH + 1, 2 * HOLE_GROWTH + 1))
+        hole = cv2.dilate(found.astype(np.uint8), kernel).astype(bool) & inside
+    else:
+        hole = blob > 0.3
+    return hole & editable
+
+
+def _texture(image: np.ndarray, box: Box, hole: np.ndarray, guard: np.ndarray) -> bool:
+    """Give the filled ``hole`` of ``box`` the texture of a neighbouring patch: of the eight
+    patches the box's size beside it (inside the canvas, clear of ``guard``: no target is
+    copied), the one whose surroundings best match the hole's, blended in by Poisson
+    (OpenCV's ``seamlessClone``: its gradients, the hole's surroundings at its outline);
+    whether a pixel changed. Nothing when no patch fits or the box holds more than
+    ``BLOB_PIXELS``."""
+
+    height, width = image.shape[:2]
+    x0, y0, x1, y1 = box
+    w, h = x1 - x0, y1 - y0
+    if w * h > BLOB_PIXELS or hole.sum() < 16:
+        return False
+    ring = 3
+    around = grow(box, ring, width, height)
+    if around != (x0 - ring, y0 - ring, x1 + ring, y1 + ring):
+        return False
+    frame = np.ones((h + 2 * ring, w + 2 * ring), bool)
+    frame[ring:-ring, ring:-ring] = False
+    mine = image[box_slices(around)][frame].astype(np.int32)
+    best, best_score = None, None
+    for dx, dy in ((-w, 0), (w, 0), (0, -h), (0, h), (-w, -h), (w, -h), (-w, h), (w, h)):
+        cx0, cy0 = x0 + dx - ring, y0 + dy - ring
+        if cx0 < 0 or cy0 < 0 or cx0 + w + 2 * ring > width or cy0 + h + 2 * ring > height:
+            continue
+        cand = (cx0, cy0, cx0 + w + 2 * ring, cy0 + h + 2 * ring)
+        if guard[box_slices(cand)].any():
+            continue
+        score = int(np.abs(image[box_slices(cand)][frame].astype(np.int32) - mine).sum())
+        if best_score is None or score < best_score:
+            best, best_score = (cx0 + ring, cy0 + ring), score
+    if best is None:
+        return False
+    window = grow(box, 2, width, height)
+    dst = np.ascontiguousarray(image[box_slices(window)])
+    src = dst.copy()
+    src[within(box, window)] = image[best[1]:best[1] + h, best[0]:best[0] + w]
+    mask = np.zeros(dst.shape[:2], np.uint8)
+    mask[within(box, window)][hole] = 255
+    cloned = _poisson(src, dst, mask)
+    if cloned is None:
+        return False
+    region, fill = image[box_slices(box)], cloned[within(box, window)]
+    changed = not np.array_equal(region[hole], fill[hole])
+    region[hole] = fill[hole]
+    return changed
+
+
+def _poisson(src: np.ndarray, dst: np.ndarray, mask: np.ndarray) -> np.ndarray | None:
+    """``src`` blended into ``dst`` where ``mask`` (255) by OpenCV's Poisson ``seamlessClone``
+    (the same size; the mask kept off the border), or ``None`` when the mask is empty."""
+    import cv2
+
+    mask = mask.copy()
+    mask[[0, -1], :] = 0
+    mask[:, [0, -1]] = 0
+    if not mask.any():
+        return None
+    x, y, w, h = cv2.boundingRect(mask)
+    return cv2.seamlessClone(np.ascontiguousarray(src), np.ascontiguousarray(dst), mask, (x + w // 2, y + h // 2),
+                             cv2.NORMAL_CLONE)
+
+
+def _paste(image: np.ndarray, box: Box, editable: np.ndarray, patch: np.ndarray) -> bool:
+    """Paste ``patch`` (the source box's pixels) into ``box``: the middle of the patch as
+    :func:`region_blob` shapes it, blended in by Poisson (its own gradients, the
+    destination's colours at its outline), then faded in; whether a pixel changed. A patch
+    too small for Poisson blending, or over ``BLOB_PIXELS``, is only faded in, shaped alike."""
+    height, width = image.shape[:2]
+    shape = region_blob(patch)
+    inside = (shape > 0.05) & editable
+    if inside.sum() < 16 or patch.shape[0] * patch.shape[1] > BLOB_PIXELS:
+        return _blend(image, box, editable, patch, shape)
+    window = grow(box, 2, width, height)
+    dst = np.ascontiguousarray(image[box_slices(window)])
+    src = dst.copy()
+    src[within(box, window)] = patch
+    mask = np.zeros(dst.shape[:2], np.uint8)
+    mask[within(box, window)][inside] = 255
+    cloned = _poisson(src, dst, mask)
+    if cloned is None:
+        return False
+    return _blend(image, box, editable, cloned[within(box, window)], np.minimum(1.0, 2 * shape))
+
+
+def _blend(image: np.ndarray, box: Box, editable: np.ndarray, edited: np.ndarray,
+           shape: np.ndarray | None = None) -> bool:
     """Write ``edited`` (the op's pixels over ``box``) into ``image`` where ``editable``,
-    faded in by :func:`feather` from the editable region's edge; whether a pixel changed.
+    faded in by :func:`feather` from the editable region's edge and, for a shaped edit, by
+    its ``shape`` (a share 0-1 per pixel of the box); whether a pixel changed.
     Band by band: each band's fade is read with ``FEATHER_PX + 2`` rows either side (all a
     fade of ``FEATHER_PX`` can see), so no whole-canvas array of shares is held."""
     height, width = image.shape[:2]
@@ -825,6 +1013,8 @@ def _blend(image: np.ndarray, box: Box, editable: np.ndarray, edited: np.ndarray
     for r0, r1 in row_bands(*region.shape[:2], reach):
         a0, a1 = max(0, top + r0 - reach), min(local.shape[0], top + r1 + reach)  # rows of the rim read
         a = feather(local[a0:a1])[top + r0 - a0:top + r1 - a0, left:left + region.shape[1]]
+        if shape is not None:
+            a = a * shape[r0:r1]
         old, new, free = region[r0:r1], edited[r0:r1], editable[r0:r1]
         full, part = free & (a >= 1.0), free & (a > 0.0) & (a < 1.0)  # all of the edit; a share of it (the fade)
         mixed = old[part]

@@ -78,8 +78,8 @@ def test_every_op_changes_the_complement_and_never_a_protected_pixel(op):
     if op["op"] in ("pad", "crop"):
         assert image.shape != source.shape
     else:
-        local = op["op"] in ("remove", "paste")  # a box's worth, not the whole complement
-        assert (image != source).any(axis=2)[~protected].mean() > (0.02 if local else 0.3)
+        local = op["op"] in ("remove", "paste")  # a shaped part of a box, not the whole complement
+        assert (image != source).any(axis=2)[~protected].mean() > (0.01 if local else 0.3)
     again, _ = replay(source, protected, (op,), seed=3)
     assert np.array_equal(image, again)  # same seed, same bytes
 
@@ -157,7 +157,7 @@ def test_repaint_inpaints_only_the_hole_from_a_tiny_local_model(tmp_path):
     image, guard = replay(source, protected, (op,), seed=4, inpainter=inpainter)
     hole = box_mask((420, 20, 500, 120), 512, 512)
     changed = (image != source).any(axis=2)
-    assert changed[hole].mean() > 0.5 and not changed[~hole].any()  # the hole, and nothing else
+    assert changed[hole].mean() > 0.25 and not changed[~hole].any()  # what the box holds, and nothing else
     assert protected_unchanged(source, protected, image, guard)
     again, _ = replay(source, protected, (op,), seed=4, inpainter=RePaintInpainter(str(tmp_path / "ddpm"), steps=4,
                                                                                     jump_length=2, jump_n_sample=1))
@@ -176,7 +176,7 @@ def test_stable_diffusion_inpaints_only_the_hole_from_a_tiny_local_pipeline(tmp_
     image, guard = replay(source, protected, (op,), seed=4, inpainter=StableDiffusionInpainter(str(model), steps=3))
     hole = box_mask((420, 20, 500, 120), 512, 512)
     changed = (image != source).any(axis=2)
-    assert changed[hole].mean() > 0.5 and not changed[~hole].any()
+    assert changed[hole].mean() > 0.25 and not changed[~hole].any()
     assert protected_unchanged(source, protected, image, guard)
     again, _ = replay(source, protected, (op,), seed=4, inpainter=StableDiffusionInpainter(str(model), steps=3))
     other, _ = replay(source, protected, (op,), seed=5, inpainter=StableDiffusionInpainter(str(model), steps=3))
