@@ -147,6 +147,9 @@ class VicoEnv(gym.Env):
         index = options.get("index", 0)
         if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or index < 0:
             raise ValueError(f"expected options['index'] to be a non-negative integer, got {index!r}")
+        episode = options.get("episode", 0)  # the episode's index in its run: arms may balance a run by it
+        if isinstance(episode, bool) or not isinstance(episode, (int, np.integer)) or episode < 0:
+            raise ValueError(f"expected options['episode'] to be a non-negative integer, got {episode!r}")
         drawn, structure_text, render, rejections = self._draw_answerable_seed(options)
         provenance = Provenance(drawn.source, drawn.source_id, int(index), int(seed), self.id, self.version,
                                 vicogym.__version__, tuple(sorted(self.arm.checks_run().items())), drawn.facts)

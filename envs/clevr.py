@@ -29,9 +29,9 @@ from vicogym.programs import clevr as clevr_programs
 from vicogym.renderers.clevr import ENGINES, UNSHOWN, ClevrRenderer, RenderFailed, RenderSettings
 from vicogym.sources.clevr import make_source
 from vicogym.structures.clevr import ATTRIBUTES, ERROR_CODES, ClevrRule, Scene
-from vicogym.validation import is_int, is_number, pick
+from vicogym.validation import is_int, is_number
 
-#: proposals per try for an edit of a yes/no question, which must give its drawn answer
+#: proposals per try for an edit of a yes/no question, which must keep its answer
 YES_NO_EDIT_TRIES = 4
 
 
@@ -154,7 +154,7 @@ class ClevrArm(Arm):
         last: dict[str, str] = {}
         # what the question is to be is drawn once and held over the scenes drawn for it, and the
         # whole check runs here, so that no redraw trades a yes/no answer hard to find for the other
-        target = self.source.target(rng) if hasattr(self.source, "target") else None
+        target = self.source.target(rng, options.get("episode")) if hasattr(self.source, "target") else None
         for _ in range(self.config.max_tries):
             if hasattr(self.source, "scene"):
                 scene = self.source.scene(rng)
@@ -220,11 +220,13 @@ class ClevrArm(Arm):
         return exact_match(prediction, target)
 
     def sample_edit(self, structure: Scene, rule: ClevrRule, rng: np.random.Generator) -> dict[str, Any]:
-        """A random edit; for a yes/no question one whose answer is drawn first, "yes" or "no"
-        with even odds (within :data:`YES_NO_EDIT_TRIES` x ``max_tries`` proposals): most
-        edits turn a "yes" into a "no" (a changed colour breaks an equality or an existence),
-        so edits drawn regardless of their answer drift a run's answers to "no"."""
-        wanted = pick(rng, ("yes", "no")) if clevr_programs.relabel(structure, rule) in ("yes", "no") else None
+        """A random edit; for a yes/no question one that keeps its answer (within
+        :data:`YES_NO_EDIT_TRIES` x ``max_tries`` proposals): most edits turn a "yes" into a
+        "no" (a changed colour breaks an equality or an existence), so edits drawn regardless
+        of their answer drift a run's answers to "no", while the seeds' answers are balanced
+        over the run (:func:`~vicogym.programs.clevr.draw_target`)."""
+        answer = clevr_programs.relabel(structure, rule)
+        wanted = answer if answer in ("yes", "no") else None
 
         def accept(edit: dict[str, Any]) -> bool:
             new = clevr_editor.apply(structure, edit, rule)

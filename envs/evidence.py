@@ -256,7 +256,7 @@ class EvidenceEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
         options = dict(options or {})
-        unknown = set(options) - {"task", "payloads", "index"}
+        unknown = set(options) - {"task", "payloads", "index", "episode"}
         if unknown:
             raise ValueError(f"unknown reset options {sorted(unknown)}; use 'task' (+ 'payloads') or 'index'")
         if "task" in options:

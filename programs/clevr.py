@@ -661,16 +661,42 @@ def _pool(templates: Sequence[str] | None, unasked: frozenset[str]) -> list[Temp
 
 
 def draw_target(rng: np.random.Generator, templates: Sequence[str] | None = None,
-                unasked: frozenset[str] = frozenset()) -> Target:
+                unasked: frozenset[str] = frozenset(), episode: int | None = None) -> Target:
     """One sample's :class:`Target`: a template drawn uniformly; a yes/no one is held with its
     answer, "yes" or "no" with even odds, any other stands for every template that is not
     yes/no (whose answers :func:`generate_question` draws). Held over every scene drawn for
     the sample, so that no scene on which one answer is harder to find than the other tips
-    the balance: each yes/no template asks "yes" exactly as often as "no"."""
+    the balance: each yes/no template asks "yes" exactly as often as "no". With ``episode``
+    (the sample's index in a generation run) the draw is stratified over the run
+    (:func:`_stratified_target`), so a run of a few hundred rows is balanced too, not only
+    on average over runs."""
     pool = _pool(templates, unasked)
+    if episode is not None:
+        return _stratified_target(pool, episode)
     template = pick(rng, pool)
     if template.answer == "bool":
         return Target((template.id,), pick(rng, ANSWER_SPACE["bool"]))
+    return Target(tuple(t.id for t in pool if t.answer != "bool"))
+
+
+#: the golden ratio's fractional part: episode ``e`` of a run takes the point ``e * GOLDEN mod 1``
+#: (a Weyl sequence), which spreads any run's episodes evenly over the unit interval
+GOLDEN = 0.6180339887498949
+
+
+def _stratified_target(pool: Sequence[Template], episode: int) -> Target:
+    """Episode ``episode``'s :class:`Target` in a run, as CLEVR's generator balances answers
+    over its data set: the unit interval is laid out as the yes/no templates asked "yes", the
+    same templates asked "no" (each template a share of 1 / len(pool), half in each), then the
+    rest, and the episode takes the point ``episode * GOLDEN mod 1``. Any run of consecutive
+    episodes lands in each part in proportion to its length within a few episodes, so a run's
+    yes/no questions are asked "yes" as often as "no", template by template."""
+    point = (episode * GOLDEN) % 1.0
+    yes_no = [t for t in pool if t.answer == "bool"]
+    half = 0.5 / len(pool)
+    if point < 2 * half * len(yes_no):
+        k = int(point / half)  # the first len(yes_no) slots ask "yes", the next ones "no"
+        return Target((yes_no[k % len(yes_no)].id,), "yes" if k < len(yes_no) else "no")
     return Target(tuple(t.id for t in pool if t.answer != "bool"))
 
 

@@ -89,10 +89,11 @@ class ProceduralSource:
     def scene(self, rng: np.random.Generator) -> Scene:
         return procedural_scene(rng, self.width, self.height, self.min_objects, self.max_objects, self.max_tries)
 
-    def target(self, rng: np.random.Generator) -> Target:
-        """What one sample's question is to be (:func:`~vicogym.programs.clevr.draw_target`):
-        draw it once per sample and hold it over the scenes drawn for it."""
-        return draw_target(rng, self.templates, self.unasked)
+    def target(self, rng: np.random.Generator, episode: int | None = None) -> Target:
+        """What one sample's question is to be (:func:`~vicogym.programs.clevr.draw_target`,
+        stratified over a run by the ``episode`` index where one is given): draw it once per
+        sample and hold it over the scenes drawn for it."""
+        return draw_target(rng, self.templates, self.unasked, episode)
 
     def ask(self, scene: Scene, rng: np.random.Generator, source: str = "procedural",
             source_id: str | None = None, target: Target | None = None,

@@ -139,14 +139,13 @@ def test_unasked_adds_to_what_the_engine_cannot_show():
         gym.make("vicogym/CLEVR-v0", engine="workbench", unasked=["color", "shape", "size"])
 
 
-def test_random_edits_of_a_yes_no_question_give_the_answer_drawn_for_them():
+def test_random_edits_of_a_yes_no_question_keep_its_answer():
     # edits drawn regardless of their answer drifted a run's yes/no answers to one side (most
-    # of an "are they the same colour?" question's edits leave it at "no"); each edit's answer is
-    # now drawn first, "yes" or "no" with even odds, and an edit that gives it is looked for
+    # of an "are they the same colour?" question's edits leave it at "no"); the seeds' answers
+    # are balanced over the run, and the random rewriter's edits keep them
     from vicogym.core import Edit
     from vicogym.envs.clevr import ClevrArm, ClevrEnvConfig
     from vicogym.sources.clevr import procedural_scene
-    from vicogym.validation import pick
 
     arm = ClevrArm(ClevrEnvConfig(**{k: v for k, v in FAST.items() if k != "k"}))
     scene = procedural_scene(np.random.default_rng(3), 160, 120, 6, 6)
@@ -155,19 +154,37 @@ def test_random_edits_of_a_yes_no_question_give_the_answer_drawn_for_them():
                  for template, seed in (("compare_integer_equal_integer", 1), ("comparison_color", 0)))
     for _question, rule, before in questions:
         template = rule["template"]
+        assert before == {"compare_integer_equal_integer": "yes", "comparison_color": "no"}[template]
         for i in range(20):
-            wanted = pick(np.random.default_rng(i), ("yes", "no"))
             try:
                 edit = arm.sample_edit(scene, rule, np.random.default_rng(i))
-            except GenerationError as exc:  # no edit gives it: the rewriter has none, the episode ends
-                assert f"answer {wanted!r}" in str(exc)
+            except GenerationError as exc:  # no edit keeps it: the rewriter has none, the episode ends
+                assert f"answer {before!r}" in str(exc)
                 outcomes["none"] += 1
                 continue
-            got = arm.relabel(arm.apply(scene, Edit.parse(edit), rule), rule)
-            assert got == wanted, (template, i, got)
-            outcomes[got] += 1
-        assert before == {"compare_integer_equal_integer": "yes", "comparison_color": "no"}[template]
-    assert outcomes["yes"] >= 4 and outcomes["no"] >= 8, outcomes
+            new = arm.apply(scene, Edit.parse(edit), rule)
+            assert new != scene and arm.relabel(new, rule) == before, (template, i)
+            outcomes[before] += 1
+    assert outcomes["yes"] >= 10 and outcomes["no"] >= 10, outcomes
+
+
+def test_a_run_asks_its_yes_no_questions_yes_as_often_as_no():
+    # CLEVR's generator balances answers over its data set; a run does the same over its
+    # episodes: episode e's target is stratified by e, whatever run of episodes it is
+    from vicogym.programs.clevr import draw_target
+
+    rng = np.random.default_rng(0)
+    for start in (0, 37, 5000):
+        answers = collections.Counter()
+        for e in range(start, start + 200):
+            target = draw_target(rng, episode=e)
+            if target.answer is not None:
+                answers[(target.templates[0], target.answer)] += 1
+        yes = sum(n for (_, a), n in answers.items() if a == "yes")
+        no = sum(n for (_, a), n in answers.items() if a == "no")
+        assert yes + no >= 40 and 0.45 <= yes / (yes + no) <= 0.55, (start, yes, no)
+        for template, _ in answers:  # template by template, within one
+            assert abs(answers[(template, "yes")] - answers[(template, "no")]) <= 1, (start, template)
 
 
 #: a small purple cylinder two-thirds behind a large yellow one (33 of its about 100 pixels

@@ -297,7 +297,7 @@ def _episode(config: GenerateConfig, env: Any, e: int) -> tuple[Any, float, list
 
     rng = np.random.default_rng(np.random.SeedSequence([config.seed, e, 1]))
     return run_episode(env, make_rewriter(config.rewriter, env), seed=episode_seed(config.seed, e), rng=rng,
-                       keep=config.keep)
+                       keep=config.keep, episode=e)
 
 
 #: one episode's part of a shard: its rows, its statistics, and the files its rows share

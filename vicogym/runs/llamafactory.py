@@ -140,7 +140,8 @@ def preference_pairs(run: Path, records: list[dict[str, Any]], candidates: int) 
         key = f"{provenance.get('run_seed')}-{provenance.get('index')}"
         trace = json.loads(row["edit_trace"])
         if key not in episodes or len(trace) > len(episodes[key]["trace"]):
-            episodes[key] = {"seed": int(provenance["seed"]), "trace": trace, "env_id": row["env_id"]}
+            episodes[key] = {"seed": int(provenance["seed"]), "trace": trace, "env_id": row["env_id"],
+                             "index": provenance.get("index")}
     pairs = []
     env = None
     try:
@@ -148,7 +149,8 @@ def preference_pairs(run: Path, records: list[dict[str, Any]], candidates: int) 
             if env is None:
                 kwargs = dict(manifest["config"]["env_kwargs"], max_turns=10_000)
                 env = gym.make(episode["env_id"], **kwargs).unwrapped
-            env.reset(seed=episode["seed"])
+            index = episode["index"]  # the episode's index in its run, as generate reset it
+            env.reset(seed=episode["seed"], options={"episode": index} if isinstance(index, int) else None)
             rng = np.random.default_rng(np.random.SeedSequence([episode["seed"], 7]))
             low, high = env.config.sweet_zone
             for entry in episode["trace"]:

@@ -88,12 +88,13 @@ class Kept:
 
 
 def run_episode(env: Any, rewriter: Any, *, seed: int, rng: np.random.Generator,
-                keep: str = "final") -> tuple[Sample, float, list[Kept], EpisodeStats]:
-    """Reset ``env`` with ``seed`` and let ``rewriter`` edit until the episode ends.
-    Returns the seed sample, its pass rate, the kept turns and the statistics."""
+                keep: str = "final", episode: int | None = None) -> tuple[Sample, float, list[Kept], EpisodeStats]:
+    """Reset ``env`` with ``seed`` (and ``options={"episode": episode}``: the episode's index in
+    its run, by which an arm may balance what a run asks) and let ``rewriter`` edit until the
+    episode ends. Returns the seed sample, its pass rate, the kept turns and the statistics."""
     if keep not in KEEP_POLICIES:
         raise ValueError(f"expected keep in {KEEP_POLICIES}, got {keep!r}")
-    obs, info = env.reset(seed=seed)
+    obs, info = env.reset(seed=seed, options=None if episode is None else {"episode": int(episode)})
     seed_sample, p0, seed_answers = info["sample"], info["pass_rate"], tuple(info["actor_answers"])
     stats = EpisodeStats(seed_rejections=Counter(info.get("seed_rejections", {})))
     kept: list[Kept] = []

@@ -486,7 +486,7 @@ class _Replay:
 
         rng = np.random.default_rng(np.random.SeedSequence([self.seed, e, 1]))  # as generate's episodes draw it
         seed_sample, _, kept, _ = run_episode(env, make_rewriter(self.rewriter, env), seed=episode_seed(self.seed, e),
-                                              rng=rng, keep="all")
+                                              rng=rng, keep="all", episode=e)
         return seed_sample, {k.turn: k for k in kept}
 
     def _compare(self, e: int, rows: list[tuple[int, dict[str, Any]]], seed_sample: Any, turns: dict[int, Any],
@@ -680,7 +680,9 @@ def _replay_problem(row: dict[str, Any], env: Any) -> str | None:
     try:
         provenance = json.loads(row["provenance"])
         trace = json.loads(row["edit_trace"])
-        _, info = env.reset(seed=int(provenance["seed"]))
+        index = provenance.get("index")  # the episode's index in its run, as generate reset it
+        options = {"episode": int(index)} if isinstance(index, int) and not isinstance(index, bool) else None
+        _, info = env.reset(seed=int(provenance["seed"]), options=options)
     except (ValueError, TypeError, KeyError, GenerationError) as exc:
         return f"the episode cannot be replayed from its provenance ({type(exc).__name__}: {exc})"
     seed = info["sample"]
