@@ -155,7 +155,9 @@ class ClevrArm(Arm):
         # what the question is to be is drawn once and held over the scenes drawn for it, and the
         # whole check runs here, so that no redraw trades a yes/no answer hard to find for the other
         target = self.source.target(rng, options.get("episode")) if hasattr(self.source, "target") else None
-        for _ in range(self.config.max_tries):
+        for attempt in range(self.config.max_tries):
+            if attempt == self.config.max_tries // 2 and target is not None:
+                target = self.source.widened(target)  # half the draws failed: hold the answer, free the template
             if hasattr(self.source, "scene"):
                 scene = self.source.scene(rng)
                 try:

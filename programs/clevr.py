@@ -679,6 +679,16 @@ def draw_target(rng: np.random.Generator, templates: Sequence[str] | None = None
     return Target(tuple(t.id for t in pool if t.answer != "bool"))
 
 
+def widened(target: Target, templates: Sequence[str] | None = None,
+            unasked: frozenset[str] = frozenset()) -> Target:
+    """``target`` with its answer held and its template free among every yes/no template:
+    for a sample whose scenes keep failing to give one template's answer ("yes, they are the
+    same colour" on scenes of few colours), the balance is in the answer, not the template."""
+    if target.answer is None:
+        return target
+    return Target(tuple(t.id for t in _pool(templates, unasked) if t.answer == "bool"), target.answer)
+
+
 #: the golden ratio's fractional part: episode ``e`` of a run takes the point ``e * GOLDEN mod 1``
 #: (a Weyl sequence), which spreads any run's episodes evenly over the unit interval
 GOLDEN = 0.6180339887498949

@@ -36,6 +36,7 @@ from vicogym.programs.clevr import (
     normalize_program,
     program_rule,
     size_unseen,
+    widened,
 )
 from vicogym.sources import _safe, contained, inside, one_line, parse_json, place, read_text, source_path
 from vicogym.structures.clevr import ATTRIBUTES, MAX_OBJECTS, MIN_OBJECTS, Camera, Lights, Obj, Scene, free_spot
@@ -94,6 +95,11 @@ class ProceduralSource:
         stratified over a run by the ``episode`` index where one is given): draw it once per
         sample and hold it over the scenes drawn for it."""
         return draw_target(rng, self.templates, self.unasked, episode)
+
+    def widened(self, target: Target) -> Target:
+        """``target`` with its answer held and its template free
+        (:func:`~vicogym.programs.clevr.widened`)."""
+        return widened(target, self.templates, self.unasked)
 
     def ask(self, scene: Scene, rng: np.random.Generator, source: str = "procedural",
             source_id: str | None = None, target: Target | None = None,

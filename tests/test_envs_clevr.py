@@ -224,3 +224,12 @@ def test_an_object_the_question_reads_must_show_half_its_outline():
     with pytest.raises(InvalidEdit, match="shows 3"):
         arm.validate(HIDING, Render(facts.image, facts), clevr_programs.program_rule(small, "What material is the "
                                                                                       "small thing?"))
+
+
+def test_a_held_yes_no_answer_may_change_template_but_not_answer_when_scenes_keep_failing():
+    from vicogym.programs.clevr import TEMPLATES, Target, widened
+
+    wide = widened(Target(("comparison_color",), "yes"))
+    assert wide.answer == "yes" and "comparison_color" in wide.templates
+    assert set(wide.templates) == {t.id for t in TEMPLATES if t.answer == "bool"}
+    assert widened(Target(("count",), None)) == Target(("count",), None)
