@@ -26,8 +26,8 @@ The thresholds, and why:
   within the scorer's tolerance (5% for ChartQA's relaxed accuracy); pies show no scale,
   so their values are readable only from data labels; a question with no program (Tier
   2), or one that names a value to find, needs data labels;
-- every series the question names is named in the legend, and data labels do not lie on
-  other marks.
+- every series the question names is named in the legend (a chart of one series whose
+  title or axis titles name it needs none), and data labels do not lie on other marks.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ import numpy as np
 
 from vicogym.answers import format_number
 from vicogym.errors import InvalidEdit, register_error_codes
-from vicogym.programs.chart import OPS, Op, execute, mentions, need_choices, rule_question
+from vicogym.programs.chart import OPS, Op, execute, mentions, need_choices, rule_question, said_by_titles
 from vicogym.structures.chart import ChartStructure, Table, label_key
 
 MIN_DELTA_E = 12.0
@@ -195,8 +195,9 @@ def check_legend(structure: ChartStructure, rule: Mapping[str, Any], facts: Any)
         what = "slices" if pie else f"{len(t.series)} series"
         raise InvalidEdit("unlabelled", f"the chart draws {what} with no legend to tell them apart; set_style legend "
                           f"'outside' or 'top'", field="legend")
-    if not pie:
-        missing = [s for s in named_series(rule, t) if s not in shown]
+    if not pie:  # one series the titles name needs no legend: there is nothing to tell it apart from
+        missing = [s for s in named_series(rule, t)
+                   if s not in shown and not (len(t.series) == 1 and said_by_titles(spec, s))]
         if missing:
             raise InvalidEdit("unlabelled", f"the question names the series {missing[0]!r}, which the chart does not "
                               f"name; set_style legend 'outside' or 'top'", field="legend")

@@ -50,6 +50,7 @@ from vicogym.programs.chart import (
     anchors,
     mentions,
     rule_question,
+    said_by_titles,
     single_series_required,
     values_fixed,
 )
@@ -231,7 +232,8 @@ def _op_add_row(s: ChartStructure, op: Mapping[str, Any], rule: Mapping[str, Any
     t = s.table
     label = _new_label(s, rule, op["row"], "row", "row")
     new = _values(op["values"], len(t.series), "values", t)
-    position = op.get("position", len(t.rows))
+    # a row of an ordered axis (years, age groups) goes at its place unless told otherwise
+    position = op.get("position", _place(s, label) if ordered_rows(s) else len(t.rows))
     if not is_int(position, 0, len(t.rows)):
         raise InvalidEdit("bad_value", f"position must be an integer in [0, {len(t.rows)}], got {_short(position)}",
                           field="position")
@@ -536,14 +538,90 @@ def _fresh(structure: ChartStructure, axis: str) -> list[str]:
     return [label for label in pool if label_key(label) not in taken]
 
 
+def _place(structure: ChartStructure, label: str) -> int:
+    """Where ``label`` goes among rows that follow their vocabulary's order."""
+    rank = {x: i for i, x in enumerate(structure.vocabulary.rows)}
+    return sum(rank[r] < rank.get(label, len(rank)) for r in structure.table.rows)
+
+
 def _position(structure: ChartStructure, label: str, rng: np.random.Generator) -> int:
     """Where a new row goes: its place in the order of rows that follow one (years,
     months), anywhere otherwise."""
-    t = structure.table
     if ordered_rows(structure):
-        rank = {x: i for i, x in enumerate(structure.vocabulary.rows)}
-        return sum(rank[r] < rank[label] for r in t.rows)
-    return int(rng.integers(len(t.rows) + 1))
+        return _place(structure, label)
+    return int(rng.integers(len(structure.table.rows) + 1))
+
+
+def _keeps_shape(table: Table) -> bool:
+    """Whether ``table`` keeps its steps between periods, its ranked series and the series
+    it keeps above others (what a drawn edit must keep to be worth proposing)."""
+    return table.step_problem() is None and table.relation_problem() is None and table.rank_problem() is None
+
+
+def _shaped(table: Table) -> bool:
+    return table.max_step is not None or bool(table.above) or bool(table.ranked)
+
+
+def _fitting_cell(t: Table, i: int, j: int, proposal: float) -> float:
+    """``proposal`` for cell (i, j), or the first of it moved back towards the old value
+    (by half, three quarters ...), on either side of it, that keeps the table's shape
+    (:func:`_keeps_shape`); the old value itself when none does."""
+    old = t.values[i][j]
+    if old is None or not _shaped(t) or not _keeps_shape(t):
+        return proposal
+    for share in (1.0, -1.0, 0.5, -0.5, 0.25, -0.25, 0.1, -0.1, 0.05, -0.05):
+        value = round(old + (proposal - old) * share, t.decimals)
+        values = [list(r) for r in t.values]
+        values[i][j] = value
+        if value != old and t.in_bounds(value) and _keeps_shape(_set_values(t, values)):
+            return value
+    return old
+
+
+def _fitting_row(t: Table, position: int, proposal: list[float]) -> list[float]:
+    """``proposal`` as the row at ``position``, or moved towards its neighbour's values until
+    the table keeps its shape (each series the topic keeps above another swapped into place)."""
+    if not _shaped(t) or not _keeps_shape(t):
+        return proposal
+    neighbour = t.values[position - 1] if position > 0 else t.values[0]
+    for share in (1.0, 0.5, 0.25, 0.1, 0.0):
+        row = [p if n is None else round(n + (p - n) * share, t.decimals) for p, n in zip(proposal, neighbour)]
+        for upper, lower in t.above:  # a subgroup above its group: their values swapped where drawn the other way
+            if upper not in t.series or lower not in t.series:
+                continue
+            a, b = t.series.index(upper), t.series.index(lower)
+            if row[a] is not None and row[b] is not None and row[a] < row[b]:
+                row[a], row[b] = row[b], row[a]
+        table = replace(t, rows=t.rows[:position] + ("new row",) + t.rows[position:],
+                        values=t.values[:position] + (tuple(row),) + t.values[position:])
+        if _keeps_shape(table):
+            return row
+    return proposal
+
+
+def _fitting_series(t: Table, name: str, proposal: list[float], rng: np.random.Generator) -> list[float]:
+    """Values for a new series ``name``: ``proposal``, or when that breaks the table's shape,
+    a column it lies next to scaled by one factor (so it moves between periods as that one
+    does): above the series the table keeps it above, below those it keeps it under."""
+    def fits(values: list[Any]) -> bool:
+        return _keeps_shape(replace(t, series=t.series + (name,),
+                                    values=tuple(r + (v,) for r, v in zip(t.values, values))))
+
+    if not _shaped(t) or not _keeps_shape(t) or fits(proposal):
+        return proposal
+    below = [t.series.index(b) for a, b in t.above if a == name and b in t.series]
+    over = [t.series.index(a) for a, b in t.above if b == name and a in t.series]
+    for _ in range(6):
+        factor = float(rng.uniform(1.05, 1.5) if below else rng.uniform(0.6, 0.95) if over else rng.uniform(0.7, 1.3))
+        lines = below or over or [int(rng.integers(len(t.series)))]
+        pick_line = max if below else min
+        values = []
+        for row in t.values:
+            present = [row[k] for k in lines if row[k] is not None]
+            values.append(None if not present else round(pick_line(present) * factor, t.decimals))
+        if None not in values and all(t.in_bounds(v) for v in values) and fits(values):
+            return values  # type: ignore[return-value]
+    return proposal
 
 
 def sample_op(structure: ChartStructure, rng: np.random.Generator) -> dict[str, Any]:
@@ -561,7 +639,9 @@ def sample_op(structure: ChartStructure, rng: np.random.Generator) -> dict[str, 
         column = t.column(series)
         old = t.cell(row, series)
         base = old if old is not None else float(np.nanmean([v for v in column if v is not None] or [1.0]))
-        return {"op": "set_cell", "row": row, "series": series, "value": _perturb(base, rng, t)}
+        value = _perturb(base, rng, t)
+        return {"op": "set_cell", "row": row, "series": series,
+                "value": _fitting_cell(t, t.rows.index(row), t.series.index(series), value)}
     if kind == "scale_series":
         return {"op": "scale_series", "series": series,
                 "factor": float(rng.choice([0.5, 0.8, 0.9, 1.1, 1.25, 1.5, 2.0]))}
@@ -573,7 +653,8 @@ def sample_op(structure: ChartStructure, rng: np.random.Generator) -> dict[str, 
         for s in t.series:
             known = [v for v in t.column(s) if v is not None] or [1.0]
             values.append(_perturb(float(pick(rng, known)), rng, t))
-        return {"op": "add_row", "row": label, "values": values, "position": _position(structure, label, rng)}
+        position = _position(structure, label, rng)
+        return {"op": "add_row", "row": label, "values": _fitting_row(t, position, values), "position": position}
     if kind == "remove_row":
         return {"op": "remove_row", "row": row}
     if kind == "reorder_rows":
@@ -581,8 +662,8 @@ def sample_op(structure: ChartStructure, rng: np.random.Generator) -> dict[str, 
     fresh_series = _fresh(structure, "series")
     if kind == "add_series" and fresh_series:
         name = pick(rng, fresh_series)
-        return {"op": "add_series", "series": name,
-                "values": [_perturb(float(v if v is not None else 1.0), rng, t) for v in t.column(series)]}
+        values = [_perturb(float(v if v is not None else 1.0), rng, t) for v in t.column(series)]
+        return {"op": "add_series", "series": name, "values": _fitting_series(t, name, values, rng)}
     if kind == "remove_series" and len(t.series) > 1:
         return {"op": "remove_series", "series": series}
     return sample_style_op(structure, rng)
@@ -593,7 +674,10 @@ def sample_style_op(structure: ChartStructure, rng: np.random.Generator) -> dict
     fitting = [c for c in CHART_TYPES if chart_type_fits(t, c) is None and (c != "line" or ordered_rows(structure))]
     choice = int(rng.integers(6))
     if choice == 0 and fitting:
-        return {"op": "set_style", "chart_type": pick(rng, fitting)}
+        chart_type = pick(rng, fitting)
+        if chart_type == "pie" and structure.spec.legend == "none":  # a pie's legend names its slices
+            return {"op": "set_style", "chart_type": chart_type, "legend": "outside"}
+        return {"op": "set_style", "chart_type": chart_type}
     if choice == 1:
         return {"op": "set_style", "palette": pick(rng, PALETTES)}
     if choice == 2:
@@ -602,6 +686,9 @@ def sample_style_op(structure: ChartStructure, rng: np.random.Generator) -> dict
         return {"op": "set_style", "gridlines": not structure.spec.gridlines}
     if choice == 4:
         return {"op": "set_style", "font_size": float(rng.choice([8.0, 9.0, 10.0, 11.0, 12.0]))}
+    t = structure.table
+    if len(t.series) == 1 and structure.spec.chart_type != "pie" and said_by_titles(structure.spec, t.series[0]):
+        return {"op": "set_style", "palette": pick(rng, PALETTES)}  # a legend would repeat what the title says
     return {"op": "set_style", "legend": pick(rng, LEGEND_POSITIONS)}
 
 
@@ -624,6 +711,9 @@ def sample_edit(structure: ChartStructure, rng: np.random.Generator, max_ops: in
                 for follow in _totals_of(current.table, op):
                     ops.append(follow)
                     current = OPS["set_cell"](current, follow, rule)
+            if op["op"] == "add_series" and current.spec.legend == "none":  # series to tell apart: a legend
+                ops.append({"op": "set_style", "legend": "outside"})
+                current = OPS["set_style"](current, ops[-1], rule)
         except InvalidEdit:
             break
     return {"ops": ops}

@@ -463,6 +463,14 @@ def mentions(text: str, label: str) -> bool:
     return bool(needle) and f" {needle} " in f" {label_key(text)} "
 
 
+def said_by_titles(spec: Any, series: str) -> bool:
+    """Whether the chart's title or axis titles say what its one series is: every word of
+    its name is in them (``"Average price"`` in ``"Average house price"``)."""
+    words = set(label_key(" ".join((spec.title, spec.x_label, spec.y_label))).split())
+    needed = set(label_key(series).split())
+    return bool(needed) and needed <= words
+
+
 def rule_question(rule: Mapping[str, Any], table: Table) -> str | None:
     """The question a rule answers: stored for questions from data, rebuilt for templates."""
     if "question" in rule:

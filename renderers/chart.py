@@ -118,6 +118,8 @@ class FrameKey:
     category_room: int
     lead_room: int = 0
     pie_rows: tuple[str, ...] = ()
+    #: series with no value drawn (every cell missing), which the legend leaves out
+    undrawn: tuple[int, ...] = ()
 
 
 @dataclass
@@ -283,8 +285,9 @@ class ChartRenderer:
             lead = max(w * math.cos(angle) - (i + 0.5) * slot for i, (w, _) in enumerate(sizes))
         else:
             room = max(h for _, h in sizes)
+        undrawn = tuple(j for j, row in enumerate(zip(*t.values)) if all(v is None for v in row))
         return FrameKey(spec, t.series, t.unit, axis_magnitude(limits), rotation, _rounded_room(room),
-                        _rounded_room(lead) if lead > 0 else 0)
+                        _rounded_room(lead) if lead > 0 else 0, undrawn=undrawn)
 
     def _text_size(self, text: str, size: float) -> tuple[float, float]:
         cached = self._sizes.get((text, size))
@@ -316,7 +319,7 @@ class ChartRenderer:
             handles, axis_artists, titles = _set_up_axes(fig, ax, key, spare, colors)
         _place_legend(ax, key.spec, handles)
         legend_outside = key.spec.legend == "outside"
-        _fit_margins(fig, canvas, key, key.spec.legend != "none" and legend_outside)
+        _fit_margins(fig, canvas, key, ax.get_legend() is not None and legend_outside)
         axis_titles = _axis_titles(fig, ax, key.spec, *titles)
         canvas.draw()
         frame = _Frame(key, fig, canvas, ax, canvas.copy_from_bbox(fig.bbox), int(fig.bbox.height), colors)
@@ -625,17 +628,20 @@ def _set_up_axes(fig: Any, ax: Any, key: FrameKey, spare: _Frame | None, colors:
     axis_artists[0].style(val_axis, 0.0)
     axis_artists[1].style(cat_axis, key.rotation)
     titles = (spec.y_label, spec.x_label) if spec.chart_type == "hbar" else (spec.x_label, spec.y_label)
+    listed = [(n, c) for j, (n, c) in enumerate(zip(key.series, colors)) if j not in key.undrawn]
     if spec.chart_type == "line":
-        handles = [Line2D([], [], color=c, marker="o", markersize=4, label=n) for n, c in zip(key.series, colors)]
+        handles = [Line2D([], [], color=c, marker="o", markersize=4, label=n) for n, c in listed]
     else:
-        handles = [Patch(facecolor=c, label=n) for n, c in zip(key.series, colors)]
+        handles = [Patch(facecolor=c, label=n) for n, c in listed]
     return handles, axis_artists, titles
 
 
 def _place_legend(ax: Any, spec: ChartSpec, handles: list[Any]) -> None:
     """The legend where the spec puts it ("best" placement would depend on the marks, which
-    the frame does not hold); a single series is named in the legend too."""
-    if spec.legend == "none":
+    the frame does not hold), listing ``handles``: the series with a value drawn (a pie's
+    slices). A chart of one series has a legend only where its spec asks for one (the
+    procedural source leaves it out where the title says what the series is)."""
+    if spec.legend == "none" or not handles:
         return
     fs = spec.font_size
     if spec.legend == "outside":
@@ -675,7 +681,8 @@ def _measure(frame: _Frame) -> None:
             legend.draw(renderer)
             frame.legend_on_top = legend
         frame.legend_box = _box(legend.get_window_extent(renderer), frame.height)
-        for text, handle, color in zip(legend.get_texts(), legend.legend_handles, frame.colors):
+        listed = [c for j, c in enumerate(frame.colors) if j not in frame.key.undrawn]
+        for text, handle, color in zip(legend.get_texts(), legend.legend_handles, listed):
             frame.legend_entries.append({"text": text.get_text(), "color": rgb255(color),
                                          "box": _box(text.get_window_extent(renderer), frame.height),
                                          "handle_box": _box(handle.get_window_extent(renderer), frame.height)})

@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -265,3 +267,20 @@ def test_renderers_in_threads_at_once_draw_what_plain_agg_draws(monkeypatch):
     for chunk, got in zip(chunks, images):
         for structure, image in zip(chunk, got):
             assert np.array_equal(image, ChartRenderer(dpi=80).render(structure).image)
+
+
+@pytest.mark.parametrize("chart_type, legend",
+                         [("grouped_bar", "outside"), ("line", "top"), ("stacked_bar", "lower left")])
+def test_a_series_with_nothing_drawn_is_not_in_the_legend(renderer, chart_type, legend):
+    """A grouped bar chart listed 1985, 1995 and 2000 in its legend, and drew none of them."""
+    table = Table("Country", ("A", "B", "C"), ("1985", "1990", "1995", "2000"),
+                  ((None, 4.0, None, None), (None, 5.0, None, 2.0), (None, 6.0, None, 1.0)), decimals=0,
+                  stackable=True)
+    facts = renderer.render(ChartStructure(table, ChartSpec(chart_type=chart_type, legend=legend, palette="tab10")))
+    entries = facts.facts["legend_entries"]
+    assert [e["text"] for e in entries] == ["1990", "2000"]
+    colors = facts.facts["colors"]
+    assert [e["color"] for e in entries] == [colors["1990"], colors["2000"]]  # each entry in its series' colour
+    full = renderer.render(ChartStructure(replace(table, values=((1.0, 4.0, 1.0, 1.0),) * 3),
+                                          ChartSpec(chart_type=chart_type, legend=legend, palette="tab10")))
+    assert [e["text"] for e in full.facts["legend_entries"]] == list(table.series)
