@@ -175,7 +175,7 @@ def test_the_checks_refuse_a_wrong_answer_a_shared_title_and_illegible_evidence(
     assert check(tiny).startswith("[unreadable]")
     unprepared = drawn("slides", 5)
     assert check(replace(unprepared, evidence=unprepared.evidence[:-1])).startswith("[bad_value]")
-    crowded = drawn("slides", 5)
+    crowded = drawn("slides", 4)  # a deck whose chart, at font size 20, leaves the plot too little room
     program = crowded.meta["program"]
     first = program["unit"] if "unit" in program else program["a"]["unit"]
     chart = json.loads(json.dumps(crowded.units[first].spec["chart"]))

@@ -319,7 +319,8 @@ def test_the_edit_schema_is_json_schema_and_admits_the_arms_own_edits(env_id):
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_the_search_rewriter_lands_closer_to_the_sweet_zone_than_random_edits(env_id):
     """Against a strong and a weak stand-in, best-of-n edits end nearer the zone's middle
-    than the random rewriter's, on the same seeds."""
+    than the random rewriter's, on the same seeds (twelve per stand-in for the chart arm, whose
+    episodes are quick: on six, chance alone tied them)."""
     from vicogym.policies import RandomRewriter, SearchRewriter
     from vicogym.runs.rollout import run_episode
 
@@ -327,7 +328,7 @@ def test_the_search_rewriter_lands_closer_to_the_sweet_zone_than_random_edits(en
     for skill in (2.2, 1.0):
         env = make(env_id, k=8, max_turns=2, actor={"name": "simulated", "skill": skill})
         for name, rewriter in (("search", SearchRewriter.for_env(env, n=8)), ("random", RandomRewriter.for_env(env))):
-            for seed in range(6):
+            for seed in range(12 if env_id == "vicogym/Chart-v0" else 6):
                 _, p0, kept, _ = run_episode(env, rewriter, seed=seed, rng=np.random.default_rng(seed), keep="all")
                 distance[name].append(abs((kept[-1].pass_rate if kept else p0) - 0.5))
         env.close()
