@@ -226,14 +226,20 @@ STEP_HEADROOM, STEP_FLOOR = 1.5, 0.1
 def observed_step(values: Sequence[Sequence[float | None]], decimals: int) -> tuple[float, float]:
     """What a real time series does from one period to the next, as :attr:`Table.max_step`
     (``relative``, ``absolute``): its largest relative change between neighbouring periods
-    with :data:`STEP_HEADROOM` (at least :data:`STEP_FLOOR`), and one printed unit. Belgium's
-    households do not halve in a year when the table never moves them more than 3%."""
-    largest = 0.0
+    with :data:`STEP_HEADROOM` (at least :data:`STEP_FLOOR`), and one printed unit or, where
+    the series moves from zero (0 in 2002, 30 in 2007), its largest such move with the same
+    headroom. Belgium's households do not halve in a year when the table never moves them
+    more than 3%."""
+    largest, from_zero = 0.0, 0.0
     for a_row, b_row in zip(values, values[1:]):
         for a, b in zip(a_row, b_row):
-            if a is not None and b is not None and a != 0:
+            if a is None or b is None:
+                continue
+            if a != 0:
                 largest = max(largest, abs(b - a) / abs(a))
-    return max(STEP_FLOOR, STEP_HEADROOM * largest), 10.0 ** -decimals
+            else:
+                from_zero = max(from_zero, abs(b))
+    return max(STEP_FLOOR, STEP_HEADROOM * largest), max(10.0 ** -decimals, STEP_HEADROOM * from_zero)
 
 
 #: labels of a row or series that sums the others ("Total", "NET", "World Total")
