@@ -250,8 +250,9 @@ class ChartArm(Arm):
         """:func:`~vicogym.programs.chart.question_matches`; a question from a real record
         must be asked of the chart where ``real_facts="chart"``."""
         if "question" in rule and self.config.real_facts == "chart":
-            if question != about_the_chart(rule["question"]):
-                return f"real_facts='chart' asks {about_the_chart(rule['question'])!r}"
+            framed = about_the_chart(rule["question"])
+            if question != framed:
+                return f"real_facts='chart' asks {framed!r}"
             question = rule["question"]
         return chart_programs.question_matches(question, rule, structure.table)
 

@@ -333,8 +333,9 @@ def chartqa_vocabulary(table: Table) -> Vocabulary:
         return tuple(str(y) for y in range(numbers[0] - 3, numbers[-1] + 4))  # in order, the table's own too
 
     rows = years(table.rows)
-    if not rows and time_order(table.rows) is not None:  # "2016/17", "Q3 '20": the table's own times, in order
-        rows = tuple(table.rows[i] for i in time_order(table.rows))  # type: ignore[union-attr]
+    order = time_order(table.rows) if not rows else None
+    if order is not None:  # "2016/17", "Q3 '20": the table's own times, in order
+        rows = tuple(table.rows[i] for i in order)
     ordered = bool(rows) and Vocabulary(rows).rows_in_order(table.rows)
     return Vocabulary(rows=rows, series=years(table.series), ordered=ordered)
 
