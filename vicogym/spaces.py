@@ -28,11 +28,37 @@ def to_charset(text: str) -> str:
     return "".join(c if c in _CHARSET_SET else "\ufffd" for c in text)
 
 
+def charset_summary(chars: Any, shown: int = 4) -> str:
+    """A short description of a character set: its size, ``printable ASCII`` when it holds
+    all of :data:`string.printable`, and its other runs of consecutive code points (the first
+    ``shown`` of them), e.g. ``9925 characters: printable ASCII, U+00A0..U+26FF, U+FFFD``."""
+    chars = set(chars)
+    ascii_printable = set(string.printable) <= chars
+    codes = sorted(ord(c) for c in chars - (set(string.printable) if ascii_printable else set()))
+    runs: list[list[int]] = []
+    for code in codes:
+        if runs and code == runs[-1][1] + 1:
+            runs[-1][1] = code
+        else:
+            runs.append([code, code])
+    parts = ["printable ASCII"] if ascii_printable else []
+    parts += [f"U+{a:04X}" if a == b else f"U+{a:04X}..U+{b:04X}" for a, b in runs[:shown]]
+    if len(runs) > shown:
+        parts.append(f"{len(runs) - shown} more runs")
+    return f"{len(chars)} characters" + (f": {', '.join(parts)}" if parts else "")
+
+
 class TextSpace(spaces.Text):
-    """``gymnasium.spaces.Text`` over :data:`TEXT_CHARSET` that works in shared memory."""
+    """``gymnasium.spaces.Text`` over :data:`TEXT_CHARSET` that works in shared memory. Its
+    ``repr`` names the character set by its size and code point runs, not character by
+    character (gymnasium's would print all of them)."""
 
     def __init__(self, max_length: int, *, min_length: int = 0, seed: Any = None):
         super().__init__(max_length, min_length=min_length, charset=TEXT_CHARSET, seed=seed)
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}({self.min_length}, {self.max_length}, "
+                f"charset=<{charset_summary(self.character_set)}>)")
 
 
 class SharedTexts(Sequence):
