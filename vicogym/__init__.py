@@ -39,4 +39,13 @@ register(
                 "decks, charts and CLEVR scenes, then answers; reward = the task's score",
 )
 
-__all__ = ["__version__", "list_environments", "make", "register"]
+
+def make_dataset(env_id: str, size: int = 64, seed: int = 0, **settings):
+    """``size`` label-valid samples of ``env_id`` in memory, entry ``i`` as row ``i`` of
+    ``vicogym generate`` with these settings (see :func:`vicogym.datasets.make_dataset`)."""
+    from vicogym.datasets import make_dataset as build
+
+    return build(env_id, size, seed, **settings)
+
+
+__all__ = ["__version__", "list_environments", "make", "make_dataset", "register"]
