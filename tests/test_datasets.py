@@ -156,7 +156,7 @@ def test_any_answer_scores_in_unit_interval(chart_one, answer):
     (("vicogym/Chart-v0", True, 0), {}, RunError, "size"),
     (("vicogym/Chart-v0", 2, -1), {}, RunError, "seed"),
     (("vicogym/Chart-v0", 2, 0), {"kk": 4}, RunError, "'k'"),
-    (("vicogym/Chart-v0", 2, 0), {"k": -1}, RunError, "k"),
+    (("vicogym/Chart-v0", 2, 0), {"k": -1}, RunError, "expected k to be"),
     (("vicogym/Chart-v0", 2, 0), {"k": object()}, RunError, "JSON"),
     (("vicogym/Chart-v0", 2, 0), {"keep": "some"}, RunError, "keep"),
     (("vicogym/Chart-v0", 2, 0), {"max_episodes": 0}, RunError, "max_episodes"),
