@@ -21,7 +21,8 @@ from vicogym.images import decode_png
 class ChatServer:
     """Answers POST /v1/chat/completions from a script: each request takes the next
     behaviour (or the last one, repeated): ("ok", [texts]), ("status", code), ("slow",
-    seconds, [texts]), ("one", [texts]) (ignores n)."""
+    seconds, [texts]), ("one", [texts]) (ignores n), ("call", function) (the texts the function
+    gives for the request's body)."""
 
     def __init__(self, script):
         self.script, self.requests, self.lock = list(script), [], threading.Lock()
@@ -49,6 +50,8 @@ class ChatServer:
                         if step[0] == "slow":
                             time.sleep(step[1])
                             texts = step[2]
+                        elif step[0] == "call":
+                            texts = step[1](body)
                         else:
                             texts = step[1]
                         n = 1 if step[0] == "one" else body.get("n", 1)

@@ -1,4 +1,4 @@
-"""Command line: ``vicogym envs``, ``generate``, ``verify``, ``export``, ``evolve``,
+"""Command line: ``vicogym envs``, ``generate``, ``verify``, ``export``, ``eval``, ``evolve``,
 ``synthesize``, ``report``, ``serve``, ``evidence run``.
 
 Every input gets an answer: bad flags, files and settings end with a one-line message
@@ -152,18 +152,40 @@ def generate(
         env_kwargs.update(parse_setting(text) for text in settings or [])
         data["env_kwargs"] = env_kwargs
         config = workflow.GenerateConfig.from_mapping(data)
-        manifest = workflow.generate(config, progress=progress)
+        resumed: list[int] = []
+        manifest = workflow.generate(config, progress=progress, on_resume=resumed.append)
     except (VicogymError, ValueError, TypeError, OSError) as exc:
         raise _fail(str(exc)) from None
+    except KeyboardInterrupt as stop:
+        raise _interrupted(stop) from None
     counts = manifest["counts"]
     _summary(manifest)
-    console.print(
-        f"wrote {counts['samples']} samples from {counts['episodes']} episodes to {config.out} "
-        f"({counts['rejected_steps']} of {counts['steps']} edits rejected: {json.dumps(manifest['rejections'])})"
-    )
+    before = resumed[0] if resumed else 0
+    if before and before >= counts["samples"]:
+        held = f"all {before} samples" if manifest["complete"] else f"{before} samples, all its episode budget makes"
+        console.print(f"{config.out} already holds {held}; nothing to do")
+    else:
+        console.print(
+            (f"resumed: {before} samples were on disk, wrote {counts['samples'] - before} more " if before else
+             f"wrote {counts['samples']} samples ")
+            + f"from {counts['episodes']} episodes to {config.out} ({counts['rejected_steps']} of "
+            f"{counts['steps']} edits rejected: {json.dumps(manifest['rejections'])})"
+        )
     if not manifest["complete"]:
         console.print(f"[yellow]only {counts['samples']} of {config.n} samples within the episode budget[/yellow]")
         raise typer.Exit(1)
+
+
+def _interrupted(stop: KeyboardInterrupt) -> typer.Exit:
+    """Ctrl-C during a run: what it keeps on disk, and that the same command resumes it (exit 130)."""
+    from vicogym.errors import RunInterrupted
+
+    if isinstance(stop, RunInterrupted):
+        kept = f"{stop.out} keeps {stop.samples} of {stop.requested} samples"
+    else:
+        kept = "it had not started writing samples"
+    errors.print(f"[yellow]stopped:[/yellow] {escape(kept)}; run the same command again to resume it", highlight=False)
+    return typer.Exit(130)
 
 
 def _is_agent_env(env_id: str) -> bool:
@@ -219,19 +241,25 @@ def _bar(show: bool, total: int) -> Any:
 
 
 def _summary(manifest: dict) -> None:
-    """The table that ends a run: counts, acceptance, sweet-zone hits, rejections."""
+    """The table that ends a run: counts, acceptance, sweet-zone hits, rejections, and who
+    gave the pass rates (a stand-in is said so, with how to plug a model in)."""
     from rich.table import Table
 
+    from vicogym.runs.verify import run_actor
+
     counts = manifest["counts"]
+    actor = run_actor(manifest)
     table = Table(title=f"{manifest['env']['id']}: run summary", show_header=False)
     table.add_row("samples", f"{counts['samples']} of {counts['requested']}")
     table.add_row("episodes", str(counts["episodes"]))
     accepted = counts["valid_steps"] / counts["steps"] if counts["steps"] else 0.0
     table.add_row("edits accepted", f"{counts['valid_steps']} of {counts['steps']} ({accepted:.0%})")
+    table.add_row("pass rates from", escape(actor.short()))
     table.add_row("sweet-zone hit rate", f"{manifest.get('sweet_zone_hit_rate', 0.0):.0%} of kept samples")
     for code, n in manifest["rejections"].items():
         table.add_row(f"rejected: {code}", str(n))
     console.print(table)
+    console.print(("[yellow]note:[/yellow] " if actor.stand_in else "") + escape(actor.line()), highlight=False)
     note = (manifest.get("source") or {}).get("note")
     if note:
         console.print(f"[yellow]note:[/yellow] {escape(note)}", highlight=False)
@@ -343,6 +371,7 @@ def export(
         except (VicogymError, ValueError, OSError) as exc:
             raise _fail(str(exc)) from None
         console.print(f"wrote {counts['records']} SFT records (instruction, image, verified response) to {out}")
+        _warn_stand_in(counts, out)
         return
     try:
         counts = llamafactory.export_llamafactory(run, out, pairs=pairs)
@@ -351,6 +380,16 @@ def export(
     console.print(f"wrote {counts['records']} records from {counts['transitions']} edits to {out} "
                   f"({counts['dropped_off_zone']} edits off the sweet zone left out)"
                   + (f" and {counts['pairs']} preference pairs" if pairs else ""))
+    _warn_stand_in(counts, out)
+
+
+def _warn_stand_in(counts: dict, out: Path) -> None:
+    """An export whose data a stand-in gave (text, pass rates) says so on the terminal, as
+    its ``dataset_info.json`` does."""
+    stand_in = counts.get("stand_in")
+    if stand_in:
+        errors.print(f"[yellow]warning:[/yellow] {escape(stand_in['note'])}; recorded as stand_in in "
+                     f"{escape(str(out / 'dataset_info.json'))}", highlight=False)
 
 
 @app.command()
@@ -472,6 +511,11 @@ def synthesize(
         raise _fail(str(exc)) from None
     console.print(f"{manifest['samples']} samples in {config.out} after {len(manifest['rounds'])} rounds "
                   f"(registry {manifest['registry']} types); `vicogym report {config.out}` plots the statistics")
+    from vicogym.instruct.models import stand_ins
+
+    stand_in = stand_ins(manifest["identity"])
+    if stand_in:
+        console.print(f"[yellow]note:[/yellow] {escape(stand_in['note'])}", highlight=False)
 
 
 @app.command("report")
@@ -488,6 +532,41 @@ def report_command(
     except (VicogymError, ValueError, OSError) as exc:
         raise _fail(str(exc)) from None
     console.print(f"wrote {page}")
+
+
+@app.command("eval")
+def eval_command(
+    run: str = typer.Argument(..., help="a run folder written by `vicogym generate` (or its filesystem URL)"),
+    actor: str = typer.Option(..., "--actor", help=ACTOR + "; its extractor reads the answers"),
+    k: int = typer.Option(1, "--k", min=1, help="answers per row; with K > 1 also pass@K [1]"),
+    out: str | None = typer.Option(None, "--out", help="the summary's JSON file, the rows' results beside it "
+                                   "(.rows.jsonl) [RUN/eval.json]"),
+    seed: int = typer.Option(0, "--seed", min=0, help="seed of the actor's sampling [0]"),
+    progress: bool = PROGRESS,
+) -> None:
+    """Score a model on every row of a generation run with the row's own scorer: accuracy
+    per environment, question family and difficulty (resumable: a rerun asks only the rows
+    not yet scored)."""
+    from vicogym.errors import VicogymError
+    from vicogym.runs import evaluate as evaluation
+    from vicogym.runs import kinds
+
+    try:
+        kind = kinds.recognise(run, run_kinds())
+        if kind.name != "generation":
+            raise ValueError(f"{run} is {kind.a()} run (`{kind.command}`); `vicogym eval` scores the rows of a "
+                             "generation run: name a folder `vicogym generate` wrote")
+        spec = json_flag("--actor", actor) if actor.strip().startswith("{") else actor
+        summary = evaluation.evaluate(evaluation.EvalConfig(run, spec, k=k, out=out, seed=seed), progress=progress)
+    except (VicogymError, ValueError, TypeError, OSError) as exc:
+        raise _fail(str(exc)) from None
+    except KeyboardInterrupt:
+        errors.print("[yellow]stopped:[/yellow] the rows scored so far are kept; run the same command again to go "
+                     "on", highlight=False)
+        raise typer.Exit(130) from None
+    console.print(evaluation.summary_table(summary))
+    console.print(f"wrote {escape(summary['out'])} ({summary['rows_scored']} rows; each row's result in "
+                  f"{escape(summary['rows_file'])} beside it)", highlight=False)
 
 
 @app.command()
@@ -564,6 +643,9 @@ def evidence_run(
         table.add_row(family, str(s["episodes"]), f"{s['score']:.3f}", f"{s['support']:.3f}",
                       json.dumps(s["failures"], sort_keys=True))
     console.print(table)
+    from vicogym.evidence.report import executor_kind
+
+    console.print(f"{escape(executor)}: {escape(executor_kind(executor))}", highlight=False)
 
 
 CRAFT_ACTIONS = ("report", "transfer", "grammar")
