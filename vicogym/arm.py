@@ -24,6 +24,7 @@ import numpy as np
 from vicogym.core import Edit, ExportHints, LabelRule, Render, Sample, Seed, canonical_json, edit_schema
 from vicogym.errors import GenerationError, InvalidEdit, MissingExtra
 from vicogym.images import ImagePolicy
+from vicogym.install import install_command
 
 
 class Arm(abc.ABC):
@@ -228,18 +229,6 @@ def payload_dict(items: Any) -> dict[str, bytes]:
 
 def payload_list(payloads: Mapping[str, bytes]) -> list[dict[str, Any]]:
     return [{"name": name, "data": payloads[name]} for name in sorted(payloads)]
-
-
-def install_command(extra: str) -> str:
-    """The pip command that installs ``extra`` where this vicogym is: ``pip install -e
-    'CLONE[extra]'`` for a clone (an editable install), ``pip install 'vicogym[extra]'``
-    otherwise."""
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[1]  # this file is vicogym/arm.py
-    if (root / "pyproject.toml").is_file() and (root / "vicogym").is_dir():
-        return f"pip install -e '{root}[{extra}]'"
-    return f"pip install 'vicogym[{extra}]'"
 
 
 def require_module(module: str, extra: str, what: str) -> None:

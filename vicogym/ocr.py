@@ -1,5 +1,5 @@
 """A real reader of printed text: Tesseract, through its maintained Python binding
-``tesserocr`` (``pip install -e ".[ocr]"``) and Debian's language data
+``tesserocr`` (the ``[ocr]`` extra: :func:`install_hint`) and Debian's language data
 (``apt-get install tesseract-ocr tesseract-ocr-eng``).
 
 What the package says about printed text being *legible* or *answerable* is measured with
@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from vicogym.errors import VicogymError
+from vicogym.install import install_command
 
 #: where Debian (and other distributions) put Tesseract's language data, searched in order
 #: after ``$TESSDATA_PREFIX``
@@ -45,8 +46,12 @@ BORDER = 10
 UPSCALE = 3
 #: page segmentation modes by name (Tesseract's ``--psm`` numbers)
 MODES = {"line": 7, "word": 8, "block": 6, "sparse": 11, "auto": 3}
-INSTALL = ('pip install -e ".[ocr]" (the tesserocr binding) and apt-get install tesseract-ocr tesseract-ocr-eng '
-           "(Tesseract's English data)")
+
+
+def install_hint() -> str:
+    """What installs Tesseract for this vicogym: the ``[ocr]`` extra and Debian's data."""
+    return (f"{install_command('ocr')} (the tesserocr binding) and apt-get install tesseract-ocr tesseract-ocr-eng "
+            "(Tesseract's English data)")
 
 
 class ReaderUnavailable(VicogymError, RuntimeError):
@@ -66,10 +71,10 @@ def unavailable() -> str | None:
     try:
         import tesserocr  # noqa: F401
     except ImportError:
-        return f"the Tesseract binding tesserocr is not installed; install it with {INSTALL}"
+        return f"the Tesseract binding tesserocr is not installed; install it with {install_hint()}"
     if tessdata_dir() is None:
         return (f"Tesseract's English data ({LANG}.traineddata) is in none of $TESSDATA_PREFIX, "
-                f"{', '.join(TESSDATA_DIRS)}; install it with {INSTALL}")
+                f"{', '.join(TESSDATA_DIRS)}; install it with {install_hint()}")
     return None
 
 

@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 
 from vicogym.errors import MissingExtra, VicogymError
+from vicogym.install import install_command
 
 try:
     from fastapi import FastAPI, Request
@@ -70,7 +71,7 @@ try:
     from pydantic import BaseModel, ConfigDict, Field
 except ImportError as exc:  # pragma: no cover - the trainers extra is what brings them
     raise MissingExtra(f"vicogym serve needs openenv, fastapi and uvicorn ({exc}); install them with "
-                       "pip install 'vicogym[trainers]'") from None
+                       f"{install_command('trainers')}") from None
 
 from vicogym.trainers.common import (
     EDIT_ASK,

@@ -43,12 +43,21 @@ from typing import Any, ClassVar
 from uuid import uuid4
 
 import numpy as np
-from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
-from verl.tools.base_tool import BaseTool
-from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
-from verl.utils.dataset.rl_dataset import RLHFDataset
 
-from vicogym.errors import GenerationError
+from vicogym.errors import GenerationError, MissingExtra
+from vicogym.install import verl_install_command
+
+try:
+    from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
+    from verl.tools.base_tool import BaseTool
+    from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+except ImportError as exc:
+    _missing = f"vicogym.trainers.verl_agent needs verl ({exc}); install it with {verl_install_command()}"
+    if __name__ == "__main__":  # inside $(...) an empty output would drop the overrides without a word
+        raise SystemExit(f"error: {_missing}") from None
+    raise MissingExtra(_missing) from None
+
 from vicogym.evidence.protocol import ACTION_TABLE, tool_schema_of
 from vicogym.trainers.common import (
     EPISODE_OVER,
