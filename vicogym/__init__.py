@@ -8,6 +8,32 @@ Importing the package registers its environments with Gymnasium::
 
 __version__ = "0.1.0"
 
+
+def _require_layers() -> None:
+    """In a clone the layer folders (``programs/`` ...) sit beside ``vicogym/``; only an
+    install maps them into the package. Imported from a clone that is not installed, say so."""
+    import importlib.util
+    from pathlib import Path
+
+    if importlib.util.find_spec("vicogym.programs") is not None:
+        return
+    from vicogym.install import clone_command, install_command, installed, is_clone
+
+    here = Path(__file__).resolve().parent
+    what = f"vicogym is imported from {here}, where its layers (vicogym.programs, vicogym.envs ...) are missing"
+    if not is_clone(here.parent):
+        raise ImportError(f"{what}; reinstall vicogym: {install_command()} --force-reinstall")
+    distribution = installed()
+    if distribution is not None:
+        raise ImportError(f"{what}: it is a clone's package folder, found before the vicogym installed in "
+                          f"{distribution.locate_file('')}; run from another folder, or install this clone "
+                          f"instead: {clone_command(here.parent)}")
+    raise ImportError(f"{what}: it is a clone's package folder, and a clone works once installed, which maps its "
+                      f"layer folders into the package; install it with {clone_command(here.parent)}")
+
+
+_require_layers()
+
 from vicogym import spaces as _spaces  # noqa: F401  (text observations in vector envs)
 from vicogym.registry import list_environments, make, register
 
