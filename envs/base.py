@@ -31,7 +31,7 @@ from vicogym.policies import Actor, make_actor
 from vicogym.registry import check_settings
 from vicogym.rewards import PROBE_POLICIES, RewardConfig, difficulty_reward, in_sweet_zone, probe_decided
 from vicogym.spaces import TextSpace, to_charset
-from vicogym.validation import MAX_SEED, error_text, is_int, is_number
+from vicogym.validation import MAX_SEED, check_collections, error_text, is_int, is_number
 
 #: bounds of the integer settings: a run of 10^8 actor calls per sample or an observation
 #: too short for any question is a mistake to report, not to start
@@ -62,6 +62,7 @@ class EnvConfig:
     probe_confidence: float = 0.8
 
     def __post_init__(self) -> None:
+        check_collections(self)  # a list or mapping setting given as a word names the syntax it takes
         for name, (low, high) in LIMITS.items():
             v = getattr(self, name)
             if not is_int(v, low, high):

@@ -49,11 +49,19 @@ def chartqa_dir() -> Path:
     return Path(os.environ.get("VICOGYM_CHARTQA", REPO.parent / "shared" / "data" / "chartqa"))
 
 
+def chartqa_missing(path: Path) -> str | None:
+    """Why the real-data tests cannot read the ChartQA sample at ``path`` (``None``: they can)."""
+    if (path / "qa.jsonl").is_file():
+        return None
+    return (f"the real-data tests need the ChartQA sample (qa.jsonl, tables/*.csv), not found at {path}: set "
+            f"VICOGYM_CHARTQA to its folder; README.md, section Tests, says what it is and where it comes from")
+
+
 @pytest.fixture(scope="session")
 def chartqa() -> Path:
     path = chartqa_dir()
-    if not (path / "qa.jsonl").is_file():
-        message = f"the real-data tests need the ChartQA sample at {path} (set VICOGYM_CHARTQA)"
+    message = chartqa_missing(path)
+    if message is not None:
         if REQUIRE_DATA:  # CI has the data: a skip there would hide lost coverage
             pytest.fail(message)
         pytest.skip(message)

@@ -56,7 +56,8 @@ def test_an_unknown_format_and_a_missing_run_are_named(tmp_path):
     result = CliRunner().invoke(app, ["export", str(tmp_path), "--out", str(tmp_path / "x"), "--format", "alpaca"])
     assert result.exit_code != 0 and "expected --format in" in result.output
     result = CliRunner().invoke(app, ["export", str(tmp_path / "none"), "--out", str(tmp_path / "x")])
-    assert result.exit_code != 0 and "is not a folder written by" in result.output
+    assert result.exit_code != 0
+    assert "none does not exist; name the folder a `vicogym generate` --out wrote" in result.output
 
 
 def test_preference_pairs_set_a_sweet_edit_against_an_off_zone_or_rejected_one(run, tmp_path):

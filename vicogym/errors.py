@@ -116,6 +116,15 @@ class RunError(VicogymError, ValueError):
     """A generation or verification run that cannot start or go on (its folder, settings)."""
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """A run stopped by Ctrl-C: where it writes, the samples it keeps there and the samples
+    asked for. Running it again with the same settings resumes it."""
+
+    def __init__(self, out: str, samples: int, requested: int):
+        super().__init__(f"{out}: {samples} of {requested} samples kept")
+        self.out, self.samples, self.requested = out, samples, requested
+
+
 class UnknownConstraintType(VicogymError, ValueError):
     """A row names a constraint type (or a version of its code, by SHA-256) that no registry
     this process loaded holds. Model-written code is never taken from a row: load the

@@ -8,6 +8,7 @@ for a record, :func:`loads_json` to read JSON text."""
 from __future__ import annotations
 
 import difflib
+import functools
 import itertools
 import json
 import math
@@ -258,3 +259,64 @@ def load_config_file(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ValueError(f"--config {path}: expected a table of settings, got {type(data).__name__}")
     return data
+
+
+@functools.cache
+def collection_fields(cls: type) -> dict[str, str]:
+    """The fields of the dataclass ``cls`` whose type is a list (a tuple or sequence) or a
+    mapping, and nothing else but ``None``: name -> ``"list"`` or ``"object"`` (their JSON
+    kind). A field that also takes a string or a number is none of them."""
+    import dataclasses
+    import types
+    import typing
+
+    hints = typing.get_type_hints(cls)
+    kinds: dict[str, str] = {}
+    for f in dataclasses.fields(cls):
+        hint = hints.get(f.name, Any)
+        union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+        found = set()
+        for arg in (typing.get_args(hint) if union else (hint,)):
+            origin = typing.get_origin(arg) or arg
+            if arg is type(None):
+                continue
+            if isinstance(origin, type) and issubclass(origin, Mapping):
+                found.add("object")
+            elif isinstance(origin, type) and issubclass(origin, Sequence) and not issubclass(origin, (str, bytes)):
+                found.add("list")
+            else:
+                found.add("other")
+        if len(found) == 1 and "other" not in found:
+            kinds[f.name] = found.pop()
+    return kinds
+
+
+def _example(kind: str, value: Any, default: Any) -> str:
+    """A value of ``kind`` (``list`` or ``object``) that shows the syntax: ``value`` made a
+    list (a word, or words with commas), else the default, else a placeholder."""
+    if kind == "list" and isinstance(value, str) and value.strip():
+        words = [word.strip() for word in value.split(",") if word.strip()]
+        return json.dumps([v if isinstance(v, (int, float)) and why is None else w
+                           for w in words for v, why in [loads_json(w)]])
+    if default:
+        return json.dumps(list(default) if kind == "list" else dict(default))
+    return '["VALUE"]' if kind == "list" else '{"NAME": "VALUE"}'
+
+
+def check_collections(config: Any) -> None:
+    """A ``TypeError`` that shows the syntax (a JSON list or object, with an example on the
+    command line and in a TOML file) for the first list or mapping setting of the dataclass
+    ``config`` given as something else (``templates=lookup``)."""
+    import dataclasses
+
+    defaults = {f.name: f.default if f.default is not dataclasses.MISSING else
+                (f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
+                for f in dataclasses.fields(config)}
+    for name, kind in collection_fields(type(config)).items():
+        value = getattr(config, name)
+        if value is None or isinstance(value, Mapping if kind == "object" else (list, tuple)):
+            continue
+        example = _example(kind, value, defaults[name])
+        toml = f" ({name} = {example} in a TOML file)" if kind == "list" else ""
+        raise TypeError(f"expected {name} as a JSON {kind}, such as --set '{name}={example}' on the command "
+                        f"line{toml}, got {brief(value)}")

@@ -74,7 +74,7 @@ from vicogym.evidence.optimizers import INTERFACE_MOVES, TEXT_MOVES, Proposal, m
 from vicogym.evidence.runs import ENV_ID, episode_seed
 from vicogym.evidence.skills import BUILTIN, FIELDS, TEXT_FIELDS, VISUAL_FIELDS, Skill, load_skill
 from vicogym.runs.rounds import check_identity, write_bytes_atomic, write_json_atomic
-from vicogym.runs.shards import FILES_DIR, RunFolder
+from vicogym.runs.shards import FILES_DIR, RunFolder, existing_folder
 from vicogym.validation import MAX_SEED, is_int
 
 MODES = ("text", "interface", "joint", "alternating", "staged")
@@ -598,7 +598,7 @@ def craft(out: str | Path, config: CraftConfig, progress: Callable[[str], None] 
 
 def read_run(out: str | Path) -> dict[str, Any]:
     """What a craft run folder holds: its identity, splits, ledgers and test evaluation."""
-    path = Path(out)
+    path = existing_folder(out, f"name a folder a `vicogym craft` --out wrote ({CRAFT_FILE})")
     if not (path / CRAFT_FILE).is_file():
         raise RunError(f"{path} holds no craft run ({CRAFT_FILE}); run `vicogym craft ... --out {path}` first")
     meta = json.loads((path / CRAFT_FILE).read_text(encoding="utf-8"))

@@ -30,7 +30,7 @@ import numpy as np
 
 import vicogym
 from vicogym.core import canonical_json
-from vicogym.errors import RunError
+from vicogym.errors import RunError, RunInterrupted
 from vicogym.processes import BACKEND_SETTINGS, check_backend, die_with_parent, limit_threads
 from vicogym.registry import check_id, env_class, env_kind, make_config
 from vicogym.runs.rollout import KEEP_POLICIES, EpisodeStats, row_schema, run_episode, sample_row
@@ -207,10 +207,23 @@ class GenerateConfig:
         d = asdict(self)
         for name in ("workers", "out", "env_kwargs", *RUNTIME):
             d.pop(name)
-        d["env_kwargs"] = self.make_kwargs
+        d["env_kwargs"] = settings_given(self.env_id, self.make_kwargs)
         if d["rewriter"] == "random":  # runs from before rewriters were a setting stay resumable
             d.pop("rewriter")
         return d
+
+
+def settings_given(env_id: str, env_kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """``env_kwargs`` less the settings that leave the environment's config as it is
+    without them (``k=8`` where K is 8 by default, ``templates=null``): a setting given at
+    its default value does not change a run's identity, nor its row ids."""
+    kept = dict(env_kwargs)
+    config = make_config(env_id, kept).to_dict()
+    for name in list(kept):
+        without = {key: value for key, value in kept.items() if key != name}
+        if make_config(env_id, without).to_dict() == config:
+            kept = without
+    return kept
 
 
 #: the packages whose files decide what a run writes (the layers install as vicogym.<layer>)
@@ -363,8 +376,9 @@ def _episode_result(config: GenerateConfig, env: Any, e: int) -> EpisodeResult:
     seed_sample, p0, kept, stats = _episode(config, env, e)
     rows: list[dict[str, Any]] = []
     files: dict[str, bytes] = {}
+    prefix = id_prefix(config.identity())
     for k in kept:
-        rid = row_id(id_prefix(config.identity()), config.seed, e, k.turn)
+        rid = row_id(prefix, config.seed, e, k.turn)
         provenance = dict(k.sample.provenance.to_dict(), seed=episode_seed(config.seed, e), index=e, turn=k.turn,
                           run_seed=config.seed)
         row = sample_row(env.arm, config.env_id, rid, k, seed_sample, p0, provenance)
@@ -432,18 +446,22 @@ def make_block(config: GenerateConfig, block: int, needed: int | None = None) ->
 
 # -- the run -----------------------------------------------------------------------------
 def generate(config: GenerateConfig, progress: bool = True,
-             on_shard: Callable[[dict[str, Any]], None] | None = None) -> RunManifest:
+             on_shard: Callable[[dict[str, Any]], None] | None = None,
+             on_resume: Callable[[int], None] | None = None) -> RunManifest:
     """Generate ``config.n`` samples into ``config.out`` (a folder, or a filesystem URL such
     as ``s3://bucket/prefix``, which workers write to directly); resume what a crash left,
     or extend a finished run to a larger ``n`` (its rows stay as they are, new ones follow).
     ``on_shard``, if given, hears of every shard the run commits: its block, the bytes the
     worker's answer took (pickled), the manifest bytes written for it, and the seconds this
-    process spent recording it."""
+    process spent recording it. ``on_resume``, if given, hears how many samples of an
+    earlier run of these settings the run keeps (0 for a new run) before it makes any.
+    Interrupted (Ctrl-C), it raises :class:`~vicogym.errors.RunInterrupted` with the
+    samples kept on disk: the same call resumes from them."""
     folder = RunFolder(config.out)
     if folder.store.in_process and (config.workers > 1 or config.backend == "ray"):
         raise RunError(f"--out {config.out} lives in this process alone, where worker processes cannot write: use "
                        f"--workers 1 with the local backend, or a folder or URL the workers reach")
-    return _generate(config, folder, progress, on_shard)
+    return _generate(config, folder, progress, on_shard, on_resume)
 
 
 #: settings a finished run may grow: more samples from the same seed (the rows made stay)
@@ -464,7 +482,8 @@ def _check_growth(stored: Mapping[str, Any] | None, config: GenerateConfig, wher
 
 
 def _generate(config: GenerateConfig, folder: RunFolder, progress: bool,
-              on_shard: Callable[[dict[str, Any]], None] | None) -> RunManifest:
+              on_shard: Callable[[dict[str, Any]], None] | None,
+              on_resume: Callable[[int], None] | None = None) -> RunManifest:
     from tqdm import tqdm
 
     identity = config.identity()
@@ -482,6 +501,8 @@ def _generate(config: GenerateConfig, folder: RunFolder, progress: bool,
         block = _resume(config, folder, run, previous, stored, blocks_total, functools.partial(_row_files, env.arm))
         bar.update(run.count)
         folder.write_manifest(run.manifest(finished=False))
+        if on_resume is not None:
+            on_resume(run.count)
 
         def commit(result: dict[str, Any], b: int) -> None:
             started = time.perf_counter()
@@ -507,6 +528,9 @@ def _generate(config: GenerateConfig, folder: RunFolder, progress: bool,
         manifest = run.manifest(finished=True)
         folder.write_manifest(manifest)
         return manifest
+    except KeyboardInterrupt as stop:
+        folder.release_if_empty()
+        raise RunInterrupted(config.out, run.count, config.n) from stop
     except BaseException:
         folder.release_if_empty()
         raise

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from vicogym.errors import RunError
-from vicogym.runs.shards import MANIFEST_FILE, RUN_FILE, file_sha256, is_url
+from vicogym.runs.shards import MANIFEST_FILE, RUN_FILE, existing_folder, file_sha256, is_url
 
 
 # -- what a check found -----------------------------------------------------------------------
@@ -168,10 +168,7 @@ def recognise(folder: Any, kinds: Sequence[RunKind]) -> RunKind:
     path = Path(folder)
     hint = f"name the folder a run's --out wrote, of one of these kinds: {_kinds_said(kinds)}"
     try:
-        if not path.exists():
-            raise RunError(f"{folder} does not exist; {hint}")
-        if not path.is_dir():
-            raise RunError(f"{folder} is a file, not a run folder; {hint}")
+        existing_folder(path, hint)
         if not os.access(path, os.R_OK | os.X_OK):
             raise PermissionError(errno.EACCES, "permission denied")
         recorded = recorded_kind(path)

@@ -459,6 +459,18 @@ def run_entries(out: str | Path, manifest: dict[str, Any] | None = None) -> Iter
         yield folder.read_entry(name)
 
 
+def existing_folder(folder: Any, hint: str) -> Path:
+    """``folder`` as a path, when it names a folder that exists; else a
+    :class:`~vicogym.errors.RunError` that says it does not exist or is a file, and
+    ``hint`` (what to name instead)."""
+    path = Path(folder)
+    if not path.exists():
+        raise RunError(f"{folder} does not exist; {hint}")
+    if not path.is_dir():
+        raise RunError(f"{folder} is a file, not a run folder; {hint}")
+    return path
+
+
 # -- runs kept in object storage -----------------------------------------------------------
 def is_url(out: Any) -> bool:
     """Whether ``out`` names a filesystem URL (``s3://bucket/prefix``, ``memory://x``) rather
@@ -476,7 +488,8 @@ def local_run(out: Any) -> Iterator[Path]:
         return
     store = Store(out)
     if not store.fs.isdir(store.root):
-        raise RunError(f"{out} is not a folder written by `vicogym generate`")
+        missing = "does not exist" if not store.fs.exists(store.root) else "is a file, not a run folder"
+        raise RunError(f"{out} {missing}; name the folder a `vicogym generate` --out wrote")
     with tempfile.TemporaryDirectory(prefix="vicogym-run-") as tmp:
         local = Path(tmp) / "run"
         local.mkdir()

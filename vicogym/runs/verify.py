@@ -41,6 +41,7 @@ from vicogym.runs.shards import (
     MANIFEST_FILE,
     SHARD_GLOB,
     RunFolder,
+    existing_folder,
     local_run,
     row_hash,
 )
@@ -48,8 +49,7 @@ from vicogym.runs.trainer_columns import verl_mismatch
 
 
 def read_manifest(out: Path) -> dict[str, Any]:
-    if not out.is_dir():
-        raise RunError(f"{out} is not a folder written by `vicogym generate`")
+    existing_folder(out, "name the folder a `vicogym generate` --out wrote")
     path = out / MANIFEST_FILE
     if not path.is_file():
         hint = ("the run did not finish: run the same generate command again to resume it"
