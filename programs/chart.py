@@ -614,7 +614,7 @@ TEMPLATES: tuple[Template, ...] = (
     Template("mean", "What is the average {series} across the {index} values shown?", "mean"),
     Template("median", "What is the median {series} value?", "median"),
     Template("range", "What is the difference between the highest and the lowest {series} value?", "range"),
-    Template("absdiff", "What is the difference in {series} between {a} and {b}?", "absdiff"),
+    Template("absdiff", "What is the absolute difference in {series} between {a} and {b}?", "absdiff"),
     Template("ratio", "What is the ratio of the {series} value of {a} to that of {b}?", "ratio"),
     Template("greater", "Is the {series} value of {a} greater than that of {b}?", "greater"),
     Template("less", "Is the {series} value of {a} less than that of {b}?", "less"),

@@ -1,8 +1,10 @@
 """The evidence arm's ``forms`` family: procedural form pages (source), their region
 renderer, the FUNSD pairing program and ANLS, and the answerability checks."""
 
+import functools
 import json
 import math
+import unicodedata
 
 import numpy as np
 import pytest
@@ -429,10 +431,35 @@ def test_anls_agrees_with_the_reference_package(prediction, golds, threshold):
 
 
 @settings(max_examples=200, deadline=None)
-@given(prediction=st.text(max_size=10), gold=st.text(max_size=10))
-def test_anls_agrees_with_the_reference_on_any_text(prediction, gold):
+@given(prediction=st.text(alphabet=st.characters(max_codepoint=127), max_size=10),
+       gold=st.text(alphabet=st.characters(max_codepoint=127), max_size=10))
+def test_anls_agrees_with_the_reference_on_any_ascii_text(prediction, gold):
     reference = pytest.importorskip("anls.metrics.score", reason="the conformance test needs anls==0.0.2")
     assert anls(prediction, [gold]) == reference.anls_score(prediction, [gold])
+
+
+#: text with compatibility forms NFKC rewrites (ligatures, full-width, super- and subscripts,
+#: circled digits, spaces, the long s, a combining accent) among any characters
+COMPATIBLE = st.text(alphabet=st.one_of(st.characters(), st.sampled_from(list(
+    "\ufb01\ufb02\uff21\uff41\uff11\u00b2\u2082\u2460\u00a0\u2003\u017f\u0301e\u2126\u212b"))), max_size=10)
+
+
+@settings(max_examples=300, deadline=None)
+@given(prediction=COMPATIBLE, other=COMPATIBLE, kin=st.sampled_from(["other", "nfkc", "nfkc+other"]))
+def test_anls_is_the_reference_on_any_text_after_nfkc(prediction, other, kin):
+    reference = pytest.importorskip("anls.metrics.score", reason="the conformance test needs anls==0.0.2")
+    nfkc = functools.partial(unicodedata.normalize, "NFKC")
+    # a gold unrelated to the prediction, or the prediction's NFKC form (and more)
+    gold = {"other": other, "nfkc": nfkc(prediction), "nfkc+other": nfkc(prediction) + other[:2]}[kin]
+    assert anls(prediction, [gold]) == reference.anls_score(nfkc(prediction), [nfkc(gold)])
+
+
+def test_anls_reads_compatibility_forms_as_the_letters_they_stand_for():
+    for prediction, gold in [("\ufb01le", "file"), ("file", "\ufb01le"), ("\uff21\uff11", "a1"), ("x\u00b2", "x2"),
+                             ("ACME\u00a0Corp", "acme corp"), ("Caf\u0065\u0301", "caf\u00e9"), ("\u2460", "1")]:
+        assert anls(prediction, gold) == 1.0, (prediction, gold)
+        assert score_answer("anls", prediction, gold) == 1.0
+        assert anls_normalize(prediction) == anls_normalize(gold)
 
 
 def test_anls_is_the_one_every_scorer_uses_and_keeps_punctuation():

@@ -6,9 +6,9 @@ Scorers are pure functions ``score(prediction, target) -> float`` in [0, 1].
 Two normalisations, for two purposes: :func:`normalize_text` (NFKC, lower case, inner
 spaces collapsed, surrounding punctuation dropped) is what exact match, relaxed accuracy
 and short answers compare; :func:`anls` keeps DocVQA's own (:func:`anls_normalize`: lower
-case and whitespace only, punctuation and Unicode forms kept), so its scores are the ones
-the ``anls`` package and published ANLS numbers give (``"Acme Corp."`` against ``"ACME
-corp"`` scores 0.9, one edit in ten characters).
+case and whitespace only, punctuation kept) after NFKC, so on text NFKC leaves alone its
+scores are the ones the ``anls`` package and published ANLS numbers give (``"Acme Corp."``
+against ``"ACME corp"`` scores 0.9, one edit in ten characters).
 """
 
 from __future__ import annotations
@@ -94,10 +94,16 @@ def levenshtein(a: str, b: str) -> int:
 
 
 def anls_normalize(text: str) -> str:
-    """ANLS's normalisation (DocVQA's, as the ``anls`` package does it): lower case,
-    stripped, inner whitespace runs as one space. Unlike :func:`normalize_text` it keeps
-    punctuation and applies no Unicode normal form."""
-    return " ".join(str(text).strip().lower().split())
+    """ANLS's normalisation: NFKC, then DocVQA's (as the ``anls`` package does it): lower
+    case, stripped, inner whitespace runs as one space. Unlike :func:`normalize_text` it
+    keeps punctuation.
+
+    The ST-VQA and DocVQA definition (and the ``anls`` package) compare the code points as
+    given; the NFKC step is vicogym's own, so that a compatibility form a renderer or an OCR
+    reply may use reads as the letters it stands for (the ligature ``"ﬁle"`` as ``"file"``,
+    full-width ``"Ａ１"`` as ``"a1"``, a non-breaking space as a space). On text that NFKC
+    leaves alone (ASCII, say) the scores are the package's."""
+    return " ".join(unicodedata.normalize("NFKC", str(text)).strip().lower().split())
 
 
 def normalized_levenshtein(a: str, b: str) -> float:
@@ -109,7 +115,8 @@ def normalized_levenshtein(a: str, b: str) -> float:
 
 def anls(prediction: str, golds: str | Sequence[str], threshold: float = 0.5) -> float:
     """ANLS (Biten et al., 2019; DocVQA's metric) of ``prediction`` against ``golds`` (one
-    string or several): both sides put through :func:`anls_normalize`, ``NL`` their
+    string or several): both sides put through :func:`anls_normalize` (NFKC, then lower
+    case and whitespace runs as one space), ``NL`` their
     :func:`normalized_levenshtein`; per gold ``1 - NL`` when ``NL < threshold``, else 0;
     the best over the golds. Case and runs of whitespace do not count, punctuation does."""
     if isinstance(golds, str):
@@ -132,21 +139,61 @@ def anls(prediction: str, golds: str | Sequence[str], threshold: float = 0.5) ->
 
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
-_NUMBER_WORDS = {w: str(n) for n, w in enumerate(("zero", "one", "two", "three", "four", "five", "six", "seven",
-                                                   "eight", "nine", "ten"))}
+_ONES = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+         "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen")
+_TENS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
+
+
+def _words_of(n: int) -> str:
+    """``n`` in [1, 999] in words, as :func:`number_from_words` reads them (hyphens as spaces)."""
+    hundreds, rest = divmod(n, 100)
+    tens, ones = divmod(rest, 10)
+    tail = [] if rest == 0 else [_ONES[rest]] if rest < 20 else [_TENS[tens - 2], *([_ONES[ones]] if ones else [])]
+    return " ".join([*([_ONES[hundreds], "hundred"] if hundreds else []), *tail])
+
+
+_BELOW_THOUSAND = {_words_of(n): n for n in range(1, 1000)}
+
+
+def number_from_words(text: str) -> int | None:
+    """A whole number from zero to 999,999 written in English words (``"two"``, ``"twenty-one"``,
+    ``"one hundred and five"``, ``"two thousand twenty"``), or ``None`` when any word of
+    ``text`` is not part of one (``"two apples"``, ``"tent"``, ``"one two"``)."""
+    words = normalize_text(text).replace("-", " ").split()
+    # "one hundred and five", "one thousand and one": an "and" after a hundred or a thousand, before more
+    words = [w for k, w in enumerate(words)
+             if not (w == "and" and 0 < k < len(words) - 1 and words[k - 1] in ("hundred", "thousand"))]
+    if words == ["zero"]:
+        return 0
+    if words.count("thousand") > 1:
+        return None
+    if "thousand" in words:
+        k = words.index("thousand")
+        high, low = _BELOW_THOUSAND.get(" ".join(words[:k])), _BELOW_THOUSAND.get(" ".join(words[k + 1:]), 0)
+        return None if high is None or (words[k + 1:] and not low) else high * 1000 + low
+    return _BELOW_THOUSAND.get(" ".join(words))
+
+
+def _number_said(text: str) -> float | None:
+    """The number ``text`` gives, in digits (:func:`parse_number`) or in words."""
+    number = parse_number(text)
+    if number is None:
+        whole = number_from_words(text)
+        number = None if whole is None else float(whole)
+    return number
 
 
 def short_answer(prediction: str, target: str) -> float:
-    """VQA-style short answers: yes/no by polarity, counts as numbers (``"2"``, ``"2.0"``
-    and ``"two"`` alike, no tolerance), other text normalised and without articles
-    (``"a spoon"`` is ``"spoon"``)."""
+    """VQA-style short answers: yes/no by polarity, numbers as numbers, in digits or words
+    either side (``"2"``, ``"2.0"`` and ``"two"`` alike, no tolerance:
+    :func:`number_from_words`), other text normalised and without articles (``"a spoon"``
+    is ``"spoon"``)."""
     truth = _yes_no(target)
     if truth is not None:
         return float(_yes_no(prediction) == truth)
-    target_number = parse_number(target)
+    target_number = _number_said(target)
     if target_number is not None:
-        said = normalize_text(prediction)
-        number = parse_number(_NUMBER_WORDS.get(said, said))
+        number = _number_said(prediction)
         return float(number is not None and number == target_number)
 
     def bare(text: str) -> str:

@@ -218,7 +218,9 @@ def question(program: Mapping[str, Any], titles: Sequence[str], tables: Sequence
         pa = f"{_value_phrase(ta, a['series'], a['row'])} in the slide titled '{titles[a['unit']]}'"
         pb = f"{_value_phrase(tb, b['series'], b['row'])} in the slide titled '{titles[b['unit']]}'"
         if op == "diff":
-            return f"What is the difference between {pa} and {pb}?"
+            # "absolute": the answer is the larger value less the smaller, whichever slide holds it
+            # (a counterfactual keeps the question and may trade which one that is)
+            return f"What is the absolute difference between {pa} and {pb}?"
         return f"Is {pa} greater than {pb}?"
     if op in MC_OPS:
         table = _table(tables, 0)
