@@ -94,3 +94,11 @@ def test_the_cli_runs_rounds_and_names_bad_settings(tmp_path):
     assert result.exit_code != 0 and "expected rounds" in result.output
     result = runner.invoke(app, ["evolve", "--rewriter", "clever", "--out", str(tmp_path / "y")])
     assert result.exit_code != 0 and "expected rewriter in" in result.output
+
+
+def test_each_rounds_table_names_the_actor_that_gave_its_pass_rates(tmp_path):
+    result = CliRunner().invoke(app, ["evolve", "--rounds", "1", "--n", "2", "--out", str(tmp_path / "e"),
+                                      "--episodes-per-shard", "2", "--set", "k=2", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    rows = [" ".join(line.strip("│| ").split()) for line in result.output.splitlines() if "pass rates from" in line]
+    assert len(rows) == 1 and "the simulated actor (a stand-in, not a model)" in rows[0], result.output

@@ -72,3 +72,31 @@ def test_preference_pairs_set_a_sweet_edit_against_an_off_zone_or_rejected_one(r
         assert pair["chosen"]["content"] != pair["rejected"]["content"]
         assert pair["messages"][0]["content"].count("<image>") == 1 == len(pair["images"])
         Edit.parse(pair["rejected"]["content"])
+
+
+def test_an_export_of_a_simulated_actors_pass_rates_warns_and_records_the_stand_in(run, tmp_path):
+    """The edits' weights and which are kept follow the actor's pass rates: from the
+    simulated actor, the export says so on stderr and in every dataset_info.json entry; from
+    a model, it says nothing of the kind."""
+    import shutil
+
+    result = CliRunner().invoke(app, ["export", str(run), "--out", str(tmp_path / "lf"), "--pairs"])
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.stderr.split())
+    assert said.startswith("warning: the edits' pass rates") and "came from the simulated actor (a stand-in" in said
+    assert "--actor openai:MODEL@URL" in said and "recorded as stand_in in" in said
+    info = json.loads((tmp_path / "lf" / "dataset_info.json").read_text())
+    assert set(info) == {"vicogym_rewriter", "vicogym_rewriter_pairs"}
+    for entry in info.values():
+        assert entry["stand_in"]["actor"] == "simulated" and "simulated actor" in entry["stand_in"]["note"]
+
+    copy = tmp_path / "model-run"
+    shutil.copytree(run, copy)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest["env"]["env_config"]["actor"] = "openai:qwen2.5-vl@http://localhost:8000/v1"
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    result = CliRunner().invoke(app, ["export", str(copy), "--out", str(tmp_path / "model-lf")])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == "" and "warning" not in result.output
+    info = json.loads((tmp_path / "model-lf" / "dataset_info.json").read_text())
+    assert "stand_in" not in info["vicogym_rewriter"]

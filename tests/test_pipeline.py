@@ -653,3 +653,25 @@ def test_settings_nested_too_deeply_or_too_long_are_one_line_not_a_traceback(tmp
     assert result.exit_code != 0 and (result.exception is None or isinstance(result.exception, SystemExit))
     assert expected in result.output and "Traceback" not in result.output
     assert len([line for line in result.output.splitlines() if line.startswith("error:")]) == 1
+
+
+def test_the_run_summary_names_the_actor_that_gave_the_pass_rates(tmp_path, capsys):
+    """A run with the simulated actor says that its pass rates are a stand-in's and how to
+    plug a model in; a run whose manifest records a model names the model instead."""
+    from vicogym.cli import _summary
+
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["generate", "--n", "2", "--k", "2", "--max-turns", "1", "--out", str(out),
+                                 "--no-progress"])
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert ("note: pass rates from the simulated actor (a stand-in, not a model); plug in a real model with --actor "
+            "openai:MODEL@URL") in said
+    assert said.count("the simulated actor (a stand-in, not a model)") == 2  # the table's row and the note
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["env"]["env_config"]["actor"] = "openai:qwen2.5-vl@http://localhost:8000/v1"
+    capsys.readouterr()
+    _summary(manifest)
+    said = " ".join(capsys.readouterr().out.split())
+    assert "pass rates from openai:qwen2.5-vl@http://localhost:8000/v1" in said
+    assert "stand-in" not in said and "note:" not in said

@@ -136,3 +136,28 @@ def test_effect_model_without_data_predicts_no_effect_and_draws_are_seeded():
     model.add({"add": 2.0, "recolor": 1.0}, -0.6)
     assert model.draw(np.random.default_rng(1)) == model.draw(np.random.default_rng(1))
     assert model.draw(np.random.default_rng(1)) != model.draw(np.random.default_rng(2))
+
+
+def test_the_simulated_actor_is_named_a_stand_in_and_a_model_by_its_spec():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from vicogym.policies import actor_name
+
+    for spec in (None, "simulated", " simulated ", "SimulatedActor", {"name": "simulated"}, SimulatedActor()):
+        assert actor_name(spec).stand_in and actor_name(spec).name == "the simulated actor"
+    assert actor_name({"name": "simulated", "skill": 3.0}).name == "the simulated actor (skill=3.0)"
+    assert actor_name({"name": "openai", "model": "m", "base_url": "http://h/v1"}).name == "openai:m@http://h/v1"
+    assert actor_name("transformers:/models/qwen") == actor_name({"name": "transformers", "model_dir": "/models/qwen"})
+
+    @given(model=st.text(min_size=1, max_size=30), url=st.sampled_from(["http://localhost:8000/v1", "https://x.io"]))
+    @settings(max_examples=50, deadline=None)
+    def a_model(model, url):
+        spec = f"openai:{model}@{url}"
+        named = actor_name(spec)
+        assert not named.stand_in and named.name == spec.strip() and named.line() == f"pass rates from {spec.strip()}"
+
+    a_model()
+    line = actor_name("simulated").line()
+    assert line.startswith("pass rates from the simulated actor (a stand-in, not a model); plug in a real model with "
+                           "--actor openai:MODEL@URL")

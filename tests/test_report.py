@@ -67,3 +67,24 @@ def test_the_page_shows_each_question_familys_answers():
     table = answer_table(rows)
     assert "<td>comparison</td><td>3</td><td>no 2 (67%), yes 1 (33%)</td>" in table
     assert "<td>cell</td><td>1</td><td>7 1 (100%)</td>" in table
+
+
+def test_the_page_header_names_the_actor_of_each_rounds_pass_rates(rounds, tmp_path):
+    """Each actor that gave pass rates on the page is named at its top: the simulated one as
+    a stand-in with how to plug a model in, a model by its spec, with the rounds it answered."""
+    import json
+
+    folder = tmp_path / "rounds"
+    shutil.copytree(rounds, folder, ignore=shutil.ignore_patterns("report"))
+    path = folder / "round-001" / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["env"]["env_config"]["actor"] = "openai:qwen2.5-vl@http://localhost:8000/v1"
+    path.write_text(json.dumps(manifest))
+    result = CliRunner().invoke(app, ["report", str(folder), "--limit", "1"])
+    assert result.exit_code == 0, result.output
+    page = (folder / "report" / "index.html").read_text()
+    header = page.split('<p class="actor', 1)[1].split("<div", 1)[0]
+    assert (' stand-in">vicogym/Chart-v0 (round-000): pass rates from the simulated actor (a stand-in, not a model); '
+            "plug in a real model with --actor openai:MODEL@URL") in header
+    assert ('<p class="actor">vicogym/Chart-v0 (round-001): pass rates from '
+            "openai:qwen2.5-vl@http://localhost:8000/v1</p>") in header

@@ -422,3 +422,51 @@ def test_a_run_that_failed_before_its_first_round_does_not_block_a_retry_with_ot
     assert manifest["samples"] >= 4
     with pytest.raises(RunError, match="writer"):  # once a round is committed, other settings are refused again
         synthesize(small(tmp_path, writer={"kind": "simulated", "skill": 0.5}, n=8))
+
+
+def test_an_export_of_stand_in_text_warns_and_records_the_stand_ins(run, tmp_path):
+    """The simulated writer's responses are placeholders and the simulated target sets the
+    difficulty: `vicogym export` says so on stderr and in the dataset_info.json entry, and
+    the report page says so at its top; where models did it all, neither says anything."""
+    import shutil
+
+    config, _ = run
+    result = CliRunner().invoke(app, ["export", config.out, "--out", str(tmp_path / "sft")])
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.stderr.split())
+    assert said.startswith("warning: the responses are the simulated writer's placeholders"), said
+    assert "--writer openai:MODEL@URL" in said and "recorded as stand_in in" in said
+    stand_in = json.loads((tmp_path / "sft" / "dataset_info.json").read_text())["vicogym_instruct"]["stand_in"]
+    assert {k: v for k, v in stand_in.items() if k != "note"} == dict.fromkeys(("writer", "target", "judge"),
+                                                                                "simulated")
+    assert "placeholders" in stand_in["note"] and "simulated target's pass rates" in stand_in["note"]
+    page = write_report_page(config.out, tmp_path / "page").read_text()
+    assert '<p class="stand-in">the responses are the simulated writer' in page
+
+    copy = tmp_path / "models"
+    shutil.copytree(config.out, copy, ignore=shutil.ignore_patterns("report"))
+    memory = Memory(copy / synthesis.MEMORY_FILE)
+    try:
+        memory.set_meta("identity", {**memory.meta("identity"), "writer": "openai:w@http://localhost:8000/v1",
+                                     "target": "openai:t@http://localhost:8000/v1",
+                                     "judge": "openai:j@http://localhost:8000/v1"})
+    finally:
+        memory.close()
+    result = CliRunner().invoke(app, ["export", str(copy), "--out", str(tmp_path / "models-sft")])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""
+    assert "stand_in" not in json.loads((tmp_path / "models-sft" / "dataset_info.json").read_text())["vicogym_instruct"]
+    assert '<p class="stand-in">' not in write_report_page(copy, tmp_path / "models-page").read_text()
+
+
+@given(role=st.sampled_from(["writer", "target", "judge"]), model=st.text(min_size=1, max_size=20))
+@settings(max_examples=50, deadline=None)
+def test_a_role_given_a_model_is_no_stand_in_and_the_others_stay_named(role, model):
+    from vicogym.instruct.models import stand_ins
+
+    identity = {"images": ["vicogym/Chart-v0"], "discover": 0.0, role: f"openai:{model}@http://localhost:8000/v1"}
+    found = stand_ins(identity)
+    assert role not in found and set(found) == {"writer", "target", "judge", "note"} - {role}
+    assert f"--{role} " not in found["note"]
+    with_folders = stand_ins({**identity, "images": ["path/to/photos"], "discover": 0.5})
+    assert {"perceiver", "proposer"} <= set(with_folders)

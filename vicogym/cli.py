@@ -429,6 +429,11 @@ def evolve(
 
     def show(r: int, stats: dict) -> None:
         table = Table(title=f"round {r}", show_header=False)
+        manifest = Path(out) / f"round-{r:03d}" / "manifest.json"
+        if manifest.is_file():
+            from vicogym.runs.verify import run_actor
+
+            table.add_row("pass rates from", escape(run_actor(json.loads(manifest.read_text())).short()))
         table.add_row("sweet-zone hit rate", f"{stats['sweet_zone_hit_rate']:.0%}")
         table.add_row("pass rate before -> after", f"{stats['pass_rate_before']:.2f} -> {stats['pass_rate_after']:.2f}")
         table.add_row("editing intensity", f"{stats['editing_intensity']:.2f}")

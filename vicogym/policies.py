@@ -398,3 +398,57 @@ def make_actor(spec: Any) -> Actor:
     if isinstance(spec, Actor):
         return spec
     raise TypeError(f"expected an actor name, a JSON object or an object with answer(), got {type(spec).__name__}")
+
+
+#: actor names whose answers are a stand-in's: the spec's name, and the class name a run
+#: records for an actor object
+STAND_IN_ACTORS = ("simulated", "SimulatedActor")
+#: how to replace the stand-in, said wherever its pass rates are shown or exported
+PLUG_IN_ACTOR = "plug in a real model with --actor openai:MODEL@URL (docs/evolve.md)"
+
+
+@dataclass(frozen=True)
+class ActorName:
+    """Who gave a run's pass rates, as a reader should see it: ``name`` (``the simulated
+    actor``, ``openai:MODEL@URL``), and whether it is a stand-in rather than a model."""
+
+    name: str
+    stand_in: bool
+
+    def line(self) -> str:
+        """The line that says where pass rates came from (with how to plug a model in, for
+        a stand-in)."""
+        if self.stand_in:
+            return f"pass rates from {self.name} (a stand-in, not a model); {PLUG_IN_ACTOR}"
+        return f"pass rates from {self.name}"
+
+    def short(self) -> str:
+        """The name, with ``(stand-in)`` after a stand-in's."""
+        return f"{self.name} (a stand-in, not a model)" if self.stand_in else self.name
+
+
+def actor_name(spec: Any) -> ActorName:
+    """The :class:`ActorName` of an actor spec as :func:`make_actor` takes it, as a run
+    records it (an object as its class name), or of an actor object; ``None`` is the
+    default, the simulated actor."""
+    if spec is None:
+        spec = "simulated"
+    if isinstance(spec, SimulatedActor):
+        spec = type(spec).__name__
+    if isinstance(spec, str):
+        text = spec.strip()
+        if text in STAND_IN_ACTORS:
+            return ActorName("the simulated actor", True)
+        return ActorName(text if ":" in text else f"the actor {text}", False)
+    if isinstance(spec, Mapping):
+        settings = {k: v for k, v in spec.items() if k != "name"}
+        name = str(spec.get("name"))
+        if name in STAND_IN_ACTORS:
+            shown = ", ".join(f"{k}={v}" for k, v in sorted(settings.items()))
+            return ActorName("the simulated actor" + (f" ({shown})" if shown else ""), True)
+        if name == "openai" and settings.get("model"):
+            return ActorName(f"openai:{settings['model']}@{settings.get('base_url', '')}", False)
+        if name == "transformers" and settings.get("model_dir"):
+            return ActorName(f"transformers:{settings['model_dir']}", False)
+        return ActorName(f"the actor {name}", False)
+    return ActorName(f"the actor {type(spec).__name__}", False)

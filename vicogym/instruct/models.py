@@ -369,3 +369,45 @@ def make_model(role: str, spec: Any) -> Any:
     allowed = " or ".join(repr(n) for n in names) + (", or 'openai:MODEL@URL'" if role in _OPENAI else "") + (
         ", or a local model folder" if role == "embedder" else "")
     raise ValueError(f"expected the {role} as {allowed}, got {spec!r}")
+
+
+#: what each role's stand-in leaves in a synthesis run's data (said wherever the data is
+#: exported), for the roles whose stand-in writes text, sets pass rates or decides verdicts
+STAND_IN_EFFECTS = {
+    "writer": "the responses are the simulated writer's placeholders (a fixed description of the image edited to "
+              "meet each constraint), not a model's text",
+    "target": "the difficulty levels, and which samples were kept, come from the simulated target's pass rates",
+    "judge": "judge-track constraints, where a sample has any, were decided by the simulated judge (a cue match)",
+    "perceiver": "what folder images show is the simulated perceiver's report (nothing: only constraints on the "
+                 "response's form were planned for them)",
+    "proposer": "discovered constraint types came from the simulated proposer (a fixed bank of types)",
+}
+
+
+def is_stand_in(role: str, spec: Any) -> bool:
+    """Whether ``spec`` names the ``role`` model's simulated stand-in (the composer's
+    templates and the hashing embedder are no stand-ins: they are what they say)."""
+    if role not in STAND_IN_EFFECTS:
+        return False
+    if isinstance(spec, Mapping):
+        spec = spec.get("kind", "simulated")
+    return spec is None or spec == "simulated"
+
+
+def stand_ins(identity: Mapping[str, Any]) -> dict[str, str] | None:
+    """The stand-ins behind a synthesis run's data (its settings, as the memory records
+    them): ``{role: "simulated", ..., "note": what they left and how to plug models in}``,
+    or ``None`` where models did it all. The perceiver counts where the run read folders of
+    images, the proposer where it discovered types."""
+    roles = ["writer", "target", "judge"]
+    if any(not str(source).startswith("vicogym/") for source in identity.get("images") or ()):
+        roles.append("perceiver")
+    if (identity.get("discover") or 0) > 0:
+        roles.append("proposer")
+    found = [role for role in roles if is_stand_in(role, identity.get(role, "simulated"))]
+    if not found:
+        return None
+    flags = " ".join(f"--{role} openai:MODEL@URL" for role in found)
+    note = (f"{'; '.join(STAND_IN_EFFECTS[role] for role in found)}; stand-ins, not models: plug models in with "
+            f"`vicogym synthesize {flags}` (docs/synthesize.md)")
+    return {**dict.fromkeys(found, "simulated"), "note": note}

@@ -318,8 +318,27 @@ def plot_statistics(stats: dict[str, Any], out: Path) -> list[str]:
 STYLE = """
 body{font-family:sans-serif;margin:1em} .plots img{max-width:48%;margin:4px} .sample{display:flex;gap:1em;
 border-top:1px solid #ccc;padding:.6em 0} .sample img{max-width:360px} pre{white-space:pre-wrap;max-width:70em}
-.ok{color:#2a7} .no{color:#c33}
+.ok{color:#2a7} .no{color:#c33} .stand-in{padding:.4em .6em;background:#fff3cd}
 """
+
+
+def run_stand_ins(folder: Path) -> dict[str, str] | None:
+    """The stand-ins behind a synthesis run's data, from the settings its memory records
+    (:func:`vicogym.instruct.models.stand_ins`)."""
+    from vicogym.instruct.models import stand_ins
+
+    memory = _memory(folder)
+    try:
+        return stand_ins(memory.meta("identity") or {})
+    finally:
+        memory.close()
+
+
+def stand_in_line(folder: Path) -> str:
+    """The report page's line on the stand-ins behind the run's data (empty where models
+    did it all)."""
+    stand_in = run_stand_ins(folder)
+    return f'<p class="stand-in">{html.escape(stand_in["note"])}</p>' if stand_in else ""
 
 
 def write_report_page(folder: str | Path, out: str | Path | None = None, limit: int = 200) -> Path:
@@ -350,14 +369,16 @@ def write_report_page(folder: str | Path, out: str | Path | None = None, limit: 
                f"mean pairwise cosine distance {'n/a' if distance is None else f'{distance:.3f}'}; levels "
                f"{stats['difficulty']['levels']}")
     shown = {k: v for k, v in stats.items() if k not in ("difficulty", "cooccurrence")}
-    body = (f'<p>{html.escape(summary)}</p>\n<div class="plots">{plot_images(plots)}</div>'
+    body = (f'{stand_in_line(folder)}<p>{html.escape(summary)}</p>\n<div class="plots">{plot_images(plots)}</div>'
             f"<pre>{html.escape(json.dumps(shown, indent=1))}</pre>" + "\n".join(cards))
     return write_page(out, f"vicogym synthesis report: {folder.name}", STYLE, body)
 
 
 def export_instruct(run: str | Path, out: str | Path, name: str = "vicogym_instruct") -> dict[str, Any]:
     """SFT data for LlamaFactory (multimodal ShareGPT): the instruction with its image and
-    the verified reference response, plus the ``dataset_info.json`` entry."""
+    the verified reference response, plus the ``dataset_info.json`` entry. Where simulated
+    stand-ins wrote the responses (or set the pass rates or verdicts), the entry's
+    ``stand_in`` says so (:func:`vicogym.instruct.models.stand_ins`), and so do the counts."""
     from vicogym.runs.llamafactory import write_dataset_info
     from vicogym.runs.trainer_columns import IMAGE_TOKEN
 
@@ -375,9 +396,10 @@ def export_instruct(run: str | Path, out: str | Path, name: str = "vicogym_instr
                                      {"role": "assistant", "content": row["response"]}], "images": [file]})
     if not records:
         raise RunError(f"{run} holds no samples yet; let `vicogym synthesize` finish a round")
+    stand_in = run_stand_ins(Path(run))
     (out / SFT_FILE).write_text(json.dumps(records, ensure_ascii=False, indent=1), encoding="utf-8")
-    write_dataset_info(out, {name: SFT_FILE})
-    return {"records": len(records)}
+    write_dataset_info(out, {name: SFT_FILE}, stand_in=stand_in)
+    return {"records": len(records), **({"stand_in": stand_in} if stand_in else {})}
 
 
 def verify_instruct(folder: str | Path, images: bool = True) -> tuple[int, list[tuple[str, str]]]:

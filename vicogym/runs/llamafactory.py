@@ -103,20 +103,39 @@ def _export(run: Path, out: Path, name: str, pairs: bool, candidates: int) -> di
         counts["pairs"] = len(ranked)
         (out / "rewriter_pairs.json").write_text(json.dumps(ranked, ensure_ascii=False, indent=1), encoding="utf-8")
         files[f"{name}_pairs"] = "rewriter_pairs.json"
-    write_dataset_info(out, files, ranking=(f"{name}_pairs",))
-    return counts
+    stand_in = actor_stand_in(manifest)
+    write_dataset_info(out, files, ranking=(f"{name}_pairs",), stand_in=stand_in)
+    return {**counts, **({"stand_in": stand_in} if stand_in else {})}
 
 
-def write_dataset_info(out: Path, files: dict[str, str], ranking: tuple[str, ...] = ()) -> None:
+def actor_stand_in(manifest: dict[str, Any]) -> dict[str, Any] | None:
+    """What the export records when a run's pass rates came from a stand-in actor (they set
+    each edit's copies and which edits are kept): ``{"actor": "simulated", "note": ...}``;
+    ``None`` for a model's."""
+    from vicogym.policies import PLUG_IN_ACTOR
+    from vicogym.runs.verify import run_actor
+
+    actor = run_actor(manifest)
+    if not actor.stand_in:
+        return None
+    return {"actor": "simulated",
+            "note": f"the edits' pass rates, which set each edit's copies (its weight) and which edits are kept, came "
+                    f"from {actor.name} (a stand-in, not a model); {PLUG_IN_ACTOR} and generate again"}
+
+
+def write_dataset_info(out: Path, files: dict[str, str], ranking: tuple[str, ...] = (),
+                       stand_in: dict[str, Any] | None = None) -> None:
     """LlamaFactory's ``dataset_info.json`` naming each multimodal ShareGPT file (``name ->
-    file``); the ``ranking`` names are preference pairs (chosen / rejected)."""
+    file``); the ``ranking`` names are preference pairs (chosen / rejected). ``stand_in``
+    (what in the data a simulated stand-in gave, not a model) goes into every entry, where
+    whoever trains on it reads it (LlamaFactory ignores a key it does not know)."""
     tags = {"role_tag": "role", "content_tag": "content", "user_tag": "user", "assistant_tag": "assistant"}
     info: dict[str, Any] = {}
     for name, file in files.items():
         columns = {"messages": "messages", **({"chosen": "chosen", "rejected": "rejected"} if name in ranking else {}),
                    "images": "images"}
         info[name] = {"file_name": file, "formatting": "sharegpt", **({"ranking": True} if name in ranking else {}),
-                      "columns": columns, "tags": tags}
+                      "columns": columns, "tags": tags, **({"stand_in": stand_in} if stand_in else {})}
     (out / "dataset_info.json").write_text(json.dumps(info, indent=1), encoding="utf-8")
 
 
@@ -173,4 +192,4 @@ def preference_pairs(run: Path, records: list[dict[str, Any]], candidates: int) 
     return pairs
 
 
-__all__ = ["FORMATS", "export_llamafactory", "preference_pairs"]
+__all__ = ["FORMATS", "actor_stand_in", "export_llamafactory", "preference_pairs", "write_dataset_info"]

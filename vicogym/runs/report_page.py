@@ -37,6 +37,18 @@ def rounds_of(folder: Path) -> list[tuple[str, Path]]:
     return [(p.name, p) for p in rounds]
 
 
+def _who(manifests: dict[str, dict]) -> str:
+    """The actor the plots name: the one that gave every pass rate shown, or "the actors"."""
+    from vicogym.runs.verify import run_actor
+
+    actors = {run_actor(m) for m in manifests.values()}
+    if len(actors) != 1:
+        return "the actors"
+    actor = actors.pop()
+    name = actor.name if len(actor.name) <= 48 else actor.name[:45] + "..."
+    return name + (" (a stand-in)" if actor.stand_in else "")
+
+
 def _plots(out: Path, data: list[dict[str, Any]], manifests: dict[str, dict], zone: tuple[float, float]) -> list[str]:
     plots = Plots(out, dpi=100)
     k = max((int((m.get("env", {}).get("env_config") or {}).get("k", 8)) for m in manifests.values()), default=8)
@@ -46,7 +58,7 @@ def _plots(out: Path, data: list[dict[str, Any]], manifests: dict[str, dict], zo
                 label=["before editing", "after editing"], color=["#999999", "#1f77b4"])
         ax.axvspan(*zone, color="#2ca02c", alpha=0.12, label="sweet zone")
         ax.set_xlim(-0.5 / k, 1 + 0.5 / k)
-        ax.set_xlabel(f"actor pass rate ({k} answers per sample)")
+        ax.set_xlabel(f"pass rate of {_who(manifests)} ({k} answers per sample)")
         ax.set_ylabel("samples")
         counts_axis(ax.yaxis)
         ax.legend()
@@ -88,11 +100,13 @@ body { font-family: sans-serif; margin: 1.5em; background: #fafafa; }
 .sample { display: flex; gap: 1em; background: white; border: 1px solid #ddd; margin: .6em 0; padding: .6em; }
 .sample img { max-height: 260px; max-width: 340px; border: 1px solid #ccc; }
 .meta { font-size: 90%; } .sweet { color: #2a7; font-weight: bold; }
+.actor { padding: .4em .6em; background: #eef6ee; } .actor.stand-in { background: #fff3cd; }
 .answers td, .answers th { text-align: left; padding: .1em .6em; font-size: 90%; }
 pre { white-space: pre-wrap; font-size: 80%; max-width: 60em; }
 """
 
-BODY = """<p>{summary}</p>
+BODY = """{actors}
+<p>{summary}</p>
 <div class="plots">{plots}</div>
 {answers}
 <div class="filters">
@@ -147,6 +161,26 @@ def answer_table(rows: list[dict[str, Any]], most: int = 12) -> str:
                      f"{f' and {more} more' if more > 0 else ''}</td></tr>")
     return ('<table class="answers"><tr><th>question family</th><th>samples</th><th>answers</th></tr>'
             + "".join(lines) + "</table>")
+
+
+def actor_lines(manifests: dict[str, dict]) -> str:
+    """Who gave the pass rates on the page, one line per actor (with the environments and,
+    in a folder of rounds, the rounds it answered in): a stand-in is said to be one, with
+    how to plug a model in."""
+    from vicogym.runs.verify import run_actor
+
+    groups: dict[Any, list[str]] = {}
+    envs: dict[Any, set[str]] = {}
+    for name, manifest in manifests.items():
+        actor = run_actor(manifest)
+        groups.setdefault(actor, []).append(name)
+        envs.setdefault(actor, set()).add(str(manifest["env"]["id"]))
+    lines = []
+    for actor, names in groups.items():
+        where = ", ".join(sorted(envs[actor])) + ("" if names == ["run"] else f" ({', '.join(names)})")
+        lines.append(f'<p class="actor{" stand-in" if actor.stand_in else ""}">{html.escape(where)}: '
+                     f"{html.escape(actor.line())}</p>")
+    return "\n".join(lines)
 
 
 def write_report_page(folder: str | Path, out: str | Path | None = None, limit: int = 200) -> Path:
@@ -215,7 +249,7 @@ def _report(folder: Path, out: str | Path | None, limit: int) -> Path:
     hit = sweet_share((d["pass_rate"] for d in data), zone)
     summary = (f"{len(data)} samples in {len(manifests)} round(s); sweet zone {zone[0]}-{zone[1]} hit by {hit:.0%}"
                + (f"; the first {limit} shown" if len(data) > limit else ""))
-    body = BODY.format(summary=html.escape(summary), plots=plot_images(plots),
+    body = BODY.format(actors=actor_lines(manifests), summary=html.escape(summary), plots=plot_images(plots),
                        answers=answer_table([d["row"] for d in data]), rules=options(rules),
                        round_options=options(manifests), samples="\n".join(cards))
     page = write_page(out, f"vicogym report: {folder.name}", STYLE, body)
@@ -224,4 +258,4 @@ def _report(folder: Path, out: str | Path | None, limit: int) -> Path:
     return page
 
 
-__all__ = ["answer_table", "rounds_of", "write_report_page"]
+__all__ = ["actor_lines", "answer_table", "rounds_of", "write_report_page"]

@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from vicogym.arm import payload_dict
 from vicogym.errors import InvalidEdit, MissingExtra, RunError, UnknownEnvironment
 from vicogym.images import decode_png, row_png, same_image
+from vicogym.policies import ActorName, actor_name
 from vicogym.runs.kinds import Findings, code_note, guarded, read_json, shard_problem
 from vicogym.runs.shards import (
     ENTRIES_DIR,
@@ -60,6 +61,19 @@ def read_manifest(out: Path) -> dict[str, Any]:
     if problem:
         raise RunError(f"{path} is damaged: {problem}; regenerate into a new --out")
     return manifest
+
+
+def run_actor(manifest: Mapping[str, Any]) -> ActorName:
+    """Who gave a run's pass rates: its environment's actor as the manifest records it (a
+    stand-in or a model; the default, the simulated actor, where a manifest names none)."""
+    def part(data: Any, key: str) -> dict[str, Any]:
+        value = data.get(key) if isinstance(data, Mapping) else None
+        return value if isinstance(value, dict) else {}
+
+    env_config = part(part(manifest, "env"), "env_config")
+    if "actor" in env_config:
+        return actor_name(env_config["actor"])
+    return actor_name(part(part(manifest, "config"), "env_kwargs").get("actor"))
 
 
 def manifest_problem(manifest: Any) -> str | None:
