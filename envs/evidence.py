@@ -430,7 +430,7 @@ class EvidenceEnv(gym.Env):
         """A stored task row's reward for ``response`` (what the verl reward calls): the
         score the answer tool recorded in the trajectory (``extra_info["evidence_score"]``,
         set by :mod:`vicogym.trainers.verl_agent`'s tools), else the answer extracted from the text
-        (``\\boxed{}``, an ``Answer:`` line, the last line) scored by the task's scorer
+        (:func:`vicogym.clients.extract_answer`, ``extractor`` as given) scored by the task's scorer
         against the row's ground truth (JSON: ``answer``, ``golds``, ``scorer``, ``options``).
         Any response gets a score (an answer the answer tool would refuse, longer than
         :data:`~vicogym.evidence.protocol.MAX_TEXT` characters, scores 0.0); a ground truth

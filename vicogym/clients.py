@@ -28,54 +28,8 @@ import numpy as np
 
 from vicogym.core import SHORT_ANSWER
 from vicogym.errors import ModelError
+from vicogym.extraction import EXTRACTORS, extract_answer
 from vicogym.validation import is_int
-
-EXTRACTORS = ("auto", "boxed", "answer", "final_line", "full")
-_ANSWER_LINE = re.compile(r"answer\s*[:：]\s*(.+)", re.IGNORECASE)
-
-
-def _boxed(text: str) -> str | None:
-    """The content of the last ``\\boxed{...}`` (braces nested), or ``None``."""
-    start = text.rfind("\\boxed{")
-    if start < 0:
-        return None
-    depth, i = 1, start + len("\\boxed{")
-    for j in range(i, len(text)):
-        depth += {"{": 1, "}": -1}.get(text[j], 0)
-        if depth == 0:
-            return text[i:j]
-    return None
-
-
-def extract_answer(text: str, how: str = "auto") -> str:
-    """The answer in a model's response: ``boxed`` (the last ``\\boxed{}``), ``answer``
-    (the last ``Answer: ...`` line), ``final_line`` (the last non-empty line), ``full``
-    (all of it), ``regex:PATTERN`` (its first group, else the match), or ``auto`` (boxed,
-    else an answer line, else the final line). Surrounding spaces and a final full stop
-    are dropped."""
-    text = str(text or "")
-    found: str | None
-    if how.startswith("regex:"):
-        match = list(re.finditer(how[len("regex:"):], text, re.DOTALL))
-        found = None if not match else (match[-1].group(1) if match[-1].groups() else match[-1].group(0))
-    elif how == "boxed":
-        found = _boxed(text)
-    elif how == "answer":
-        lines = [m.group(1) for m in (_ANSWER_LINE.search(line) for line in text.splitlines()) if m]
-        found = lines[-1] if lines else None
-    elif how == "final_line":
-        lines = [line for line in text.splitlines() if line.strip()]
-        found = lines[-1] if lines else None
-    elif how == "full":
-        found = text
-    elif how == "auto":
-        for way in ("boxed", "answer", "final_line"):
-            found = extract_answer(text, way) or None
-            if found:
-                break
-    else:
-        raise ValueError(f"expected an answer extractor in {EXTRACTORS} or 'regex:PATTERN', got {how!r}")
-    return (found or "").strip().rstrip(".").strip()
 
 
 def image_data_url(image: np.ndarray) -> str:

@@ -2,8 +2,9 @@
 function :mod:`vicogym.verl_reward`, TRL's reward functions :mod:`vicogym.trainers.trl`).
 
 
-:func:`score_row` extracts the answer from the response (``\\boxed{}``, an ``Answer:``
-line, else the final line; ``extractor`` may choose another mode) and scores it with the
+:func:`score_row` extracts the answer from the response (:func:`vicogym.clients.extract_answer`:
+reasoning dropped, ``\\boxed{}``, ``<answer>``, an answer lead-in, else the final line, cleaned
+of markdown and LaTeX; ``extractor`` may choose a strict mode) and scores it with the
 scorer of the row's own environment (``data_source``), the same one that computed the
 pass rates at generation.
 
