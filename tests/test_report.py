@@ -88,3 +88,37 @@ def test_the_page_header_names_the_actor_of_each_rounds_pass_rates(rounds, tmp_p
             "plug in a real model with --actor openai:MODEL@URL") in header
     assert ('<p class="actor">vicogym/Chart-v0 (round-001): pass rates from '
             "openai:qwen2.5-vl@http://localhost:8000/v1</p>") in header
+
+
+def _plotted(monkeypatch):
+    """The figures the report saves, by name: each axes' lines (points per line) and bars."""
+    from matplotlib.patches import Rectangle
+
+    from vicogym.runs.plots import Plots
+
+    seen, save = {}, Plots.save
+
+    def saving(self, fig, name):
+        seen[name] = [([len(line.get_xdata()) for line in ax.get_lines()],
+                       sum(isinstance(p, Rectangle) for p in ax.patches)) for ax in fig.axes]
+        save(self, fig, name)
+
+    monkeypatch.setattr(Plots, "save", saving)
+    return seen
+
+
+def test_no_plot_draws_a_line_through_one_point(rounds, tmp_path, monkeypatch):
+    """A run of one round shows its per-round numbers as bars (a line over one round is a lone
+    dot); two rounds get a line per series, and no plot of either has a one-point line."""
+    from vicogym.runs.report_page import write_report_page
+
+    seen = _plotted(monkeypatch)
+    write_report_page(rounds / "round-000", out=tmp_path / "one")
+    one = dict(seen)
+    seen.clear()
+    write_report_page(rounds, out=tmp_path / "two")
+    for plotted in (one, seen):
+        assert {"pass_rates.png", "rounds.png", "rejections.png"} <= set(plotted)
+        assert all(n > 1 for axes in plotted.values() for lines, _ in axes for n in lines), plotted
+    assert one["rounds.png"] == [([], 2)]  # the hit rate and the editing intensity, as bars
+    assert seen["rounds.png"] == [([2, 2], 0)]

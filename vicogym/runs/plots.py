@@ -69,6 +69,26 @@ def count_bars(ax: Any, counts: Mapping[str, int], label: str, color: str, empty
         counts_axis(ax.yaxis)
 
 
+def per_round(ax: Any, rounds: list[str], series: Mapping[str, list[float]]) -> None:
+    """Each named series' value per round, on a 0-1 scale: lines over the rounds where there
+    are two or more; for one round, a bar per series with its value printed (a line
+    through one point would be a lone dot, showing no trend)."""
+    colors = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728")
+    if len(rounds) > 1:
+        x = np.arange(len(rounds))
+        for (name, values), marker in zip(series.items(), "os^v"):
+            ax.plot(x, values, marker=marker, label=name)
+        ax.set_xticks(x, labels=rounds)
+        ax.legend()
+    else:
+        names = list(series)
+        bars = ax.bar(np.arange(len(names)), [series[n][0] for n in names], color=colors[:len(names)])
+        ax.bar_label(bars, fmt="%.2f")
+        ax.set_xticks(np.arange(len(names)), labels=names)
+        ax.set_xlabel(f"{rounds[0] if rounds else 'no round'}: one round, so no trend to draw")
+    ax.set_ylim(0, 1)
+
+
 def rate_bins(k: int) -> np.ndarray:
     """Histogram edges for pass rates of ``k`` probes (multiples of 1/k): one bin per
     possible rate, centred on it, so that no bin is empty by construction."""

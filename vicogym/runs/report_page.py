@@ -24,7 +24,7 @@ import numpy as np
 from vicogym.errors import RunError
 from vicogym.rewards import sweet_share
 from vicogym.runs.kinds import options, plot_images, report_out, save_image, write_page
-from vicogym.runs.plots import Plots, count_bars, counts_axis, nothing_to_show, rate_bins
+from vicogym.runs.plots import Plots, count_bars, counts_axis, nothing_to_show, per_round, rate_bins
 
 
 def rounds_of(folder: Path) -> list[tuple[str, Path]]:
@@ -72,12 +72,7 @@ def _plots(out: Path, data: list[dict[str, Any]], manifests: dict[str, dict], zo
     intensity = [np.mean([abs(d["pass_rate_before"] - d["pass_rate"]) for d in data if d["round"] == r] or [0.0])
                  for r in rounds]
     fig, ax = plots.figure((6, 3.5))
-    x = np.arange(len(rounds))
-    ax.plot(x, hit, marker="o", label="sweet-zone hit rate")
-    ax.plot(x, intensity, marker="s", label="editing intensity |p_before - p|")
-    ax.set_xticks(x, labels=rounds)
-    ax.set_ylim(0, 1)
-    ax.legend()
+    per_round(ax, rounds, {"sweet-zone hit rate": hit, "editing intensity |p_before - p|": intensity})
     ax.set_title("Per round")
     plots.save(fig, "rounds.png")
 
