@@ -405,41 +405,55 @@ def _check_threshold(threshold: float, cells: list[tuple[str, str]], values: lis
 
 
 # -- the legend over the marks ------------------------------------------------------------------
-def _value_end(box: list[float], value: float, chart_type: str) -> tuple[float, float]:
-    """Where a mark shows its value: a bar's far end, a point's centre, a wedge's centre."""
-    x0, y0, x1, y1 = box
-    if chart_type == "hbar":
-        return (x1 if value >= 0 else x0, (y0 + y1) / 2.0)
-    if chart_type in ("bar", "grouped_bar", "stacked_bar"):
-        return ((x0 + x1) / 2.0, y0 if value >= 0 else y1)
-    return ((x0 + x1) / 2.0, (y0 + y1) / 2.0)
-
-
-def occluded_marks(render: Any, chart_type: str, max_share: float = 0.25) -> list[tuple[str, str]]:
-    """Marks the legend hides: it covers the mark's value end, or over ``max_share`` of its area."""
+def occluded_marks(render: Any, chart_type: str) -> list[str]:
+    """Marks the legend covers, any part of them by more than :data:`TEXT_OVERLAP_PX` each
+    way, as they are drawn: a bar (its box), a line's point (its box) or a segment between
+    two points, a slice (its outline); each named as the message names it."""
     legend = render.facts.get("legend_box")
     if legend is None:
         return []
+    from matplotlib.path import Path
+    from matplotlib.transforms import Affine2D, Bbox
+
     lx0, ly0, lx1, ly1 = legend
+    inner = Bbox.from_extents(lx0 + TEXT_OVERLAP_PX, ly0 + TEXT_OVERLAP_PX, lx1 - TEXT_OVERLAP_PX,
+                              ly1 - TEXT_OVERLAP_PX)
+    drawn = [m for m in render.marks if m["box"] is not None]
     hidden = []
-    for m in render.marks:
-        if m["box"] is None:
-            continue
-        x0, y0, x1, y1 = m["box"]
-        ex, ey = _value_end(m["box"], m["value"], chart_type)
-        overlap = max(0.0, min(x1, lx1) - max(x0, lx0)) * max(0.0, min(y1, ly1) - max(y0, ly0))
-        if lx0 <= ex <= lx1 and ly0 <= ey <= ly1 or overlap > max_share * max((x1 - x0) * (y1 - y0), 1.0):
-            hidden.append((m["row"], m["series"]))
+    if chart_type == "pie":
+        for m in (m for m in drawn if "degrees" in m):  # image y points down: the angles turn the other way
+            outline = Path.wedge(*m["degrees"]).transformed(Affine2D().scale(m["radius"], -m["radius"])
+                                                             .translate(*m["centre"]))
+            if inner.width > 0 and inner.height > 0 and outline.intersects_bbox(inner, filled=True):
+                hidden.append(f"the slice {m['row']!r}")
+        drawn = [m for m in drawn if "degrees" not in m]  # a slice drawn elsewhere: its box
+    if drawn:
+        hit = _overlaps(np.array([m["box"] for m in drawn], dtype=float), np.array([legend], dtype=float))[:, 0]
+        kind = {"line": "point", "pie": "slice"}.get(chart_type, "bar")
+        hidden += [f"the {kind} of {m['row']!r} in {m['series']!r}" for m, h in zip(drawn, hit) if h]
+    if chart_type == "line" and inner.width > 0 and inner.height > 0:
+        for (a, b) in _segments(render.marks):
+            ends = [((m["box"][0] + m["box"][2]) / 2.0, (m["box"][1] + m["box"][3]) / 2.0) for m in (a, b)]
+            if Path(ends).intersects_bbox(inner, filled=False):
+                hidden.append(f"the line of {a['series']!r} from {a['row']!r} to {b['row']!r}")
     return hidden
 
 
+def _segments(marks: Sequence[Mapping[str, Any]]) -> list[tuple[Mapping[str, Any], Mapping[str, Any]]]:
+    """A line chart's drawn segments: each series' points of neighbouring rows, both drawn
+    (a missing value breaks the line). ``marks`` run row by row, series within a row."""
+    series = list(dict.fromkeys(m["series"] for m in marks))
+    by_series = [marks[j::len(series)] for j in range(len(series))] if series else []
+    return [(a, b) for points in by_series for a, b in zip(points[:-1], points[1:])
+            if a["box"] is not None and b["box"] is not None]
+
+
 def check_legend_cover(structure: ChartStructure, facts: Any) -> None:
-    """``occluded`` when the legend hides a mark (see :func:`occluded_marks`)."""
+    """``occluded`` when the legend covers a mark (see :func:`occluded_marks`)."""
     hidden = occluded_marks(facts, structure.spec.chart_type)
     if hidden:
-        row, series = hidden[0]
-        raise InvalidEdit("occluded", f"the legend covers the mark of {row!r} in {series!r} ({len(hidden)} marks in "
-                          f"all); use set_style legend 'outside', 'top' or 'none'", field="legend")
+        raise InvalidEdit("occluded", f"the legend covers {hidden[0]} ({len(hidden)} marks in all); use set_style "
+                          f"legend 'outside', 'top' or 'none'", field="legend")
 
 
 # -- what the stand-in actor reads: visual difficulty --------------------------------------------

@@ -10,7 +10,9 @@ from drawing a chart in three layers, each cached by exactly what it depends on:
    keyed by (rows, value limits, gridlines); value limits are "nice" numbers, so most
    value edits keep them;
 3. the *marks*: bars, line points, wedges and data labels, drawn every time from pools
-   of animated artists with ``draw_artist`` over the restored axes layer.
+   of animated artists with ``draw_artist`` over the restored axes layer, and a legend
+   inside the plot over them, at the first place where it covers none of them (else the
+   chart is drawn with its legend outside).
 
 So a value edit usually costs only the marks, a row edit (add, remove, rename,
 reorder) an axes layer, and a style or series edit a new frame. Every cached layer's
@@ -122,6 +124,15 @@ class FrameKey:
     undrawn: tuple[int, ...] = ()
 
 
+@dataclass(frozen=True)
+class _LegendFacts:
+    """A drawn legend's box, its entries (text, colour, boxes) and its entries' labels."""
+
+    box: list[float]
+    entries: tuple[dict[str, Any], ...]
+    labels: tuple[dict[str, Any], ...]
+
+
 @dataclass
 class _Frame:
     key: FrameKey
@@ -137,8 +148,8 @@ class _Frame:
     texts: list[Any] = field(default_factory=list)
     static_labels: list[dict[str, Any]] = field(default_factory=list)
     layers: OrderedDict = field(default_factory=OrderedDict)
-    legend_box: list[float] | None = None
-    legend_entries: list[dict[str, Any]] = field(default_factory=list)
+    #: the legend's box, entries and entry labels where the frame draws it (its spec's place)
+    legend: _LegendFacts | None = None
     legend_on_top: Any = None  # a legend inside the plot, drawn over the marks
     plot_box: list[float] | None = None
     axis_titles: list[Any] = field(default_factory=list)
@@ -224,7 +235,10 @@ class ChartRenderer:
                     self.evict(1)
             else:
                 self._frames.move_to_end(key)
-            return self._draw(frame, structure, limits)
+            facts = self._draw(frame, structure, limits)
+        if facts is None:  # a legend inside the plot covers a mark wherever it goes: it goes outside
+            return self.render(replace(structure, spec=replace(spec, legend="outside")))
+        return facts
 
     def missing_glyphs(self, text: str) -> str:
         """The characters of ``text`` the chart font cannot draw (shown as empty boxes)."""
@@ -421,9 +435,10 @@ class ChartRenderer:
             frame.layers.popitem(last=False)
         return facts
 
-    def _draw(self, frame: _Frame, s: ChartStructure, limits: tuple[float, float]) -> ChartFacts:
+    def _draw(self, frame: _Frame, s: ChartStructure, limits: tuple[float, float]) -> ChartFacts | None:
         """One render over the frame: the axes layer, the marks, their data labels, the
-        legend on top; the pixels and what they show."""
+        legend on top (at the first place of :data:`LEGEND_PLACES` where it covers nothing
+        drawn; ``None`` when there is none); the pixels and what they show."""
         t, spec = s.table, s.spec
         values = np.array([[np.nan if v is None else v for v in row] for row in t.values], dtype=float)
         labels = list(frame.static_labels)
@@ -438,15 +453,26 @@ class ChartRenderer:
                 boxes, anchors = _draw_lines(frame, t.series, values, self.dpi)
         marks, data_labels = self._draw_data_labels(frame, t, spec.data_labels, boxes, anchors)
         labels += data_labels
+        legend, position = frame.legend, (spec.legend if frame.legend is not None else None)
         if frame.legend_on_top is not None:
+            position = _legend_place(frame, marks, labels)
+            if position is None:
+                return None
             frame.fig.draw_artist(frame.legend_on_top)
+            if position != spec.legend:  # moved: measured where it is drawn
+                legend = _legend_facts(frame, frame.legend_on_top)
+        if legend is not None:
+            labels[len(frame.static_labels):len(frame.static_labels)] = [dict(lab) for lab in legend.labels]
+        if spec.chart_type == "pie":
+            _pie_facts(frame, marks, values[:, 0])
         import cv2
 
         image = cv2.cvtColor(np.asarray(frame.canvas.buffer_rgba()), cv2.COLOR_RGBA2RGB)
         names = t.rows if spec.chart_type == "pie" else t.series
         facts = {
-            "legend_box": frame.legend_box,
-            "legend_entries": [dict(e) for e in frame.legend_entries],
+            "legend_box": list(legend.box) if legend is not None else None,
+            "legend_entries": [dict(e) for e in legend.entries] if legend is not None else [],
+            "legend_position": position,
             "colors": {name: rgb255(c) for name, c in zip(names, frame.colors)},
             "plot_box": frame.plot_box,
             "image_size": [int(image.shape[1]), int(image.shape[0])],
@@ -637,10 +663,11 @@ def _set_up_axes(fig: Any, ax: Any, key: FrameKey, spare: _Frame | None, colors:
 
 
 def _place_legend(ax: Any, spec: ChartSpec, handles: list[Any]) -> None:
-    """The legend where the spec puts it ("best" placement would depend on the marks, which
-    the frame does not hold), listing ``handles``: the series with a value drawn (a pie's
-    slices). A chart of one series has a legend only where its spec asks for one (the
-    procedural source leaves it out where the title says what the series is)."""
+    """The legend where the spec puts it, listing ``handles``: the series with a value drawn
+    (a pie's slices). Inside the plot it is drawn over the marks, and each render moves it
+    off them (:func:`_legend_place`): the frame does not hold the marks, so no place chosen
+    here could avoid them. A chart of one series has a legend only where its spec asks for
+    one (the procedural source leaves it out where the title says what the series is)."""
     if spec.legend == "none" or not handles:
         return
     fs = spec.font_size
@@ -676,21 +703,85 @@ def _measure(frame: _Frame) -> None:
     texts += [("axis_title", artist) for artist in frame.axis_titles]
     legend = ax.get_legend()
     if legend is not None:
-        texts += [("legend", lab) for lab in legend.get_texts()]
         if legend.get_animated():  # not in the background: lay it out now to measure it
             legend.draw(renderer)
             frame.legend_on_top = legend
-        frame.legend_box = _box(legend.get_window_extent(renderer), frame.height)
-        listed = [c for j, c in enumerate(frame.colors) if j not in frame.key.undrawn]
-        for text, handle, color in zip(legend.get_texts(), legend.legend_handles, listed):
-            frame.legend_entries.append({"text": text.get_text(), "color": rgb255(color),
-                                         "box": _box(text.get_window_extent(renderer), frame.height),
-                                         "handle_box": _box(handle.get_window_extent(renderer), frame.height)})
-    for kind, artist in texts:
-        if artist.get_visible() and artist.get_text():
-            frame.static_labels.append({"kind": kind, "text": artist.get_text(),
-                                        "size_pt": float(artist.get_fontsize()),
-                                        "box": _box(artist.get_window_extent(renderer), frame.height)})
+        frame.legend = _legend_facts(frame, legend)
+    frame.static_labels = [_label_fact(kind, artist, renderer, frame.height) for kind, artist in texts
+                           if artist.get_visible() and artist.get_text()]
+
+
+def _label_fact(kind: str, artist: Any, renderer: Any, height: int) -> dict[str, Any]:
+    return {"kind": kind, "text": artist.get_text(), "size_pt": float(artist.get_fontsize()),
+            "box": _box(artist.get_window_extent(renderer), height)}
+
+
+def _legend_facts(frame: _Frame, legend: Any) -> _LegendFacts:
+    """The box, entries and entry labels of ``legend`` as last laid out (drawn)."""
+    renderer = frame.canvas.get_renderer()
+    listed = [c for j, c in enumerate(frame.colors) if j not in frame.key.undrawn]
+    entries = tuple({"text": text.get_text(), "color": rgb255(color),
+                     "box": _box(text.get_window_extent(renderer), frame.height),
+                     "handle_box": _box(handle.get_window_extent(renderer), frame.height)}
+                    for text, handle, color in zip(legend.get_texts(), legend.legend_handles, listed))
+    labels = tuple(_label_fact("legend", text, renderer, frame.height) for text in legend.get_texts()
+                   if text.get_visible() and text.get_text())
+    return _LegendFacts(_box(legend.get_window_extent(renderer), frame.height), entries, labels)
+
+
+#: where a legend inside the plot may go, in order after its spec's place (``top`` is upper centre)
+LEGEND_PLACES = ("upper right", "upper left", "top", "lower right", "lower left")
+
+
+def _legend_place(frame: _Frame, marks: list[dict[str, Any]], labels: list[dict[str, Any]]) -> str | None:
+    """Put the frame's legend inside the plot at its spec's place, or else the first of
+    :data:`LEGEND_PLACES`, where its laid-out box covers no mark (bar, point, line segment,
+    slice) and no text of this render; that place, or ``None`` (the legend is then left
+    where it was)."""
+    legend, spec = frame.legend_on_top, frame.key.spec
+    renderer = frame.canvas.get_renderer()
+    for place in dict.fromkeys((spec.legend, *LEGEND_PLACES)):
+        legend.set_loc("upper center" if place == "top" else place)
+        bbox = legend.get_window_extent(renderer)
+        if _covers_nothing(frame, _box(bbox, frame.height), bbox, marks, labels):
+            return place
+    legend.set_loc("upper center" if spec.legend == "top" else spec.legend)
+    return None
+
+
+def _covers_nothing(frame: _Frame, box: list[float], bbox: Any, marks: list[dict[str, Any]],
+                    labels: list[dict[str, Any]]) -> bool:
+    """Whether the legend at ``box`` (image pixels; ``bbox`` the same in display pixels)
+    leaves uncovered every text but its own, every bar and point (their boxes), every line
+    (its path) and every slice (its outline), as drawn in this render."""
+    boxes = [lab["box"] for lab in labels if lab["kind"] != "legend"]
+    if frame.key.spec.chart_type != "pie":  # a slice's box holds more than the slice: its outline below
+        boxes += [m["box"] for m in marks if m["box"] is not None]
+    if boxes:
+        b = np.asarray(boxes, dtype=float)
+        if np.any((np.minimum(b[:, 2], box[2]) > np.maximum(b[:, 0], box[0]))
+                  & (np.minimum(b[:, 3], box[3]) > np.maximum(b[:, 1], box[1]))):
+            return False
+    from matplotlib.path import Path
+
+    for line in frame.lines.values():
+        points = line.get_transform().transform(line.get_xydata())
+        if any(Path(pair).intersects_bbox(bbox, filled=False)
+               for pair in zip(points[:-1], points[1:]) if np.isfinite(pair).all()):
+            return False  # one segment at a time: a missing value breaks the line as drawn
+    return not any(wedge.get_transform().transform_path(wedge.get_path()).intersects_bbox(bbox, filled=True)
+                   for wedge, m in zip(frame.wedges, marks) if m["box"] is not None)
+
+
+def _pie_facts(frame: _Frame, marks: list[dict[str, Any]], column: np.ndarray) -> None:
+    """A pie's wedges as drawn: each slice's mark gets its ``degrees`` (counter-clockwise
+    from three o'clock) and its circle's ``centre`` and ``radius`` in image pixels."""
+    (cx, cy), (ex, _ey) = frame.ax.transData.transform([(0.0, 0.0), (1.0, 0.0)])
+    for mark, wedge, value in zip(marks, frame.wedges, column):
+        if mark["box"] is not None and value > 0:
+            mark.update(degrees=[round(float(wedge.theta1), 4), round(float(wedge.theta2), 4)],
+                        centre=[round(float(cx), 1), round(float(frame.height - cy), 1)],
+                        radius=round(float(ex - cx), 1))
 
 
 def _add_animated_marks(frame: _Frame) -> None:

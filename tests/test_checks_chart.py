@@ -104,6 +104,57 @@ def test_text_must_be_drawable_unclipped_and_apart():
                  rule)[0] is None
 
 
+def _legend_over(facts, box):
+    """``facts`` with the legend's box put at ``box`` (image pixels), over a mark on purpose."""
+    return replace(facts, facts={**facts.facts, "legend_box": [float(v) for v in box]})
+
+
+def _refusal(structure, facts):
+    try:
+        check(structure, program_rule({"op": "count_rows"}), facts)
+    except InvalidEdit as exc:
+        return exc.code, str(exc)
+    return None, ""
+
+
+def test_a_legend_over_the_foot_of_a_bar_is_refused():
+    """A legend over the lower part of a tall bar hides no value end and under a quarter of
+    the bar: it is still drawn over the bar (a legend at lower left over the 2022 bar)."""
+    t = _table([[9.5, 21.1], [27.5, 26.5], [16.4, 18.1]], rows=("Initech", "Hooli", "Globex"),
+               series=("2022", "2023"))
+    structure = ChartStructure(t, ChartSpec(chart_type="grouped_bar", data_labels=True))
+    facts = RENDERER.render(structure)
+    assert _refusal(structure, facts)[0] is None
+    x0, y0, x1, y1 = next(m["box"] for m in facts.marks if (m["row"], m["series"]) == ("Hooli", "2022"))
+    over = _legend_over(facts, [x0 + 2, y1 - 0.15 * (y1 - y0), x0 + 0.6 * (x1 - x0), y1 - 1])
+    code, message = _refusal(structure, over)
+    assert code == "occluded" and "the bar of 'Hooli' in '2022'" in message
+    px0, py0 = facts.facts["plot_box"][:2]
+    clear = [px0 + 5, py0 + 5, x0 - 5, py0 + 25]  # top left: above Initech's bars and their labels
+    assert _refusal(structure, _legend_over(facts, clear))[0] is None
+
+
+def test_a_legend_over_a_line_between_its_points_is_refused():
+    structure = ChartStructure(_table([[10], [40], [10], [40]]), ChartSpec(chart_type="line"))
+    facts = RENDERER.render(structure)
+    a, b = (m["box"] for m in facts.marks[:2])
+    mid = ((a[0] + a[2] + b[0] + b[2]) / 4.0, (a[1] + a[3] + b[1] + b[3]) / 4.0)  # halfway, far from both points
+    code, message = _refusal(structure, _legend_over(facts, [mid[0] - 6, mid[1] - 6, mid[0] + 6, mid[1] + 6]))
+    assert code == "occluded" and "the line of 'Sales' from '2015' to '2016'" in message
+
+
+def test_a_legend_over_the_rim_of_a_slice_is_refused():
+    t = _table([[50], [30], [20]], rows=("A", "B", "C"), part_of_whole=True)
+    structure = ChartStructure(t, ChartSpec(chart_type="pie", data_labels=True))
+    facts = RENDERER.render(structure)
+    first = facts.marks[0]  # from twelve o'clock clockwise to six: the right half
+    cx, cy, r = *first["centre"], first["radius"]
+    code, message = _refusal(structure, _legend_over(facts, [cx + 0.6 * r, cy - 0.35 * r, cx + r, cy - 0.1 * r]))
+    assert code == "occluded" and "the slice 'A'" in message
+    corner = [cx + 0.8 * r, cy - r, cx + r, cy - 0.8 * r]  # inside the slice's box, outside its circle
+    assert _refusal(structure, _legend_over(facts, corner))[0] is None
+
+
 def test_every_question_kind_has_a_reasoning_cost():
     assert {op: reasoning_cost(op) for op in OPS} == {name: op.cost for name, op in OPS.items()}
     assert reasoning_cost("cell") == OPS["lookup"].cost and reasoning_cost("invariant") == INVARIANT_COST

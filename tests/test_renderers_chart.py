@@ -2,10 +2,15 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from helpers.legend_cover import legend_covers
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from vicogym.checks.chart import check_legend_cover
 from vicogym.images import decode_png, encode_png
-from vicogym.renderers.chart import ChartRenderer, nice_ceiling, value_limits
-from vicogym.structures.chart import ChartSpec, ChartStructure, Table
+from vicogym.renderers.chart import LEGEND_PLACES, ChartRenderer, nice_ceiling, value_limits
+from vicogym.sources.chart import procedural_seed
+from vicogym.structures.chart import LEGEND_POSITIONS, ChartSpec, ChartStructure, Table
 
 MULTI = Table("Country", ("France", "Germany", "Italy", "Spain"), ("2019", "2020"),
               ((1.0, 2.0), (3.5, 4.0), (2.0, None), (5.0, 1.5)), "%")
@@ -284,3 +289,55 @@ def test_a_series_with_nothing_drawn_is_not_in_the_legend(renderer, chart_type, 
     full = renderer.render(ChartStructure(replace(table, values=((1.0, 4.0, 1.0, 1.0),) * 3),
                                           ChartSpec(chart_type=chart_type, legend=legend, palette="tab10")))
     assert [e["text"] for e in full.facts["legend_entries"]] == list(table.series)
+
+
+INSIDE = tuple(p for p in LEGEND_POSITIONS if p not in ("outside", "none"))
+LEGENDS = ChartRenderer(dpi=50, cache_size=256)  # one warm renderer: frames and layers reused across examples
+
+
+@settings(max_examples=36, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from(INSIDE), st.booleans())
+def test_a_legend_inside_the_plot_is_drawn_where_it_covers_nothing(seed, place, data_labels):
+    """Procedural charts with the legend set inside the plot: the drawn legend (measured on
+    the artists drawn) covers no bar, line segment, marker, slice, data label or tick
+    label; it stays at its place where it can, else moves to another inside or outside,
+    and the check agrees. A warm renderer draws the bytes a fresh one does."""
+    drawn = procedural_seed(np.random.default_rng(seed)).structure
+    structure = replace(drawn, spec=replace(drawn.spec, legend=place, data_labels=data_labels))
+    facts = LEGENDS.render(structure)
+    assert legend_covers(LEGENDS, structure, facts) == []
+    check_legend_cover(structure, facts)
+    assert facts.facts["legend_position"] in (place, *LEGEND_PLACES, "outside")
+    fresh = ChartRenderer(dpi=50).render(structure)
+    assert np.array_equal(fresh.image, facts.image) and fresh.labels == facts.labels and fresh.facts == facts.facts
+
+
+def test_a_legend_with_no_room_inside_the_plot_goes_outside(renderer):
+    """Bars reaching near the top of every slot leave no corner free: the legend is drawn
+    right of the plot, and a chart with room keeps its legend where the spec puts it."""
+    full = Table("Year", ("2019", "2020", "2021", "2022"), ("North", "South"),
+                 ((100.0, 110.0), (105.0, 110.0), (100.0, 108.0), (104.0, 110.0)))
+    facts = renderer.render(ChartStructure(full, ChartSpec(chart_type="grouped_bar", legend="lower left")))
+    assert facts.facts["legend_position"] == "outside"
+    assert facts.facts["legend_box"][0] > facts.facts["plot_box"][2]
+    assert legend_covers(renderer, ChartStructure(full, ChartSpec(chart_type="grouped_bar")), facts) == []
+    low = replace(full, values=((10.0, 20.0), (15.0, 12.0), (100.0, 108.0), (104.0, 110.0)))
+    kept = renderer.render(ChartStructure(low, ChartSpec(chart_type="grouped_bar", legend="upper left")))
+    assert kept.facts["legend_position"] == "upper left"
+    assert kept.facts["legend_box"][2] < kept.facts["plot_box"][2]
+
+
+def test_a_moved_legend_draws_the_bytes_of_a_fresh_render():
+    """One frame draws a chart whose legend moves (its place covers the tall bars on the
+    right) and one whose legend stays, in turns: each render is what a fresh renderer draws."""
+    spec = ChartSpec(chart_type="grouped_bar", legend="upper right")
+    right = Table("Year", ("2019", "2020", "2021", "2022"), ("North", "South"),
+                  ((10.0, 20.0), (15.0, 12.0), (100.0, 108.0), (104.0, 110.0)))
+    left = replace(right, values=right.values[::-1])
+    warm = ChartRenderer(dpi=60)
+    for table in (right, left, right, left):
+        got = warm.render(ChartStructure(table, spec))
+        fresh = ChartRenderer(dpi=60).render(ChartStructure(table, spec))
+        assert got.facts["legend_position"] == ("upper right" if table is left else "upper left")
+        assert np.array_equal(got.image, fresh.image) and got.labels == fresh.labels and got.facts == fresh.facts
+    assert warm.frames_built == 1
