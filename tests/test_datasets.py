@@ -120,7 +120,7 @@ def test_indexing_slices_and_errors():
 
 
 def test_score_answer_is_the_trainers_reward():
-    from vicogym.datasets import score_answer
+    from vicogym.runs.datasets import score_answer
     from vicogym.scoring import RowError, score_row
 
     dataset = vicogym.make_dataset("vicogym/Chart-v0", 2, 1, **CHART)
@@ -177,6 +177,6 @@ def test_an_episode_budget_too_small_says_what_to_raise():
 
 def test_import_vicogym_stays_light():
     code = ("import sys, vicogym; assert callable(vicogym.make_dataset); "
-            "print(sorted(m for m in sys.modules if m.startswith(('vicogym.datasets', 'vicogym.runs', 'PIL'))))")
+            "print(sorted(m for m in sys.modules if m.startswith(('vicogym.runs', 'PIL'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

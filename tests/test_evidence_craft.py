@@ -542,7 +542,7 @@ def test_the_report_prints_the_table_and_writes_its_plots(tiny_run, tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["craft", "report"], "needs run folders"),
-    (["craft", "report", "/nonexistent/run"], "holds no craft run"),
+    (["craft", "report", "/nonexistent/run"], "/nonexistent/run does not exist"),
     (["craft", "forms", "--modes", "sideways"], "expected modes among"),
     (["craft", "forms", "--rounds", "0"], "--rounds"),
     (["craft", "forms", "--optimizer", "clever"], "unknown optimizer"),

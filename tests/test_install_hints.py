@@ -100,8 +100,15 @@ def test_without_an_install_the_folder_the_package_sits_in_decides(tmp_path, mon
 
 
 def test_the_servers_hint_from_a_clone_is_the_editable_command(monkeypatch):
-    monkeypatch.setitem(sys.modules, "openenv", None)
+    # every openenv module another test of this process imported is hidden too: an import of
+    # openenv.core.* already in sys.modules would succeed, and serve would start a server
+    for name in [n for n in sys.modules if n == "openenv" or n.startswith("openenv.")] or ["openenv"]:
+        monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.delitem(sys.modules, "vicogym.trainers.openenv", raising=False)
+    import vicogym.trainers
+
+    # `from vicogym.trainers import openenv` takes the package's attribute before sys.modules
+    monkeypatch.delattr(vicogym.trainers, "openenv", raising=False)
     from vicogym.cli import app
 
     result = CliRunner().invoke(app, ["serve", "vicogym/Chart-v0"])

@@ -68,8 +68,8 @@ register(
 
 def make_dataset(env_id: str, size: int = 64, seed: int = 0, **settings):
     """``size`` label-valid samples of ``env_id`` in memory, entry ``i`` as row ``i`` of
-    ``vicogym generate`` with these settings (see :func:`vicogym.datasets.make_dataset`)."""
-    from vicogym.datasets import make_dataset as build
+    ``vicogym generate`` with these settings (see :func:`vicogym.runs.datasets.make_dataset`)."""
+    from vicogym.runs.datasets import make_dataset as build
 
     return build(env_id, size, seed, **settings)
 

@@ -571,7 +571,7 @@ def eval_command(
         raise typer.Exit(130) from None
     console.print(evaluation.summary_table(summary))
     console.print(f"wrote {escape(summary['out'])} ({summary['rows_scored']} rows; each row's result in "
-                  f"{escape(summary['rows_file'])} beside it)", highlight=False)
+                  f"{escape(summary['rows_file'])} beside it)", highlight=False, soft_wrap=True)
 
 
 @app.command()
