@@ -78,6 +78,7 @@ def test_accuracy_per_env_family_and_difficulty_is_what_the_model_answered(run, 
     assert result.exit_code == 0, result.output
     # the table's cells wrap at the console's width; the line naming the file is never broken
     assert "family:" in result.output and "difficulty:" in result.output and f"wrote {out} (" in result.output
+    assert not json.loads(out.read_text())["actor_stand_in"] and "openai:scripted@" in result.output
     summary = json.loads(out.read_text())
     assert summary["finished"] and summary["rows_scored"] == summary["rows_total"] == len(rows)
     assert summary["all"]["accuracy"] == pytest.approx(np.mean([right(i) for i in range(len(rows))]))
@@ -165,6 +166,7 @@ def test_the_simulated_actor_is_scored_by_the_row_scorer(run):
     assert sorted(r["id"] for r in records) == sorted(rows)
     assert summary["all"]["accuracy"] == pytest.approx(np.mean([s for r in records for s in r["scores"]]))
     assert 0.0 < summary["all"]["accuracy"] < 1.0 and summary["difficulty"]["actor"] == "simulated"
+    assert summary["actor_stand_in"] and summary["difficulty"]["actor_stand_in"]  # a stand-in is named so
     for record in records:
         assert record["scores"] == [1.0 if a == rows[record["id"]]["answer"] else 0.0 for a in record["extracted"]]
     again = run.parent / "again.json"
@@ -173,6 +175,8 @@ def test_the_simulated_actor_is_scored_by_the_row_scorer(run):
     # the run folder is the default place
     result = runner.invoke(app, ["eval", str(run), "--actor", "simulated", "--no-progress"])
     assert result.exit_code == 0 and (run / "eval.json").is_file() and (run / "eval.rows.jsonl").is_file()
+    said = " ".join(result.output.split())
+    assert "simulated (a stand-in, not a model) on" in said, result.output
 
 
 def test_bad_input_is_named_with_exit_code_2(run, tmp_path):

@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from vicogym.errors import ModelError, RunError
+from vicogym.policies import actor_name
 from vicogym.validation import is_int
 
 EVAL_FILE = "eval.json"
@@ -153,9 +154,15 @@ def summary_table(summary: Mapping[str, Any]) -> Any:
     k = summary["k"]
     columns = ["", "rows", "accuracy"] + ([f"pass@{k}"] if k > 1 else [])
     low, high = summary["difficulty"]["sweet_zone"]
-    table = Table(*columns, title=escape(f"{summary['actor_spec']} on {summary['run']}"),
+    def named(spec: str, stand_in: bool) -> str:
+        return f"{spec} (a stand-in, not a model)" if stand_in else spec
+
+    difficulty = summary["difficulty"]
+    table = Table(*columns, title=escape(f"{named(summary['actor_spec'], summary.get('actor_stand_in', False))} "
+                                         f"on {summary['run']}"),
                   caption=escape(f"difficulty: the row's pass rate under the run's actor "
-                                 f"({summary['difficulty']['actor']}, k={summary['difficulty']['k']}): hard < {low}, "
+                                 f"({named(difficulty['actor'], difficulty.get('actor_stand_in', False))}, "
+                                 f"k={difficulty['k']}): hard < {low}, "
                                  f"sweet {low}-{high}, easy > {high}"))
 
     def add(label: str, stats: Mapping[str, Any], end: bool = False) -> None:
@@ -234,6 +241,7 @@ class _Evaluation:
         }
         self.difficulty = {"from": "pass_rate", "actor": run_actor if isinstance(run_actor, str) else
                            json.dumps(run_actor, sort_keys=True), "k": int(self.arm.config.k),
+                           "actor_stand_in": actor_name(run_actor).stand_in,
                            "sweet_zone": list(self.zone),
                            "bins": {"hard": f"pass rate < {self.zone[0]}",
                                     "sweet": f"{self.zone[0]} <= pass rate <= {self.zone[1]}",
@@ -288,6 +296,7 @@ class _Evaluation:
     def _write_summary(self, records: dict[str, dict[str, Any]], total: int, finished: bool) -> dict[str, Any]:
         summary = {"kind": KIND, "identity": self.identity, "run": str(self.config.run),
                    "actor_spec": _spec_text(self.identity["actor"]), "extractor": self.extractor,
+                   "actor_stand_in": actor_name(self.identity["actor"]).stand_in,
                    "k": self.config.k, "rows_file": self.rows_file.name, "finished": finished,
                    "rows_scored": len(records), "rows_total": total, "difficulty": self.difficulty,
                    **summarize(records.values(), self.config.k)}
