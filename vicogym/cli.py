@@ -58,15 +58,23 @@ def parse_setting(text: str) -> tuple[str, Any]:
     raise ValueError(f"--set {key[:80]}: the value is {why}; give a flatter or shorter value")
 
 
-def json_flag(flag: str, text: str) -> Any:
+def json_flag(flag: str, text: str, example: str = '{"name": "simulated", "skill": 3.0}',
+              specs: str = "simulated or openai:MODEL@URL") -> Any:
     """The JSON value of ``flag`` (a JSON object given on the command line), or a message
     naming the flag."""
     value, why = loads_json(text)
     if why is not None:
-        raise ValueError(f"{flag} {brief(text, 80)} is {why}; give a JSON object such as "
-                         f"'{{\"name\": \"simulated\", \"skill\": 3.0}}', or a spec such as simulated or "
-                         f"openai:MODEL@URL")
+        raise ValueError(f"{flag} {brief(text, 80)} is {why}; give a JSON object such as '{example}', or a spec such "
+                         f"as {specs}")
     return value
+
+
+def rewriter_flag(text: str | None) -> Any:
+    """``--rewriter``: a spec, or a JSON object of a model rewriter's settings."""
+    if text is None or not text.strip().startswith("{"):
+        return text
+    return json_flag("--rewriter", text, '{"name": "transformers", "model_dir": "DIR", "max_new_tokens": 64}',
+                     "search:8, openai:MODEL@URL or transformers:DIR")
 
 
 #: options several commands share (how a run runs does not change what it writes)
@@ -85,7 +93,8 @@ PROGRESS = typer.Option(True, "--progress/--no-progress", help="show a progress 
 SETTINGS = typer.Option(None, "--set", help="setting KEY=VALUE (the value read as JSON, else as text); repeatable")
 CONFIG = typer.Option(None, "--config", help="a TOML or JSON file of settings (the flags override it)")
 ACTOR = "simulated, openai:MODEL@URL for an OpenAI-compatible server (key from $OPENAI_API_KEY), or a JSON object"
-REWRITER = "random | search | search:N | openai:MODEL@URL"
+REWRITER = ("random | search | search:N | openai:MODEL@URL | transformers:DIR (a local model folder), or a JSON object "
+            "with a model's settings ({\"name\": \"transformers\", \"model_dir\": DIR, \"max_new_tokens\": 64})")
 
 
 def _runtime(values: dict[str, Any]) -> dict[str, Any]:
@@ -138,7 +147,8 @@ def generate(
     try:
         data = load_config_file(config_file) if config_file is not None else {}
         flags = {"env_id": env_id, "n": n, "out": out, "seed": seed, "workers": workers, "keep": keep,
-                 "rewriter": rewriter, "episodes_per_shard": episodes_per_shard, "max_episodes": max_episodes}
+                 "rewriter": rewriter_flag(rewriter), "episodes_per_shard": episodes_per_shard,
+                 "max_episodes": max_episodes}
         data.update({key: value for key, value in flags.items() if value is not None})
         data.update(_runtime(arguments))
         env_kwargs = data.get("env_kwargs") or {}
@@ -446,7 +456,7 @@ def evolve(
         config = workflow.EvolveConfig(env_id=env_id or "vicogym/Chart-v0", rounds=rounds, n=n, out=out, seed=seed,
                               workers=workers, episodes_per_shard=episodes_per_shard,
                               env_kwargs=dict(parse_setting(text) for text in settings or []), actor=spec,
-                              rewriter=rewriter, train_actor=train_actor, train_rewriter=train_rewriter,
+                              rewriter=rewriter_flag(rewriter), train_actor=train_actor, train_rewriter=train_rewriter,
                               runtime=_runtime(arguments))
         state = workflow.evolve(config, progress=progress, on_round=show)
     except (VicogymError, ValueError, TypeError, OSError) as exc:

@@ -38,6 +38,13 @@ def image_data_url(image: np.ndarray) -> str:
     return "data:image/png;base64," + base64.b64encode(encode_png(np.asarray(image, dtype=np.uint8))).decode("ascii")
 
 
+def _data_url_image(url: str) -> np.ndarray:
+    """The image of a PNG data URL (:func:`image_data_url`'s inverse)."""
+    from vicogym.images import decode_png
+
+    return decode_png(base64.b64decode(url.split(",", 1)[1]))
+
+
 def parse_spec(spec: str) -> dict[str, Any]:
     """``openai:MODEL@URL`` as client settings."""
     if not isinstance(spec, str) or not spec.startswith("openai:") or "@" not in spec:
@@ -193,6 +200,22 @@ def edit_prompt(structure: str, question: str, answer: str, pass_rate: float | N
             f"{json.dumps(schema, sort_keys=True)}")
 
 
+def rewriter_content(env: Any, show_image: bool = True) -> list[dict[str, Any]]:
+    """The user message every rewriter model reads (:class:`OpenAIRewriter` and
+    :class:`TransformersRewriter` alike), as OpenAI chat content: the current sample's image
+    (a PNG data URL, unless ``show_image`` is false) and :func:`edit_prompt` of its
+    structure, question, answer, pass rate, sweet zone and the arm's edit schema."""
+    env = env.unwrapped
+    if env.sample is None:
+        raise RuntimeError("reset the environment before asking the rewriter")
+    text = edit_prompt(env.arm.encode(env.sample.structure)[0], env.sample.question, env.sample.answer,
+                       env.pass_rate, env.config.sweet_zone, env.arm.edit_schema())
+    content: list[dict[str, Any]] = [{"type": "text", "text": text}]
+    if show_image:
+        content.insert(0, {"type": "image_url", "image_url": {"url": image_data_url(env.sample.image)}})
+    return content
+
+
 def parse_edit(text: str) -> Any:
     """The edit in a rewriter's response: the JSON in a ```json fence, or the outermost
     JSON object of the text; the text itself otherwise (the environment then names what is
@@ -223,15 +246,7 @@ class OpenAIRewriter(_ChatClient):
         return cls(env=env, **settings)
 
     def prompt(self) -> list[dict[str, Any]]:
-        env = self.env.unwrapped
-        if env.sample is None:
-            raise RuntimeError("reset the environment before asking the rewriter")
-        text = edit_prompt(env.arm.encode(env.sample.structure)[0], env.sample.question, env.sample.answer,
-                           env.pass_rate, env.config.sweet_zone, env.arm.edit_schema())
-        content: list[dict[str, Any]] = [{"type": "text", "text": text}]
-        if self.show_image:
-            content.insert(0, {"type": "image_url", "image_url": {"url": image_data_url(env.sample.image)}})
-        return content
+        return rewriter_content(self.env, self.show_image)
 
     def propose(self, observation: Mapping[str, Any], rng: np.random.Generator) -> Any:
         self.last_response = self.chat(self.prompt(), n=1, seed=int(rng.integers(2**31)))[0]
@@ -305,5 +320,118 @@ class TransformersActor:
         return answers
 
 
-__all__ = ["EXTRACTORS", "OpenAIActor", "TransformersActor", "OpenAIRewriter", "edit_prompt", "extract_answer",
-           "image_data_url", "parse_edit", "parse_spec"]
+#: what a local rewriter's model folder must hold, said when it does not
+MODEL_FOLDER = ("a transformers image-text-to-text model folder: config.json, the weights and the processor's files, "
+                "as save_pretrained writes them for the model and its AutoProcessor")
+_LOADED: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+_LOADED_LOCK = threading.Lock()
+
+
+def load_image_text_model(model_dir: str, device: str = "cpu") -> tuple[Any, Any]:
+    """The processor and model (in eval mode, on ``device``) of a local image-text-to-text
+    model folder, local files only; loaded once per process for a folder's files as they
+    are (a folder written again is loaded again). ``ModelError`` naming the folder and what
+    it must hold when it cannot be loaded."""
+    from pathlib import Path
+
+    folder = Path(model_dir)
+    if not (folder / "config.json").is_file():
+        raise ModelError(f"{model_dir} is no model folder: expected {MODEL_FOLDER}")
+    stamp = tuple(sorted((f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in folder.iterdir() if f.is_file()))
+    key = (str(folder.resolve()), str(device), stamp)
+    with _LOADED_LOCK:
+        if key not in _LOADED:
+            try:
+                import torch  # noqa: F401
+                from transformers import AutoModelForImageTextToText, AutoProcessor
+            except ImportError as exc:
+                from vicogym.install import install_command
+
+                raise ModelError(f"a local model ({model_dir}) needs torch and transformers ({exc.name or exc} is "
+                                 f"missing): {install_command('natural')}") from None
+            try:
+                processor = AutoProcessor.from_pretrained(model_dir, local_files_only=True)
+                model = AutoModelForImageTextToText.from_pretrained(model_dir, local_files_only=True)
+            except (OSError, ValueError, KeyError) as exc:
+                raise ModelError(f"{model_dir} could not be loaded ({_short(exc)}); expected {MODEL_FOLDER}") from None
+            _LOADED[key] = (processor, model.to(device).eval())
+        return _LOADED[key]
+
+
+@dataclass
+class TransformersRewriter:
+    """A rewriter from a local Hugging Face image-text-to-text model folder (transformers'
+    ``AutoProcessor`` and ``AutoModelForImageTextToText``, local files only), bound to an
+    environment (:meth:`for_env`): it reads exactly what :class:`OpenAIRewriter` sends
+    (:func:`rewriter_content`: the image, the structure, question, answer, pass rate, the
+    direction to move it and the arm's edit schema) through the model's chat template, and
+    its response is read by the same :func:`parse_edit`; a response that is no JSON edit
+    is sent as it is and the environment rejects it with the parser's reason. Sampling is
+    seeded from the generator ``propose`` is handed (``temperature=0``: greedy). The model
+    is loaded once per process (:func:`load_image_text_model`). Spec:
+    ``"transformers:/path/to/model"``."""
+
+    model_dir: str
+    env: Any = None
+    device: str = "cpu"
+    max_new_tokens: int = 256
+    temperature: float = 1.0
+    show_image: bool = True
+    system_prompt: str | None = None
+    last_response: str = field(default="", init=False)
+
+    def __post_init__(self) -> None:
+        from pathlib import Path
+
+        if not isinstance(self.model_dir, str) or not (Path(self.model_dir) / "config.json").is_file():
+            raise ValueError(f"expected the rewriter's model_dir as {MODEL_FOLDER}; {self.model_dir!r} holds no "
+                             f"config.json")
+        if not is_int(self.max_new_tokens, 1):
+            raise ValueError(f"expected max_new_tokens to be a positive integer, got {self.max_new_tokens!r}")
+        if isinstance(self.temperature, bool) or not isinstance(self.temperature, (int, float)) or not (
+                0 <= self.temperature < float("inf")):
+            raise ValueError(f"expected temperature as a number >= 0 (0: greedy), got {self.temperature!r}")
+        if not isinstance(self.device, str) or not self.device:
+            raise ValueError(f"expected device as a torch device name such as 'cpu' or 'cuda:0', got {self.device!r}")
+
+    @classmethod
+    def for_env(cls, env: Any, **settings: Any) -> TransformersRewriter:
+        return cls(env=env, **settings)
+
+    def prompt(self) -> list[dict[str, Any]]:
+        return rewriter_content(self.env, self.show_image)
+
+    def chat(self, content: list[dict[str, Any]], n: int = 1, seed: int | None = None) -> list[str]:
+        """The texts of ``n`` sampled responses to one user message (OpenAI chat content:
+        an ``image_url`` part is the current sample's image, handed to the processor)."""
+        processor, model = load_image_text_model(self.model_dir, self.device)  # names a missing extra
+        import torch
+        from PIL import Image
+
+        parts: list[dict[str, Any]] = []
+        images = []
+        for part in content:
+            if part.get("type") == "image_url":
+                parts.append({"type": "image"})
+                images.append(Image.fromarray(_data_url_image(part["image_url"]["url"])))
+            else:
+                parts.append(dict(part))
+        messages = ([{"role": "system", "content": self.system_prompt}] if self.system_prompt else []) + [
+            {"role": "user", "content": parts}]
+        text = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        inputs = processor(images=images or None, text=[text], return_tensors="pt").to(self.device)
+        sampling = {"do_sample": True, "temperature": float(self.temperature)} if self.temperature > 0 else {
+            "do_sample": False}
+        if seed is not None:
+            torch.manual_seed(int(seed))
+        with torch.no_grad():
+            out = model.generate(**inputs, max_new_tokens=self.max_new_tokens, num_return_sequences=n, **sampling)
+        return processor.batch_decode(out[:, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
+
+    def propose(self, observation: Mapping[str, Any], rng: np.random.Generator) -> Any:
+        self.last_response = self.chat(self.prompt(), n=1, seed=int(rng.integers(2**31)))[0]
+        return parse_edit(self.last_response)
+
+
+__all__ = ["EXTRACTORS", "OpenAIActor", "TransformersActor", "OpenAIRewriter", "TransformersRewriter", "edit_prompt",
+           "extract_answer", "image_data_url", "parse_edit", "parse_spec", "rewriter_content"]

@@ -315,16 +315,22 @@ class EffectModel:
 
 
 STOP = {"ops": [{"op": "stop"}]}
-REWRITERS = ("random", "search", "search:N", "openai:MODEL@URL")
+REWRITERS = ("random", "search", "search:N", "openai:MODEL@URL", "transformers:DIR")
 
 
 def parse_rewriter(spec: Any) -> tuple[str, dict[str, Any]]:
     """A rewriter spec as its kind and settings: ``"random"`` (the arm's edit space),
     ``"search"`` or ``"search:N"`` (best of N, 8 by default, N at most 256),
-    ``"openai:MODEL@URL"`` (an LLM behind an OpenAI-compatible server); ``ValueError``
-    naming the forms otherwise."""
+    ``"openai:MODEL@URL"`` (an LLM behind an OpenAI-compatible server),
+    ``"transformers:DIR"`` (a local Hugging Face image-text-to-text model folder, read
+    without a server), or either model as a mapping with its settings (``{"name":
+    "transformers", "model_dir": DIR, "max_new_tokens": 64}``, ``{"name": "openai", "model":
+    ..., "base_url": ..., "temperature": 0.7}``); ``ValueError`` naming the forms otherwise
+    (for a folder that holds no model, naming the folder and what it must hold)."""
     if spec == "random":
         return "random", {}
+    if isinstance(spec, Mapping):
+        return _rewriter_mapping(spec)
     if isinstance(spec, str) and (spec == "search" or spec.startswith("search:")):
         n = spec.split(":", 1)[1] if ":" in spec else "8"
         if n.isdigit() and 1 <= int(n) <= 256:
@@ -333,7 +339,41 @@ def parse_rewriter(spec: Any) -> tuple[str, dict[str, Any]]:
         from vicogym.clients import parse_spec
 
         return "openai", parse_spec(spec)
+    elif isinstance(spec, str) and spec.startswith("transformers:"):
+        from pathlib import Path
+
+        from vicogym.clients import MODEL_FOLDER
+
+        folder = spec.split(":", 1)[1]
+        if not folder or not (Path(folder) / "config.json").is_file():
+            raise ValueError(f"rewriter {spec!r}: {folder!r} is no model folder (no config.json there); expected "
+                             f"transformers:DIR with DIR {MODEL_FOLDER}")
+        return "transformers", {"model_dir": folder}
     raise ValueError(f"expected rewriter in {list(REWRITERS)} (N in [1, 256]), got {spec!r}")
+
+
+def _rewriter_mapping(spec: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """A model rewriter given as ``{"name": "transformers" | "openai", **settings}``: its
+    kind and settings, the spec's own checks applied and unknown settings named."""
+    from dataclasses import fields
+
+    from vicogym.clients import OpenAIRewriter, TransformersRewriter
+
+    settings = {k: v for k, v in spec.items() if k != "name"}
+    name = spec.get("name")
+    classes = {"transformers": (TransformersRewriter, "model_dir"), "openai": (OpenAIRewriter, "model")}
+    if name not in classes:
+        raise ValueError(f"expected a rewriter object's name as 'transformers' or 'openai', got {name!r}")
+    cls, required = classes[name]
+    known = sorted(f.name for f in fields(cls) if f.init and f.name != "env" and not f.name.startswith("_"))
+    unknown = sorted(set(settings) - set(known))
+    if unknown or required not in settings:
+        raise ValueError(f"rewriter {name!r} takes the settings {known} ({required} required), got {sorted(settings)}")
+    if name == "transformers":
+        parse_rewriter(f"transformers:{settings['model_dir']}")  # checks the folder
+    else:
+        parse_rewriter(f"openai:{settings['model']}@{settings.get('base_url')}")  # checks model and URL
+    return name, settings
 
 
 def make_rewriter(spec: Any, env: Any) -> Rewriter:
@@ -346,6 +386,10 @@ def make_rewriter(spec: Any, env: Any) -> Rewriter:
         return RandomRewriter.for_env(env)
     if kind == "search":
         return SearchRewriter.for_env(env, **settings)
+    if kind == "transformers":
+        from vicogym.clients import TransformersRewriter
+
+        return TransformersRewriter.for_env(env, **settings)
     from vicogym.clients import OpenAIRewriter
 
     return OpenAIRewriter.for_env(env, **settings)
