@@ -39,9 +39,10 @@ def test_rounds_export_train_switch_actor_and_resume(tmp_path):
     for entry in (r0, r1):
         stats = entry["stats"]
         assert set(stats) >= {"sweet_zone_hit_rate", "pass_rate_before", "pass_rate_after", "editing_intensity",
-                              "rejections", "rewriter_response_chars"}
+                              "rejections", "rewriter_instruction_chars", "rewriter_instruction_tokens",
+                              "actor_answer_chars", "strong", "weak", "heldout"}
         assert 0 <= stats["sweet_zone_hit_rate"] <= 1 and stats["samples"] == 4
-        assert entry["stages"] == ["generated", "exported", "trained_actor"]
+        assert entry["stages"] == ["generated", "exported", "probed", "trained_actor", "evaluated"]
     logged = [json.loads(line) for line in log.read_text().splitlines()]
     assert all(f.endswith(".parquet") for f in logged[1]["files"]) and "round-001" in logged[1]["files"][0]
     assert first["rounds"][0]["stats"] == r0["stats"]
@@ -54,11 +55,11 @@ def test_a_failed_training_command_stops_the_run_and_a_fixed_one_resumes_there(t
         evolve(EvolveConfig(train_actor=f"{PY} -c \"import sys; sys.exit(3)\"", **base), progress=False,
                on_round=lambda *a: None)
     state = json.loads((tmp_path / "evo" / "evolve.json").read_text())
-    assert state["rounds"][0]["stages"] == ["generated", "exported"]
+    assert state["rounds"][0]["stages"] == ["generated", "exported", "probed"]
     digest = file_sha256(tmp_path / "evo" / "round-000" / "part-00000.parquet")
     state = evolve(EvolveConfig(train_actor=f"{PY} -c \"print('trained')\"", **base), progress=False,
                    on_round=lambda *a: None)  # the command fixed on the command line
-    assert state["rounds"][0]["stages"] == ["generated", "exported", "trained_actor"]
+    assert state["rounds"][0]["stages"] == ["generated", "exported", "probed", "trained_actor", "evaluated"]
     assert file_sha256(tmp_path / "evo" / "round-000" / "part-00000.parquet") == digest
 
 

@@ -418,6 +418,15 @@ def evolve(
                                               "{dataset_info} {next_actor_file} {next_rewriter_file}"),
     train_rewriter: str | None = typer.Option(None, "--train-rewriter", help="shell command run after each round "
                                                  "(the same placeholders)"),
+    strong_actor: str | None = typer.Option(None, "--strong-actor", help="an actor whose pass rates before and after "
+                                            "editing each round measures, or none [the simulated actor at skill 2.2, "
+                                            "a stand-in]"),
+    weak_actor: str | None = typer.Option(None, "--weak-actor", help="the same for a weak actor, or none [the "
+                                          "simulated actor at skill 1.0, a stand-in]"),
+    heldout: str = typer.Option("generated", "--heldout", help="held-out set each round's trained actor is scored "
+                                "on: generated (made once under OUT/heldout/), a generation run folder, or none"),
+    heldout_n: int | None = typer.Option(None, "--heldout-n", help="samples of the generated held-out set [--n]"),
+    heldout_k: int = typer.Option(1, "--heldout-k", help="answers per held-out row [1]"),
     episodes_per_shard: int = typer.Option(16, "--episodes-per-shard", help="episodes per Parquet shard"),
     settings: list[str] | None = SETTINGS,
     backend: str | None = BACKEND,
@@ -431,6 +440,8 @@ def evolve(
     """Run rewriter-actor rounds: generate, export both trainers' data, train, switch models
     (--set: an environment setting)."""
     arguments = dict(locals())
+    from dataclasses import replace
+
     from rich.table import Table
 
     from vicogym.errors import VicogymError
@@ -447,9 +458,23 @@ def evolve(
         table.add_row("sweet-zone hit rate", f"{stats['sweet_zone_hit_rate']:.0%}")
         table.add_row("pass rate before -> after", f"{stats['pass_rate_before']:.2f} -> {stats['pass_rate_after']:.2f}")
         table.add_row("editing intensity", f"{stats['editing_intensity']:.2f}")
+        probed = [name for name in ("strong", "weak") if stats.get(name)]
+        for name in probed:
+            table.add_row(f"{name}: before -> after",
+                          f"{stats[name]['pass_rate_before']:.2f} -> {stats[name]['pass_rate_after']:.2f}")
+        if probed:
+            table.caption = escape("; ".join(f"{name} actor: {stats[name]['actor']}" for name in probed))
         table.add_row("rejections", json.dumps(stats["rejections"]))
-        table.add_row("rewriter response", f"{stats['rewriter_response_chars']:.0f} characters on average")
+        table.add_row("rewriter edit instruction", f"{stats['rewriter_instruction_chars']:.0f} characters, "
+                      f"{stats['rewriter_instruction_tokens']:.1f} tokens on average")
+        table.add_row("actor answers (as kept)", f"{stats['actor_answer_chars']:.1f} characters, "
+                      f"{stats['actor_answer_words']:.1f} words on average")
         console.print(table)
+
+    def actor_flag(flag: str, text: str) -> Any:
+        if text.strip().lower() == "none":
+            return None
+        return json_flag(flag, text) if text.strip().startswith("{") else text
 
     try:
         spec = json_flag("--actor", actor) if actor.strip().startswith("{") else actor
@@ -458,10 +483,15 @@ def evolve(
                               env_kwargs=dict(parse_setting(text) for text in settings or []), actor=spec,
                               rewriter=rewriter_flag(rewriter), train_actor=train_actor, train_rewriter=train_rewriter,
                               runtime=_runtime(arguments))
+        config = replace(config, heldout=None if heldout.strip().lower() == "none" else heldout, heldout_n=heldout_n,
+                         heldout_k=heldout_k, **{name: actor_flag(f"--{name.replace('_', '-')}", text) for name, text
+                                                 in (("strong_actor", strong_actor), ("weak_actor", weak_actor))
+                                                 if text is not None})
         state = workflow.evolve(config, progress=progress, on_round=show)
     except (VicogymError, ValueError, TypeError, OSError) as exc:
         raise _fail(str(exc)) from None
     worked = state.get("rounds_worked_on", [])
+    console.print(workflow.round_table(state))
     if not worked:
         console.print(f"all {rounds} rounds of {out} were done already: nothing ran (more rounds: --rounds "
                       f"{rounds + 1}; `vicogym report {out}` to look at them)")
@@ -557,6 +587,8 @@ def eval_command(
     out: str | None = typer.Option(None, "--out", help="the summary's JSON file, the rows' results beside it "
                                    "(.rows.jsonl) [RUN/eval.json]"),
     seed: int = typer.Option(0, "--seed", min=0, help="seed of the actor's sampling [0]"),
+    of: str = typer.Option("sample", "--of", help="what each row shows: sample (its image) or seed (the sample it "
+                           "was edited from, rendered again) [sample]"),
     progress: bool = PROGRESS,
 ) -> None:
     """Score a model on every row of a generation run with the row's own scorer: accuracy
@@ -572,7 +604,8 @@ def eval_command(
             raise ValueError(f"{run} is {kind.a()} run (`{kind.command}`); `vicogym eval` scores the rows of a "
                              "generation run: name a folder `vicogym generate` wrote")
         spec = json_flag("--actor", actor) if actor.strip().startswith("{") else actor
-        summary = evaluation.evaluate(evaluation.EvalConfig(run, spec, k=k, out=out, seed=seed), progress=progress)
+        summary = evaluation.evaluate(evaluation.EvalConfig(run, spec, k=k, out=out, seed=seed, of=of),
+                                       progress=progress)
     except (VicogymError, ValueError, TypeError, OSError) as exc:
         raise _fail(str(exc)) from None
     except KeyboardInterrupt:

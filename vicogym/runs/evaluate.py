@@ -27,6 +27,12 @@ OpenAI-compatible client, 8 by default); stand-ins and local models answer one r
 time. A stand-in (the simulated actor) is told what the environment knows of the row (its
 answer, its visual difficulty: the structure rendered again); a model sees the image and
 the question only.
+
+With ``of="seed"`` (``--of seed``) each row is asked as it was before editing: the seed
+structure the row keeps, rendered again by the run's arm and relabelled by the row's label
+rule (as the rewriter's export and the report draw it); its difficulty bin is then that of
+the row's ``pass_rate_before``. ``vicogym evolve`` asks a strong and a weak actor both ways
+to measure what editing did to each.
 """
 
 from __future__ import annotations
@@ -54,6 +60,8 @@ ROWS_SUFFIX = ".rows.jsonl"
 DIFFICULTIES = ("hard", "sweet", "easy")
 #: what the JSON file's ``kind`` says
 KIND = "vicogym-eval"
+#: what an evaluation asks of each row: the row's sample, or the seed it was edited from
+OF = ("sample", "seed")
 
 
 @dataclass(frozen=True)
@@ -68,8 +76,14 @@ class EvalConfig:
     k: int = 1
     out: str | None = None
     seed: int = 0
+    #: what each row shows the actor: ``sample`` (its image, as stored) or ``seed`` (the
+    #: sample it was edited from: its seed structure rendered again and relabelled)
+    of: str = "sample"
 
     def __post_init__(self) -> None:
+        if self.of not in OF:
+            raise ValueError(f"expected --of as {' or '.join(OF)} (the rows' samples or the seeds they were edited "
+                             f"from), got {self.of!r}")
         if not isinstance(self.run, (str, os.PathLike)) or not str(self.run).strip():
             raise ValueError(f"expected RUN as a folder written by `vicogym generate`, got {self.run!r}")
         if not is_int(self.k, 1):
@@ -238,6 +252,7 @@ class _Evaluation:
             "run": {"env_id": self.manifest["env"]["id"], "seed": run_config["seed"],
                     "env_kwargs": run_config["env_kwargs"]},
             "actor": identity, "k": config.k, "seed": config.seed,
+            **({"of": config.of} if config.of != "sample" else {}),
         }
         self.difficulty = {"from": "pass_rate", "actor": run_actor if isinstance(run_actor, str) else
                            json.dumps(run_actor, sort_keys=True), "k": int(self.arm.config.k),
@@ -315,33 +330,46 @@ class _Evaluation:
     # -- asking and scoring ------------------------------------------------------------------
     def _score_row(self, row: Mapping[str, Any]) -> dict[str, Any]:
         from vicogym.clients import extract_answer
-        from vicogym.images import decode_png, row_png
 
-        image = decode_png(row_png(row))
+        image, answer, context = self._shown(row)
         digest = int.from_bytes(hashlib.sha256(str(row["id"]).encode("utf-8")).digest()[:8], "big")
         rng = np.random.default_rng([self.config.seed, digest])
-        context = {} if _is_model(self.actor) else self._context(row, image)
         responses = [str(r) for r in self.actor.answer(image, row["question"], self.config.k, rng=rng,
                                                        context=context)]
         if len(responses) != self.config.k:
             raise ModelError(f"the actor gave {len(responses)} answers for k={self.config.k} on row {row['id']}")
         extracted = responses if self.extractor is None else [extract_answer(r, self.extractor) for r in responses]
-        scores = [float(self.arm.score(a, row["answer"])) for a in extracted]
+        scores = [float(self.arm.score(a, answer)) for a in extracted]
+        pass_rate = row.get("pass_rate_before" if self.config.of == "seed" else "pass_rate")
         return {"id": row["id"], "env_id": row["env_id"], "family": question_family(row),
-                "difficulty": difficulty(row.get("pass_rate"), self.zone), "pass_rate": row.get("pass_rate"),
-                "question": row["question"], "answer": row["answer"], "responses": responses,
+                "difficulty": difficulty(pass_rate, self.zone), "pass_rate": pass_rate,
+                "question": row["question"], "answer": answer, "responses": responses,
                 "extracted": extracted, "scores": scores, "score": float(np.mean(scores))}
 
-    def _context(self, row: Mapping[str, Any], image: np.ndarray) -> dict[str, Any]:
-        """What the environment tells a stand-in about the row's sample (its answer, its
-        visual difficulty): the structure decoded and rendered again."""
+    def _shown(self, row: Mapping[str, Any]) -> tuple[np.ndarray, str, dict[str, Any]]:
+        """The image the actor is shown, the answer it is scored against and what a stand-in
+        is told (the answer, the visual difficulty: the structure decoded and rendered again;
+        a model is told nothing). For ``of="seed"`` the row's seed structure, rendered and
+        relabelled by the arm as the run's export and report do."""
         from vicogym.arm import payload_dict
         from vicogym.core import Sample
+        from vicogym.images import decode_png, row_png
 
-        structure = self.arm.decode(row["structure"], payload_dict(row.get("payloads")))
-        render = self.arm.render_seeded(structure)
-        sample = Sample(structure, row["question"], row["answer"], json.loads(row["label"]), image=image)
-        return dict(self.arm.actor_context(sample, render))
+        label = json.loads(row["label"])
+        if self.config.of == "seed":
+            structure = self.arm.decode(row["seed_structure"], payload_dict(row.get("seed_payloads")))
+            render = self.arm.render_seeded(structure)
+            image, answer = render.image, self.arm.relabel(structure, label)
+        else:
+            image, answer = decode_png(row_png(row)), row["answer"]
+            if _is_model(self.actor):
+                return image, answer, {}
+            structure = self.arm.decode(row["structure"], payload_dict(row.get("payloads")))
+            render = self.arm.render_seeded(structure)
+        if _is_model(self.actor):
+            return image, answer, {}
+        sample = Sample(structure, row["question"], answer, label, image=image)
+        return image, answer, dict(self.arm.actor_context(sample, render))
 
     def run(self, progress: bool) -> dict[str, Any]:
         from tqdm import tqdm
@@ -427,5 +455,5 @@ def _said(identity: Mapping[str, Any]) -> str:
     return "something else"
 
 
-__all__ = ["DIFFICULTIES", "EVAL_FILE", "EvalConfig", "actor_identity", "difficulty", "evaluate", "question_family",
-           "rows_path", "summarize", "summary_table"]
+__all__ = ["DIFFICULTIES", "EVAL_FILE", "OF", "EvalConfig", "actor_identity", "difficulty", "evaluate",
+           "question_family", "rows_path", "summarize", "summary_table"]

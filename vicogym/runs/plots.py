@@ -69,10 +69,11 @@ def count_bars(ax: Any, counts: Mapping[str, int], label: str, color: str, empty
         counts_axis(ax.yaxis)
 
 
-def per_round(ax: Any, rounds: list[str], series: Mapping[str, list[float]]) -> None:
-    """Each named series' value per round, on a 0-1 scale: lines over the rounds where there
-    are two or more; for one round, a bar per series with its value printed (a line
-    through one point would be a lone dot, showing no trend)."""
+def per_round(ax: Any, rounds: list[str], series: Mapping[str, list[float]], top: float | None = 1.0) -> None:
+    """Each named series' value per round, on a 0-``top`` scale (``None``: from 0 to what
+    the values need): lines over the rounds where there are two or more; for one round, a
+    bar per series with its value printed (a line through one point would be a lone dot,
+    showing no trend)."""
     colors = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728")
     if len(rounds) > 1:
         x = np.arange(len(rounds))
@@ -86,7 +87,10 @@ def per_round(ax: Any, rounds: list[str], series: Mapping[str, list[float]]) -> 
         ax.bar_label(bars, fmt="%.2f")
         ax.set_xticks(np.arange(len(names)), labels=names)
         ax.set_xlabel(f"{rounds[0] if rounds else 'no round'}: one round, so no trend to draw")
-    ax.set_ylim(0, 1)
+    if top is None:
+        ax.set_ylim(bottom=0)
+    else:
+        ax.set_ylim(0, top)
 
 
 def rate_bins(k: int) -> np.ndarray:

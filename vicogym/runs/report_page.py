@@ -7,7 +7,10 @@ image it was edited from, its question, answer, label rule, pass rate before and
 and its edit trace; it filters by text, label rule, round and sweet zone. The plots:
 pass-rate histograms before and after editing, sweet-zone hit rate and editing intensity
 ``|p_before - p|`` per round, and rejection reasons by code; a table gives each question
-family's answers and their shares. Everything is written into
+family's answers and their shares. An evolve folder's round table (``evolve.json``) adds
+the strong and weak actors' pass rates before and after editing, the held-out accuracy of
+each round's trained actor and the lengths of the rewriter's edit instructions and the
+actor's answers, per round. Everything is written into
 ``DIR/report/`` (or ``--out``); the page needs no server.
 """
 
@@ -85,6 +88,57 @@ def _plots(out: Path, data: list[dict[str, Any]], manifests: dict[str, dict], zo
     count_bars(ax, most_first, "rejected edits", "#d62728", empty="no edit was rejected", horizontal=True)
     ax.set_title("Rejection reasons")
     plots.save(fig, "rejections.png")
+    return plots.names
+
+
+def _round_table_plots(out: Path, folder: Path, rounds: list[str]) -> list[str]:
+    """The round table of an evolve folder (its ``evolve.json``) as plots: the strong and
+    the weak actor's pass rates before and after editing (the paper's Table 17), the
+    held-out accuracy of each round's actor after training (Fig. 3b), and the lengths of the
+    rewriter's edit instructions and the actor's answers and responses (Table 18). Who
+    answered is named, stand-ins so; a folder without a round table gets none."""
+    from vicogym.runs.evolve import STATE_FILE
+
+    path = folder / STATE_FILE
+    if not path.is_file():
+        return []
+    state = json.loads(path.read_text(encoding="utf-8"))
+    stats = {f"round-{e['round']:03d}": e.get("stats") or {} for e in state.get("rounds", [])}
+    rounds = [r for r in rounds if stats.get(r)]
+    if not rounds:
+        return []
+
+    def series(*keys: str) -> list[float]:
+        values = []
+        for r in rounds:
+            value: Any = stats[r]
+            for key in keys:
+                value = value.get(key) if isinstance(value, dict) else None
+            values.append(float(value) if isinstance(value, (int, float)) else float("nan"))
+        return values
+
+    def who(key: str) -> str:
+        names = sorted({stats[r][key]["actor"] for r in rounds if stats[r].get(key)})
+        return ", ".join(names) if names else "not measured"
+
+    plots = Plots(out, dpi=100)
+    fig, ax = plots.figure((6, 3.8))
+    per_round(ax, rounds, {f"{name} {side}": series(name, f"pass_rate_{side}") for name in ("strong", "weak")
+                           for side in ("before", "after")})
+    ax.set_title(f"Strong and weak actors: pass rate before and after editing\nstrong: {who('strong')}\n"
+                 f"weak: {who('weak')}", fontsize=8)
+    plots.save(fig, "round_actors.png")
+    fig, ax = plots.figure((6, 3.5))
+    per_round(ax, rounds, {"held-out accuracy": series("heldout", "accuracy")})
+    ax.set_title(f"Held-out accuracy of each round's actor after training\n{who('heldout')}", fontsize=8)
+    plots.save(fig, "round_heldout.png")
+    fig, ax = plots.figure((6, 3.5))
+    per_round(ax, rounds, {"rewriter edit instruction": series("rewriter_instruction_chars"),
+                           "actor answers (as kept)": series("actor_answer_chars"),
+                           "held-out responses": series("heldout", "response_chars")}, top=None)
+    ax.set_ylabel("characters (mean)")
+    ax.set_title("Lengths: the rewriter's edit instructions, the actor's answers")
+    plots.save(fig, "round_lengths.png")
     return plots.names
 
 
@@ -210,7 +264,7 @@ def _report(folder: Path, out: str | Path | None, limit: int) -> Path:
         for row in iter_rows(run):
             data.append({"round": name, "row": row, "pass_rate": float(row["pass_rate"]),
                          "pass_rate_before": float(row["pass_rate_before"])})
-    plots = _plots(out, data, manifests, zone)
+    plots = _plots(out, data, manifests, zone) + _round_table_plots(out, folder, list(manifests))
     cards = []
     for k, d in enumerate(data[:limit]):
         row = d["row"]
