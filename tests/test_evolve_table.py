@@ -97,6 +97,9 @@ def test_each_value_is_derived_again_from_the_rows_and_separate_evaluations(evol
         responses = [x for line in rows_path(out).read_text().splitlines() for x in json.loads(line)["responses"]]
         assert stats["heldout"]["response_chars"] == pytest.approx(np.mean([len(x) for x in responses]))
     assert state["heldout"]["made"] == "generated" and state["heldout"]["n"] == 3
+    base = evaluate(EvalConfig(str(folder / "heldout"), "simulated", out=str(tmp_path / "base.json")))
+    assert state["heldout"]["base"]["accuracy"] == base["all"]["accuracy"]  # the first actor, before any training
+    assert state["heldout"]["base"]["identity"] == {"name": "simulated"}
     manifest = json.loads((folder / "heldout" / "manifest.json").read_text())
     assert manifest["config"]["seed"] == 10_000 and manifest["counts"]["samples"] == 3  # a seed of its own
 
@@ -118,7 +121,9 @@ def test_kills_within_and_between_stages_resume_without_scoring_a_row_twice(tmp_
     monkeypatch.setattr(evaluation._Evaluation, "_score_row", counted)
     settings = dict(rounds=1, train_actor=_trainer(), strong_actor=STRONG, weak_actor=WEAK)
     kill = {}
-    for kill["at"] in (6, 19):  # 6: in the strong actor's probes; 19: in the held-out evaluation (16 probes + 3)
+    # 3 held-out rows for the first actor, then 16 probes (the strong and weak actors, 4 rows before and after),
+    # then 3 held-out rows for the trained actor; kill at 6: in the probes; at 22: in the trained actor's held-out rows
+    for kill["at"] in (6, 22):
         with pytest.raises(KeyboardInterrupt):
             evolve(EvolveConfig(**settings, **_base(tmp_path / "evo")), progress=False, on_round=lambda *a: None,
                    on_note=lambda *a: None)
@@ -127,8 +132,9 @@ def test_kills_within_and_between_stages_resume_without_scoring_a_row_twice(tmp_
     kill["at"] = None
     state = evolve(EvolveConfig(**settings, **_base(tmp_path / "evo")), progress=False, on_round=lambda *a: None,
                    on_note=lambda *a: None)
-    scored = [c for i, c in enumerate(calls) if i not in (5, 18)]  # the killed calls scored nothing
-    assert len(calls) == 16 + 3 + 2 and len(set(scored)) == len(scored) == 16 + 3
+    scored = [c for i, c in enumerate(calls) if i not in (5, 21)]  # the killed calls scored nothing
+    assert len(calls) == 3 + 16 + 3 + 2 and len(set(scored)) == len(scored) == 3 + 16 + 3
+    assert "heldout-base" in calls[0][0] and "probes" in calls[5][0] and "round-000/heldout" in calls[21][0]
     calls.clear()
     again = evolve(EvolveConfig(**settings, **_base(tmp_path / "evo")), progress=False, on_round=lambda *a: None,
                    on_note=lambda *a: None)
@@ -153,7 +159,7 @@ def test_a_named_heldout_run_and_measures_turned_off(tmp_path):
     entry = state["rounds"][0]
     assert entry["stages"] == ["generated", "exported", "evaluated"] and "strong" not in entry["stats"]
     separate = evaluate(EvalConfig(str(real), "simulated", out=str(tmp_path / "x.json")))
-    assert entry["stats"]["heldout"]["accuracy"] == separate["all"]["accuracy"]
+    assert entry["stats"]["heldout"]["accuracy"] == separate["all"]["accuracy"] == state["heldout"]["base"]["accuracy"]
     assert state["heldout"]["made"] == "given" and not (tmp_path / "evo" / "heldout").exists()
     result = CliRunner().invoke(app, ["eval", str(real), "--actor", "simulated", "--of", "seeds"])
     assert result.exit_code != 0 and "expected --of as sample or seed" in result.output
@@ -185,6 +191,9 @@ def test_the_cli_prints_the_round_table_with_its_columns_and_stand_ins(tmp_path)
     row = next(line for line in table.splitlines() if line.split()[:1] == ["0"]).split()
     assert row[4] == f"{stats['weak']['pass_rate_before']:.2f}→{stats['weak']['pass_rate_after']:.2f}"
     assert row[8] == f"{stats['heldout']['accuracy']:.3f}"
+    base = json.loads((tmp_path / "e" / "evolve.json").read_text())["heldout"]["base"]
+    assert next(line for line in table.splitlines() if line.split()[:1] == ["base"]).split() == \
+        ["base"] + ["-"] * 7 + [f"{base['accuracy']:.3f}"]
     result = runner.invoke(app, args)  # all done: the table again, nothing run
     assert result.exit_code == 0 and "round table" in result.output and "nothing ran" in result.output
     result = runner.invoke(app, args[:5] + ["--out", str(tmp_path / "f"), "--strong-actor", "{oops"])
@@ -215,7 +224,8 @@ def test_the_report_plots_the_round_table(evolved, tmp_path, monkeypatch):
                      for side in ("before", "after")}
     assert "strong: the simulated actor (skill=6.0) (a stand-in, not a model)" in title
     (lines, _, title), = seen["round_heldout.png"]
-    assert lines == {"held-out accuracy": [s["heldout"]["accuracy"] for s in stats]}
+    base = state["heldout"]["base"]["accuracy"]
+    assert lines == {"held-out accuracy": [base] + [s["heldout"]["accuracy"] for s in stats]}
     assert "skill=2.5" in title and "skill=3.5" in title
     (lines, _, _), = seen["round_lengths.png"]
     assert lines["rewriter edit instruction"] == [s["rewriter_instruction_chars"] for s in stats]

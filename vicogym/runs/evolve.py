@@ -266,7 +266,8 @@ def _eval_name(actor: Any) -> str:
 
 def _heldout_run(config: EvolveConfig, ledger: Ledger, progress: bool) -> Path | None:
     """The held-out run (generated once under OUT/heldout/, or the user's), recorded in the
-    ledger; another held-out set than the ledger's is refused."""
+    ledger with the first actor's accuracy on it before any training (``base``, into
+    ``OUT/heldout-base/``); another held-out set than the ledger's is refused."""
     from vicogym.runs.generate import generate
 
     identity = config.heldout_identity()
@@ -282,7 +283,13 @@ def _heldout_run(config: EvolveConfig, ledger: Ledger, progress: bool) -> Path |
             raise RunError(f"the held-out set made {manifest['counts']['samples']} of {identity['n']} samples within "
                            "its episode budget; raise its budget, or name a run with heldout")
     if held is None:
-        ledger.state["heldout"] = identity
+        ledger.state["heldout"] = held = identity
+        ledger.save()
+    from vicogym.runs.evaluate import actor_identity
+
+    if (held.get("base") or {}).get("identity") != actor_identity(config.actor):  # the first actor, untrained
+        held["base"] = heldout_accuracy(identity["run"], config.actor, config.heldout_k,
+                                        Path(config.out) / "heldout-base" / _eval_name(config.actor), progress=progress)
         ledger.save()
     return Path(identity["run"])
 
@@ -297,8 +304,9 @@ def round_table(state: Mapping[str, Any]) -> Any:
     """The rounds of an evolve state as a rich table, a round a row: sweet-zone hit rate,
     pass rate before -> after editing of the run's actor, of the strong and of the weak
     actor, editing intensity, the rewriter's edit instruction length, the actor's answer
-    length, and the held-out accuracy of the round's actor after training; its caption names
-    who answered (stand-ins said so)."""
+    length, and the held-out accuracy of the round's actor after training (a ``base`` row
+    first: the first actor's, before any); its caption names who answered (stand-ins said
+    so)."""
     from rich import box
     from rich.markup import escape
     from rich.table import Table
@@ -308,6 +316,10 @@ def round_table(state: Mapping[str, Any]) -> Any:
     from vicogym.policies import actor_name
 
     named: dict[str, set[str]] = {"p": set(), "strong": set(), "weak": set(), "held-out": set()}
+    base = (state.get("heldout") or {}).get("base")
+    if base and any((e.get("stats") or {}).get("heldout") for e in state.get("rounds", [])):
+        named["held-out"].add(base["actor"])
+        table.add_row("base", *["-"] * 7, f"{base['accuracy']:.3f}", end_section=True)
     for entry in state.get("rounds", []):
         stats = entry.get("stats")
         if not stats:
@@ -327,7 +339,8 @@ def round_table(state: Mapping[str, Any]) -> Any:
         "hit: sweet-zone hit rate; p, strong, weak: pass rate before→after editing of the run's actor, the strong "
         "and the weak actor; |Δp|: editing intensity |p_before - p| of the run's actor; edit: the rewriter's edit "
         "instruction (characters); answer: the run's actor's answers as the rows keep them (characters); held-out: "
-        "accuracy of the round's actor after training" + (f" ({who})" if who else ""))
+        "accuracy of the round's actor after training (base: the first actor before any)" +
+        (f" ({who})" if who else ""))
     return table
 
 

@@ -128,9 +128,12 @@ def _round_table_plots(out: Path, folder: Path, rounds: list[str]) -> list[str]:
     ax.set_title(f"Strong and weak actors: pass rate before and after editing\nstrong: {who('strong')}\n"
                  f"weak: {who('weak')}", fontsize=8)
     plots.save(fig, "round_actors.png")
+    base = (state.get("heldout") or {}).get("base")
     fig, ax = plots.figure((6, 3.5))
-    per_round(ax, rounds, {"held-out accuracy": series("heldout", "accuracy")})
-    ax.set_title(f"Held-out accuracy of each round's actor after training\n{who('heldout')}", fontsize=8)
+    per_round(ax, ["base"] * bool(base) + rounds,
+              {"held-out accuracy": [base["accuracy"]] * bool(base) + series("heldout", "accuracy")})
+    actors = who("heldout") + (f"; base: {base['actor']}, before any training" if base else "")
+    ax.set_title(f"Held-out accuracy of each round's actor after training\n{actors}", fontsize=8)
     plots.save(fig, "round_heldout.png")
     fig, ax = plots.figure((6, 3.5))
     per_round(ax, rounds, {"rewriter edit instruction": series("rewriter_instruction_chars"),
