@@ -195,7 +195,9 @@ def test_the_trainer_writes_a_checkpoint_once_that_the_local_rewriter_loads(run,
     assert "not training again" in again.stderr and "rewriter kept" in again.stdout
     assert (out / "model.safetensors").stat().st_mtime_ns == stamp and _files(out) == trained
     assert (tmp_path / "next").read_text().strip() == f"transformers:{out.resolve()}"
-    # other inputs (the seed) train again, into the same folder
+    # other inputs (the seed) train again, into the same folder; a killed run's leftovers go
+    (tmp_path / "r1.tmp").mkdir()
+    (tmp_path / "r1.tmp" / "model.safetensors").write_bytes(b"half written")
     other = _train("--data", data, "--model", model, "--out", out, "--seed", 1, *knobs)
     assert other.returncode == 0, other.stderr
     assert "rewriter trained" in other.stdout
@@ -207,16 +209,15 @@ def test_the_trainer_writes_a_checkpoint_once_that_the_local_rewriter_loads(run,
 
     AutoProcessor.from_pretrained(out, local_files_only=True)
     AutoModelForImageTextToText.from_pretrained(out, local_files_only=True)
-    import vicogym.clients
+    from vicogym.clients import TransformersRewriter
+    from vicogym.policies import make_rewriter
 
-    if hasattr(vicogym.clients, "TransformersRewriter"):
-        from vicogym.policies import make_rewriter
-
-        env = gym.make(ENV, k=2).unwrapped
-        env.reset(seed=0)
-        rewriter = make_rewriter({"name": "transformers", "model_dir": str(out), "max_new_tokens": 8}, env)
-        rewriter.propose({}, np.random.default_rng(0))
-        assert isinstance(rewriter.last_response, str)
+    env = gym.make(ENV, k=2).unwrapped
+    env.reset(seed=0)
+    rewriter = make_rewriter({"name": "transformers", "model_dir": str(out), "max_new_tokens": 8}, env)
+    assert isinstance(rewriter, TransformersRewriter) and rewriter.model_dir == str(out)
+    rewriter.propose({}, np.random.default_rng(0))
+    assert isinstance(rewriter.last_response, str)
 
 
 @pytest.mark.parametrize("case", ["missing data", "empty data", "not a model folder", "missing extra"])
