@@ -379,5 +379,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+__all__ = ["DEFAULTS", "MARKER", "BadInput", "main", "read_records", "stand_in", "train", "training_rows",
+           "transitions"]
+
 if __name__ == "__main__":
     sys.exit(main())
