@@ -27,15 +27,16 @@ TRAIN_GPUS=${TRAIN_GPUS:-0,1,2,3}
 model=$(python3 "$here/spec.py" model "$spec")
 mkdir -p "$out"
 if [ ! -f "$out/hf/config.json" ]; then
-    files=$(paste -sd, "$verl_files")
+    # Hydra overrides: each path a quoted string, so that no character in it reads as Hydra's grammar
+    files=$(grep . "$verl_files" | sed "s/.*/'&'/" | paste -sd, -)
     reward=$("$VERL_PYTHON" -c "import vicogym.verl_reward as m; print(m.__file__)")
     gpus=$(echo "$TRAIN_GPUS" | tr ',' '\n' | grep -c .)
     # shellcheck disable=SC2086
     CUDA_VISIBLE_DEVICES=$TRAIN_GPUS "$VERL_PYTHON" -m verl.trainer.main_ppo \
         --config-path="$here" --config-name=actor_grpo \
-        data.train_files="[$files]" actor_rollout_ref.model.path="$model" \
-        reward.custom_reward_function.path="$reward" trainer.n_gpus_per_node="$gpus" \
-        trainer.default_local_dir="$out/verl" ${ACTOR_OVERRIDES:-}
+        data.train_files="[$files]" actor_rollout_ref.model.path="'$model'" \
+        reward.custom_reward_function.path="'$reward'" trainer.n_gpus_per_node="$gpus" \
+        trainer.default_local_dir="'$out/verl'" ${ACTOR_OVERRIDES:-}
     step=$(cat "$out/verl/latest_checkpointed_iteration.txt")
     rm -rf "$out/hf.tmp"
     "$VERL_PYTHON" -m verl.model_merger merge --backend fsdp \
