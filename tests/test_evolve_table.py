@@ -161,6 +161,11 @@ def test_a_named_heldout_run_and_measures_turned_off(tmp_path):
     separate = evaluate(EvalConfig(str(real), "simulated", out=str(tmp_path / "x.json")))
     assert entry["stats"]["heldout"]["accuracy"] == separate["all"]["accuracy"] == state["heldout"]["base"]["accuracy"]
     assert state["heldout"]["made"] == "given" and not (tmp_path / "evo" / "heldout").exists()
+    from vicogym.runs.report_page import write_report_page
+
+    write_report_page(tmp_path / "evo", out=tmp_path / "report", limit=1)  # what was not measured is not drawn
+    assert not (tmp_path / "report" / "round_actors.png").exists()
+    assert all((tmp_path / "report" / name).is_file() for name in ("round_heldout.png", "round_lengths.png"))
     result = CliRunner().invoke(app, ["eval", str(real), "--actor", "simulated", "--of", "seeds"])
     assert result.exit_code != 0 and "expected --of as sample or seed" in result.output
     with pytest.raises(Exception, match="another held-out set"):

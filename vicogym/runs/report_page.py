@@ -121,20 +121,29 @@ def _round_table_plots(out: Path, folder: Path, rounds: list[str]) -> list[str]:
         names = sorted({stats[r][key]["actor"] for r in rounds if stats[r].get(key)})
         return ", ".join(names) if names else "not measured"
 
+    def measured(key: str) -> bool:
+        return any(stats[r].get(key) for r in rounds)
+
     plots = Plots(out, dpi=100)
-    fig, ax = plots.figure((6, 3.8))
-    per_round(ax, rounds, {f"{name} {side}": series(name, f"pass_rate_{side}") for name in ("strong", "weak")
-                           for side in ("before", "after")})
-    ax.set_title(f"Strong and weak actors: pass rate before and after editing\nstrong: {who('strong')}\n"
-                 f"weak: {who('weak')}", fontsize=8)
-    plots.save(fig, "round_actors.png")
-    base = (state.get("heldout") or {}).get("base")
-    fig, ax = plots.figure((6, 3.5))
-    per_round(ax, ["base"] * bool(base) + rounds,
-              {"held-out accuracy": [base["accuracy"]] * bool(base) + series("heldout", "accuracy")})
-    actors = who("heldout") + (f"; base: {base['actor']}, before any training" if base else "")
-    ax.set_title(f"Held-out accuracy of each round's actor after training\n{actors}", fontsize=8)
-    plots.save(fig, "round_heldout.png")
+    probed = [name for name in ("strong", "weak") if measured(name)]
+    if probed:
+        fig, ax = plots.figure((6, 3.8))
+        per_round(ax, rounds, {f"{name} {side}": series(name, f"pass_rate_{side}") for name in probed
+                               for side in ("before", "after")})
+        names = "\n".join(f"{name}: {who(name)}" for name in probed)
+        ax.set_title(f"Strong and weak actors: pass rate before and after editing\n{names}", fontsize=8)
+        plots.save(fig, "round_actors.png")
+    if measured("heldout"):
+        base = (state.get("heldout") or {}).get("base")
+        fig, ax = plots.figure((6, 3.5))
+        accuracy = series("heldout", "accuracy")
+        if base:
+            per_round(ax, ["base", *rounds], {"held-out accuracy": [base["accuracy"], *accuracy]})
+        else:
+            per_round(ax, rounds, {"held-out accuracy": accuracy})
+        actors = who("heldout") + (f"; base: {base['actor']}, before any training" if base else "")
+        ax.set_title(f"Held-out accuracy of each round's actor after training\n{actors}", fontsize=8)
+        plots.save(fig, "round_heldout.png")
     fig, ax = plots.figure((6, 3.5))
     per_round(ax, rounds, {"rewriter edit instruction": series("rewriter_instruction_chars"),
                            "actor answers (as kept)": series("actor_answer_chars"),
