@@ -240,3 +240,25 @@ def test_the_report_plots_the_round_table(evolved, tmp_path, monkeypatch):
     seen.clear()
     write_report_page(folder / "round-000", out=tmp_path / "one")  # a run, not an evolve folder: no round table
     assert "round_actors.png" not in seen
+
+
+def test_a_run_from_before_the_round_table_resumes_and_gets_one(tmp_path):
+    """A folder whose rounds were exported with fewer statistics (no strong or weak actor, the
+    edit length named rewriter_response_chars, no held-out set) resumes: the missing stages
+    run and the table is printed."""
+    args = ["evolve", "--rounds", "1", "--n", "2", "--out", str(tmp_path / "e"), "--episodes-per-shard", "2",
+            "--set", "k=2", "--heldout-n", "2", "--no-progress"]
+    result = CliRunner().invoke(app, args + ["--strong-actor", "none", "--weak-actor", "none", "--heldout", "none"])
+    assert result.exit_code == 0, result.output
+    path = tmp_path / "e" / "evolve.json"
+    state = json.loads(path.read_text())
+    stats = state["rounds"][0]["stats"]
+    stats["rewriter_response_chars"] = stats.pop("rewriter_instruction_chars")
+    for key in ("rewriter_instruction_tokens", "actor_answer_chars", "actor_answer_words"):
+        stats.pop(key)
+    path.write_text(json.dumps(state))
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    entry = json.loads(path.read_text())["rounds"][0]
+    assert entry["stages"] == ["generated", "exported", "probed", "evaluated"] and "strong: before -> after" in \
+        result.output and "round table" in result.output

@@ -465,10 +465,11 @@ def evolve(
         if probed:
             table.caption = escape("; ".join(f"{name} actor: {stats[name]['actor']}" for name in probed))
         table.add_row("rejections", json.dumps(stats["rejections"]))
-        table.add_row("rewriter edit instruction", f"{stats['rewriter_instruction_chars']:.0f} characters, "
-                      f"{stats['rewriter_instruction_tokens']:.1f} tokens on average")
-        table.add_row("actor answers (as kept)", f"{stats['actor_answer_chars']:.1f} characters, "
-                      f"{stats['actor_answer_words']:.1f} words on average")
+        if "rewriter_instruction_chars" in stats:  # a round exported before the round table kept fewer numbers
+            table.add_row("rewriter edit instruction", f"{stats['rewriter_instruction_chars']:.0f} characters, "
+                          f"{stats['rewriter_instruction_tokens']:.1f} tokens on average")
+            table.add_row("actor answers (as kept)", f"{stats['actor_answer_chars']:.1f} characters, "
+                          f"{stats['actor_answer_words']:.1f} words on average")
         console.print(table)
 
     def actor_flag(flag: str, text: str) -> Any:
