@@ -413,11 +413,16 @@ def evolve(
                                 help="worker processes (local) or Ray actors (ray); the output does not depend on it"),
     actor: str = typer.Option("simulated", "--actor", help="the first round's actor: " + ACTOR),
     rewriter: str = typer.Option("search", "--rewriter", help=REWRITER),
-    train_actor: str | None = typer.Option(None, "--train-actor", help="shell command run after each round; "
-                                              "placeholders {round} {round_dir} {verl_files} {rewriter_data} "
-                                              "{dataset_info} {next_actor_file} {next_rewriter_file}"),
-    train_rewriter: str | None = typer.Option(None, "--train-rewriter", help="shell command run after each round "
-                                                 "(the same placeholders)"),
+    train_actor: str | None = typer.Option(None, "--train-actor", help="trl-grpo (TRL's GRPO on the round's rows, "
+                                              "from --actor transformers:DIR; flags for python -m "
+                                              "vicogym.trainers.grpo_actor may follow) or a shell command run after "
+                                              "each round; placeholders {round} {round_dir} {verl_files} "
+                                              "{rewriter_data} {dataset_info} {next_actor_file} {next_rewriter_file} "
+                                              "{actor} {rewriter} {python}"),
+    train_rewriter: str | None = typer.Option(None, "--train-rewriter", help="trl-rwr (reward-weighted regression "
+                                                 "on the round's edits, from --rewriter transformers:DIR; flags for "
+                                                 "python -m vicogym.trainers.rwr_rewriter may follow) or a shell "
+                                                 "command (the same placeholders)"),
     strong_actor: str | None = typer.Option(None, "--strong-actor", help="an actor whose pass rates before and after "
                                             "editing each round measures, or none [the simulated actor at skill 2.2, "
                                             "a stand-in]"),

@@ -138,7 +138,7 @@ def chat_template() -> str:
     return qwen3_vl_chat_template
 
 
-def tiny_qwen2_vl(folder: Path) -> Path:
+def tiny_qwen2_vl(folder: Path, words: tuple[str, ...] = (), tokens: tuple[str, ...] = ()) -> Path:
     """A Qwen2-VL (``model_type`` ``qwen2_vl``: a one-block vision tower and a one-layer
     decoder of hidden size 64, randomly initialised) with its processor, saved with
     ``save_pretrained`` into ``folder`` (returned), so ``AutoProcessor``,
@@ -147,7 +147,9 @@ def tiny_qwen2_vl(folder: Path) -> Path:
     Qwen2-VL's special tokens; the image processor keeps images within 4 to 64 patches
     of 28 x 28 pixels; the chat template is Qwen's multimodal one with hermes tool calls
     (``<tool_call>{json}</tool_call>``, tool results as role ``tool``, the tools in the
-    system prompt), the one TRL knows as Qwen3-VL's."""
+    system prompt), the one TRL knows as Qwen3-VL's. ``words`` are learned as whole tokens
+    besides (each is a line of the tokenizer's corpus); ``tokens`` are added as they are
+    (a token may be a whole reply)."""
     pytest.importorskip("torch", reason="the tiny Qwen2-VL needs torch")
     transformers = pytest.importorskip("transformers", reason="the tiny Qwen2-VL needs transformers")
     import torch
@@ -160,14 +162,14 @@ def tiny_qwen2_vl(folder: Path) -> Path:
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
-    tokenizer.train_from_iterator(_CORPUS, trainers.BpeTrainer(
+    tokenizer.train_from_iterator(_CORPUS + tuple(words), trainers.BpeTrainer(
         vocab_size=640, special_tokens=list(QWEN_VL_SPECIAL), initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False))
     fast = transformers.PreTrainedTokenizerFast(
         tokenizer_object=tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>", unk_token=None,
         additional_special_tokens=list(QWEN_VL_SPECIAL[1:]), padding_side="left", model_max_length=32768,
         clean_up_tokenization_spaces=False)
-    fast.add_tokens(list(QWEN_VL_ADDED))
+    fast.add_tokens(list(QWEN_VL_ADDED) + list(tokens))
     ids = {name: fast.convert_tokens_to_ids(name) for name in QWEN_VL_SPECIAL}
     head_dim = 16  # 4 heads of 16: the rotary half (8) splits into temporal, height, width sections
     config = transformers.Qwen2VLConfig(
@@ -194,4 +196,57 @@ def tiny_qwen2_vl(folder: Path) -> Path:
                                               chat_template=template)
     processor.save_pretrained(folder)
     fast.save_pretrained(folder)  # the tokenizer alone (AutoTokenizer) reads the same chat template
+    return folder
+
+
+def tiny_yes_no_qwen2_vl(folder: Path, strength: float = 50.0) -> Path:
+    """A tiny Qwen2-VL (:func:`tiny_qwen2_vl`, with ``Yes`` and ``No`` as tokens) whose
+    replies are ``Yes`` or ``No`` about half the time each (:func:`answer_with`)."""
+    folder = tiny_qwen2_vl(folder, words=("Yes", "No"))
+    return answer_with(folder, ("Yes", "No"), strength)
+
+
+#: two chart edits, each valid on any chart (one of them changes its gridlines)
+GRIDLINE_EDITS = ('{"ops": [{"op": "set_style", "gridlines": false}]}',
+                  '{"ops": [{"op": "set_style", "gridlines": true}]}')
+
+
+def tiny_edit_rewriter(folder: Path, strength: float = 50.0) -> Path:
+    """A tiny Qwen2-VL rewriter whose replies are one of :data:`GRIDLINE_EDITS` (each an
+    added token) about half the time each (:func:`answer_with`): every proposal is an edit
+    the chart arm can take, so its episodes make samples and its rounds export edits."""
+    folder = tiny_qwen2_vl(folder, tokens=GRIDLINE_EDITS)
+    return answer_with(folder, GRIDLINE_EDITS, strength)
+
+
+def answer_with(folder: Path, replies: tuple[str, ...], strength: float = 50.0) -> Path:
+    """Make the model saved in ``folder`` reply with one of ``replies`` (each one token of
+    its tokenizer), about equally often, then end its turn: every other token's embedding
+    leans on one dimension and the replies' on another; the final norm keeps only those
+    two, and the head maps the first to the replies and the second to ``<|im_end|>``. The
+    rest of the network is the random one, so what training changes (the head, the norm,
+    the layer) moves the odds between the replies: a yes/no question's reward varies
+    between completions from the first step, as GRPO needs."""
+    import torch
+    import transformers
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    ids = [tokenizer.convert_tokens_to_ids(w) for w in replies]
+    assert all(tokenizer.encode(w) == [i] for w, i in zip(replies, ids)), f"{replies} are not tokens"
+    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    model = transformers.Qwen2VLForConditionalGeneration.from_pretrained(folder)
+    text = model.model.language_model
+    with torch.no_grad():
+        embed = text.embed_tokens.weight
+        embed[:, 0] = strength
+        embed[ids, 0] = 0.0
+        embed[ids, 1] = strength
+        text.norm.weight.zero_()
+        text.norm.weight[:2] = 1.0
+        head = model.lm_head.weight
+        head.zero_()
+        head[:, :2] = -1.0
+        head[ids, 0] = 1.0
+        head[end, 1] = 1.0
+    model.save_pretrained(folder)
     return folder

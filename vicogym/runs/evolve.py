@@ -12,6 +12,13 @@ checkpoint's server) into ``{next_actor_file}`` / ``{next_rewriter_file}``; the 
 round uses it. ``OUT/evolve.json`` records every stage as it finishes, so a killed
 ``evolve`` resumes at the round, stage and shard where it stopped.
 
+Two training backends are built in (:data:`BACKENDS`): ``train_actor="trl-grpo"`` runs
+``python -m vicogym.trainers.grpo_actor`` (TRL's GRPO on the round's rows) and
+``train_rewriter="trl-rwr"`` ``python -m vicogym.trainers.rwr_rewriter`` (reward-weighted
+regression on the round's edits) from the round's ``transformers:DIR`` model (``{actor}``,
+``{rewriter}``) to ``ROUND/actor-model`` and ``ROUND/rewriter-model``, the next round's
+models; flags after the name go to the module (``"trl-grpo --max-steps 4"``).
+
 Each round's statistics make the round table (the VICO paper's Tables 17 and 18, Fig. 3b):
 the sweet-zone hit rate, pass rates before and after editing and editing intensity of the
 run's actor, the rewriter's edit instruction length and the actor's answer length
@@ -32,6 +39,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -53,7 +61,45 @@ WEAK_ACTOR = {"name": "simulated", "skill": 1.0}
 #: every round's seed ``seed + r`` (at most 10000 rounds)
 HELDOUT_SEED_OFFSET = 10_000
 PLACEHOLDERS = ("round", "round_dir", "verl_files", "rewriter_data", "dataset_info", "next_actor_file",
-                "next_rewriter_file")
+                "next_rewriter_file", "actor", "rewriter", "python")
+#: the training backends known by name: what each trains, and the command its name stands for
+#: (``{actor}``/``{rewriter}``: the round's model; ``{python}``: this Python)
+BACKENDS = {
+    "trl-grpo": ("actor", "{python} -m vicogym.trainers.grpo_actor --data {verl_files} --model {actor} "
+                          "--out {round_dir}/actor-model --next {next_actor_file} --seed {round}"),
+    "trl-rwr": ("rewriter", "{python} -m vicogym.trainers.rwr_rewriter --data {rewriter_data} --model {rewriter} "
+                            "--out {round_dir}/rewriter-model --next {next_rewriter_file} --seed {round}"),
+}
+
+
+def training_command(what: str, value: str | None) -> str | None:
+    """The shell command of ``train_actor`` (``what="actor"``) or ``train_rewriter``: a
+    backend's name (:data:`BACKENDS`, with flags for its module after it) expands to its
+    command; anything else is a command already."""
+    if value is None:
+        return None
+    name, _, flags = value.strip().partition(" ")
+    if name not in BACKENDS:
+        return value
+    role, command = BACKENDS[name]
+    if role != what:
+        raise ValueError(f"{name} trains the {role}; give it as train_{role} (--train-{role} {name})")
+    return f"{command} {flags.strip()}" if flags.strip() else command
+
+
+def trainable_spec(spec: Any, what: str, backend: str) -> str:
+    """The ``transformers:DIR`` spec a built-in backend trains, or a ``ValueError`` that
+    says what to pass instead."""
+    text = spec.strip() if isinstance(spec, str) else None
+    if text is None or not text.startswith("transformers:"):
+        shown = json.dumps(spec) if isinstance(spec, Mapping) else repr(spec)
+        raise ValueError(f"train_{what} {backend} trains a local transformers model, and the {what} {shown} is not "
+                         f"one; pass --{what} transformers:DIR (a model folder saved with save_pretrained)")
+    folder = Path(text.split(":", 1)[1])
+    if not (folder / "config.json").is_file():
+        raise ValueError(f"train_{what} {backend} trains the {what} {text}, and {folder} holds no config.json; pass "
+                         f"--{what} transformers:DIR of a model folder saved with save_pretrained")
+    return text
 
 
 @dataclass(frozen=True)
@@ -101,8 +147,12 @@ class EvolveConfig:
         if "actor" in self.env_kwargs:
             raise ValueError("give the first round's actor as actor, not in env_kwargs (each round sets its own)")
         for name in ("train_actor", "train_rewriter"):
-            if getattr(self, name):
-                unknown = sorted(set(re.findall(r"\{(\w+)\}", getattr(self, name))) - set(PLACEHOLDERS))
+            command = training_command(name[len("train_"):], getattr(self, name))
+            if command != getattr(self, name):  # a built-in backend trains the first round's transformers:DIR
+                trainable_spec(getattr(self, name[len("train_"):]), name[len("train_"):],
+                               getattr(self, name).split()[0])
+            if command:
+                unknown = sorted(set(re.findall(r"\{(\w+)\}", command)) - set(PLACEHOLDERS))
                 if unknown:
                     raise ValueError(f"{name} names {{{unknown[0]}}}; known placeholders: "
                                      f"{', '.join('{' + k + '}' for k in PLACEHOLDERS)}")
@@ -358,6 +408,11 @@ def _run_command(template: str, paths: dict[str, str], what: str, r: int) -> Non
                        f"and run the same evolve command again to resume there")
 
 
+def _spec_text(spec: Any) -> str:
+    """A spec as a placeholder gives it: a string as it is, anything else as JSON."""
+    return spec if isinstance(spec, str) else json.dumps(spec, sort_keys=True)
+
+
 def _next_spec(path: Path) -> Any:
     if not path.is_file() or not path.read_text(encoding="utf-8").strip():
         return None
@@ -410,7 +465,8 @@ def evolve(config: EvolveConfig, progress: bool = True, on_round: Any = print,
         paths = {"round": str(r), "round_dir": str(folder), "verl_files": str(folder / "verl_files.txt"),
                  "rewriter_data": str(folder / "rewriter" / "rewriter.json"),
                  "dataset_info": str(folder / "rewriter" / "dataset_info.json"),
-                 "next_actor_file": str(folder / "next_actor"), "next_rewriter_file": str(folder / "next_rewriter")}
+                 "next_actor_file": str(folder / "next_actor"), "next_rewriter_file": str(folder / "next_rewriter"),
+                 "actor": _spec_text(actor), "rewriter": _spec_text(rewriter), "python": sys.executable}
         fresh = False
         if not ledger.done(entry, "exported"):
             shards = sorted(str(p.resolve()) for p in folder.glob("part-*.parquet"))
@@ -435,7 +491,13 @@ def evolve(config: EvolveConfig, progress: bool = True, on_round: Any = print,
                 on_note(r, "no rewriter data this round: its training command is skipped")
                 continue
             if template and not ledger.done(entry, stage):
-                _run_command(template, paths, what, r)
+                command = training_command(what, template)
+                if command != template:  # a built-in backend: this round's model must be one it trains
+                    try:
+                        trainable_spec(actor if what == "actor" else rewriter, what, template.split()[0])
+                    except ValueError as exc:
+                        raise RunError(f"round {r}: {exc}") from None
+                _run_command(command, paths, what, r)
                 ledger.mark(entry, stage)
         actor = _next_spec(folder / "next_actor") or actor
         rewriter = _next_spec(folder / "next_rewriter") or rewriter

@@ -300,8 +300,11 @@ class RunFolder:
         self.clear_pending()
         for folder in ("", FILES_DIR, ENTRIES_DIR):
             for name in self.store.names(folder):
-                if name.endswith(".tmp"):
-                    self.store.remove(f"{folder}/{name}" if folder else name)
+                path = f"{folder}/{name}" if folder else name
+                # the run's temporary files only: a folder is another writer's (a checkpoint that
+                # vicogym evolve's trainer is making in ROUND/actor-model.tmp)
+                if name.endswith(".tmp") and not self.store.fs.isdir(self.store.path(path)):
+                    self.store.remove(path)
         previous: dict[str, dict[str, Any]] = {}
         if self.shards() and self.store.exists(MANIFEST_FILE):
             listed = self._read_json(MANIFEST_FILE).get("shards")
