@@ -33,9 +33,8 @@ from typing import Any
 #: what a checkpoint folder records about how it was made
 MARKER = "vicogym-train.json"
 BACKEND = "trl-grpo"
-#: what the trainer needs beyond vicogym itself, and the extra that holds it
-NEEDS = ("torch", "transformers", "trl", "datasets")
-EXTRA = "trainers"
+#: what the trainer needs beyond vicogym itself, and the extra that holds each
+NEEDS = {"torch": "natural", "transformers": "trainers", "trl": "trainers", "datasets": "trainers"}
 
 
 class TrainingInputError(ValueError):
@@ -134,8 +133,9 @@ def missing_extra(module: str) -> str | None:
     absent = [name for name in NEEDS if importlib.util.find_spec(name) is None]
     if not absent:
         return None
-    return (f"python -m {module} needs {', '.join(absent)}, which are not installed: "
-            f"{install_command(EXTRA)}")
+    extras = sorted({NEEDS[name] for name in absent})
+    return (f"python -m {module} needs {', '.join(absent)}, which {'is' if len(absent) == 1 else 'are'} not "
+            f"installed: {' && '.join(install_command(extra) for extra in extras)}")
 
 
 # -- the actor ----------------------------------------------------------------------------------
