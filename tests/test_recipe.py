@@ -267,6 +267,21 @@ def test_current_is_what_evolve_runs_its_next_round_with(tmp_path):
     assert result.returncode == 2 and "expected ROLE actor or rewriter" in result.stderr
 
 
+def test_current_reads_a_real_evolve_run(tmp_path):
+    """The driver serves what evolve's next round runs with: checked on the evolve.json and
+    next files a real run writes (simulated actor; the command writes the next actor)."""
+    from vicogym.runs.evolve import EvolveConfig, evolve
+
+    out = tmp_path / "evo"
+    nxt = {"name": "simulated", "skill": 3.0}
+    evolve(EvolveConfig(rounds=1, n=2, out=str(out), env_kwargs={"k": 2}, episodes_per_shard=2, strong_actor=None,
+                        weak_actor=None, heldout=None,
+                        train_actor=f"echo {shlex.quote(json.dumps(nxt))} > {{next_actor_file}}"),
+           progress=False, on_round=lambda r, stats: None, on_note=lambda r, note: None)
+    assert json.loads(spec("current", out, "actor")) == nxt  # written by round 0's training
+    assert spec("current", out, "rewriter") == "search"  # no training: round 0's own
+
+
 # -- the rewriter: LlamaFactory ----------------------------------------------------------------
 @pytest.fixture
 def llamafactory(monkeypatch):
