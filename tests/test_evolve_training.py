@@ -153,6 +153,25 @@ def test_a_model_a_backend_cannot_train_fails_before_anything_is_written(tmp_pat
     assert not (tmp_path / "evo").exists()
 
 
+def test_a_transformers_model_given_as_json_is_trained_as_its_folder(actor, tmp_path):
+    spec = {"name": "transformers", "model_dir": str(actor), "max_new_tokens": 4}
+    EvolveConfig(env_id="vicogym/Chart-v0", out=str(tmp_path / "evo"), actor=spec, train_actor="trl-grpo")
+    from vicogym.runs.evolve import trainable_spec
+
+    assert trainable_spec(spec, "actor", "trl-grpo") == f"transformers:{actor}"
+
+
+def test_the_cli_says_what_to_pass_when_a_backend_cannot_train_the_model(tmp_path):
+    from typer.testing import CliRunner
+
+    from vicogym.cli import app
+
+    result = CliRunner().invoke(app, ["evolve", "--out", str(tmp_path / "evo"), "--train-actor", "trl-grpo"])
+    assert result.exit_code != 0 and (result.exception is None or isinstance(result.exception, SystemExit))
+    assert "pass --actor transformers:DIR" in " ".join(result.output.split()), result.output
+    assert not (tmp_path / "evo").exists()
+
+
 # -- two rounds that train both models -------------------------------------------------------------
 @pytest.fixture(scope="module")
 def rewriter(tmp_path_factory):

@@ -88,8 +88,11 @@ def training_command(what: str, value: str | None) -> str | None:
 
 
 def trainable_spec(spec: Any, what: str, backend: str) -> str:
-    """The ``transformers:DIR`` spec a built-in backend trains, or a ``ValueError`` that
-    says what to pass instead."""
+    """The ``transformers:DIR`` spec a built-in backend trains (a JSON object of a
+    ``transformers`` model gives its ``model_dir``), or a ``ValueError`` that says what to
+    pass instead."""
+    if isinstance(spec, Mapping) and spec.get("name") == "transformers" and isinstance(spec.get("model_dir"), str):
+        spec = f"transformers:{spec['model_dir']}"
     text = spec.strip() if isinstance(spec, str) else None
     if text is None or not text.startswith("transformers:"):
         shown = json.dumps(spec) if isinstance(spec, Mapping) else repr(spec)
@@ -494,9 +497,10 @@ def evolve(config: EvolveConfig, progress: bool = True, on_round: Any = print,
                 command = training_command(what, template)
                 if command != template:  # a built-in backend: this round's model must be one it trains
                     try:
-                        trainable_spec(actor if what == "actor" else rewriter, what, template.split()[0])
+                        model = trainable_spec(actor if what == "actor" else rewriter, what, template.split()[0])
                     except ValueError as exc:
                         raise RunError(f"round {r}: {exc}") from None
+                    paths = {**paths, what: model}
                 _run_command(command, paths, what, r)
                 ledger.mark(entry, stage)
         actor = _next_spec(folder / "next_actor") or actor
