@@ -152,6 +152,7 @@ def test_the_actor_config_is_table_10_and_passes_verls_checks():
 
     assert not need_reference_policy(config)  # no KL anywhere: verl builds no reference model
     assert list(config.data.val_files) == list(config.data.train_files)
+    assert config.data.image_patch_size == 16  # Qwen3-VL's, which verl's rollout takes from the processor
 
 
 def test_verls_checks_refuse_what_the_recipe_must_not_be_run_with():
