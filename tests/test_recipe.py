@@ -380,6 +380,39 @@ def driver_commands():
     return {k: v.replace("$here", str(RECIPE)) for k, v in found.items()}
 
 
+def test_the_driver_serves_both_models_and_gives_evolve_flags_it_takes(fake_tools, tmp_path):
+    """evolve.sh against stand-ins for vLLM and the vicogym command (which records its
+    arguments): both servers answer before evolve starts, and the arguments parse as
+    ``vicogym evolve``'s own (flags, the first round's actor and rewriter)."""
+    import typer.main
+
+    from vicogym.cli import app
+    from vicogym.policies import make_actor
+
+    fake = tmp_path / "vicogym"
+    fake.write_text(f"#!{sys.executable}\nimport json, os, sys\n"
+                    "open(os.environ['FAKE_LOG'], 'w').write(json.dumps(sys.argv[1:]))\n", encoding="utf-8")
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    env = {"VICOGYM": str(fake), "VLLM": str(fake_tools / "vllm"), "FAKE_LOG": str(tmp_path / "args.json"),
+           "SERVE_DIR": str(tmp_path / "serve"), "ACTOR_PORT": str(free_port()), "REWRITER_PORT": str(free_port()),
+           "SERVE_TIMEOUT": "60", "OUT": str(tmp_path / "vico"), "ROUNDS": "2", "N": "16"}
+    try:
+        result = run_script("evolve.sh", "--seed", "3", env=env)
+    finally:
+        for role in ("actor", "rewriter"):
+            run_script("serve.sh", "stop", role, env=env)
+    assert result.stdout.count("serve.sh: the") == 2  # both served before evolve ran
+    args = json.loads((tmp_path / "args.json").read_text())
+    assert args[:2] == ["evolve", "vicogym/Chart-v0"] and args[-2:] == ["--seed", "3"]
+    context = typer.main.get_command(app).commands["evolve"].make_context("evolve", args[1:])
+    params = context.params
+    assert (params["rounds"], params["n"], params["out"]) == (2, 16, str(tmp_path / "vico"))
+    actor = make_actor(json.loads(params["actor"]))
+    assert actor.model == "Qwen/Qwen3-VL-8B-Instruct" and actor.temperature == 0.7
+    assert params["rewriter"] == f"openai:Qwen/Qwen3-VL-8B-Instruct@http://127.0.0.1:{env['REWRITER_PORT']}/v1"
+    assert params["train_actor"] == driver_commands()["train-actor"]
+
+
 def test_every_placeholder_of_the_driver_resolves_in_evolves_own_check():
     from vicogym.runs.evolve import PLACEHOLDERS, EvolveConfig
 
