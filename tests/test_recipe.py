@@ -289,10 +289,15 @@ def llamafactory(monkeypatch):
     """LlamaFactory's argument parser (``pip install --no-deps llamafactory==0.9.5`` and peft,
     the README's test install). Its import checks its own pins (transformers <= 5.6), which
     this environment's transformers exceeds, and the parser needs none of what they guard:
-    the check is off here, as LlamaFactory's ``DISABLE_VERSION_CHECK`` allows."""
+    the check is off here, as LlamaFactory's ``DISABLE_VERSION_CHECK`` allows.
+    """
     monkeypatch.setenv("DISABLE_VERSION_CHECK", "1")
     monkeypatch.setenv("LLAMAFACTORY_VERBOSITY", "WARN")
     pytest.importorskip("peft", reason="LlamaFactory's parser needs peft (the [test] extra)")
+    from transformers.utils import import_utils
+
+    # importing LlamaFactory replaces a transformers function (its package check); other tests get it back
+    monkeypatch.setattr(import_utils, "_is_package_available", import_utils._is_package_available)
     pytest.importorskip("llamafactory", reason="the recipe checks need LlamaFactory: pip install --no-deps "
                                                "llamafactory==0.9.5 (README)")
     from llamafactory import hparams
