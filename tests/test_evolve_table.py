@@ -262,3 +262,38 @@ def test_a_run_from_before_the_round_table_resumes_and_gets_one(tmp_path):
     entry = json.loads(path.read_text())["rounds"][0]
     assert entry["stages"] == ["generated", "exported", "probed", "evaluated"] and "strong: before -> after" in \
         result.output and "round table" in result.output
+
+
+def test_round_table_titles_fit_their_figures_with_long_model_paths(tmp_path, monkeypatch):
+    """Checkpoints named by long paths (transformers:/.../round-NNN/actor-model) are wrapped
+    into the title, which stays inside its figure."""
+    from vicogym.runs.plots import Plots
+    from vicogym.runs.report_page import _round_table_plots
+
+    model = "transformers:" + "/very/long/folder/of/checkpoints" * 3
+    rounds = [{"round": r, "stats": {"strong": {"actor": f"{model}/strong", "pass_rate_before": 0.9,
+                                                "pass_rate_after": 0.7},
+                                     "weak": {"actor": f"{model}/weak", "pass_rate_before": 0.5,
+                                              "pass_rate_after": 0.4},
+                                     "heldout": {"actor": f"{model}/round-{r:03d}/actor-model",
+                                                 "accuracy": 0.5 + r / 10,
+                                                 "response_chars": 3.0},
+                                     "rewriter_instruction_chars": 40.0, "actor_answer_chars": 2.0}}
+              for r in range(4)]
+    state = {"rounds": rounds, "heldout": {"base": {"actor": f"{model}/base", "accuracy": 0.4}}}
+    (tmp_path / "evolve.json").write_text(json.dumps(state), encoding="utf-8")
+    spans, save = {}, Plots.save
+
+    def saving(self, fig, name):
+        fig.tight_layout()
+        box = fig.axes[0].title.get_window_extent(fig.canvas.get_renderer())
+        spans[name] = (box.x0, box.x1, box.y1, fig.bbox.width, fig.bbox.height, fig.axes[0].get_title())
+        save(self, fig, name)
+
+    monkeypatch.setattr(Plots, "save", saving)
+    (tmp_path / "report").mkdir()
+    _round_table_plots(tmp_path / "report", tmp_path, [f"round-{r:03d}" for r in range(4)])
+    assert {"round_actors.png", "round_heldout.png"} <= set(spans)
+    for name, (x0, x1, top, width, height, title) in spans.items():
+        assert x0 >= 0 and x1 <= width and top <= height, f"{name}'s title runs off its figure: {title!r}"
+    assert "round-003/actor-model" in spans["round_heldout.png"][-1].replace("\n", "")

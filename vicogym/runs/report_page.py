@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import html
 import json
+import textwrap
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -124,25 +125,32 @@ def _round_table_plots(out: Path, folder: Path, rounds: list[str]) -> list[str]:
     def measured(key: str) -> bool:
         return any(stats[r].get(key) for r in rounds)
 
+    def titled(head: str, named: list[str], height: float) -> tuple[Any, Any]:
+        """A figure whose title is ``head`` over who answered (``named``), wrapped to the
+        figure's width, the figure taller by the title's lines (model paths run long)."""
+        lines = [head] + [line for text in named for line in textwrap.wrap(text, 100, break_on_hyphens=False)]
+        fig, ax = plots.figure((6, height + 0.15 * len(lines)))
+        ax.set_title("\n".join(lines), fontsize=7 if len(lines) > 3 else 8)
+        return fig, ax
+
     plots = Plots(out, dpi=100)
     probed = [name for name in ("strong", "weak") if measured(name)]
     if probed:
-        fig, ax = plots.figure((6, 3.8))
+        fig, ax = titled("Strong and weak actors: pass rate before and after editing",
+                         [f"{name}: {who(name)}" for name in probed], 3.6)
         per_round(ax, rounds, {f"{name} {side}": series(name, f"pass_rate_{side}") for name in probed
                                for side in ("before", "after")})
-        names = "\n".join(f"{name}: {who(name)}" for name in probed)
-        ax.set_title(f"Strong and weak actors: pass rate before and after editing\n{names}", fontsize=8)
         plots.save(fig, "round_actors.png")
     if measured("heldout"):
         base = (state.get("heldout") or {}).get("base")
-        fig, ax = plots.figure((6, 3.5))
+        fig, ax = titled("Held-out accuracy of each round's actor after training",
+                         [f"after training: {who('heldout')}"]
+                         + ([f"base, before any training: {base['actor']}"] if base else []), 3.3)
         accuracy = series("heldout", "accuracy")
         if base:
             per_round(ax, ["base", *rounds], {"held-out accuracy": [base["accuracy"], *accuracy]})
         else:
             per_round(ax, rounds, {"held-out accuracy": accuracy})
-        actors = who("heldout") + (f"; base: {base['actor']}, before any training" if base else "")
-        ax.set_title(f"Held-out accuracy of each round's actor after training\n{actors}", fontsize=8)
         plots.save(fig, "round_heldout.png")
     fig, ax = plots.figure((6, 3.5))
     per_round(ax, rounds, {"rewriter edit instruction": series("rewriter_instruction_chars"),
