@@ -286,16 +286,7 @@ class TransformersActor:
 
     def load(self) -> None:
         if self._model is None:
-            from transformers import AutoModelForImageTextToText, AutoProcessor
-
-            try:
-                self._processor = AutoProcessor.from_pretrained(self.model_dir, local_files_only=True)
-                model = AutoModelForImageTextToText.from_pretrained(self.model_dir, local_files_only=True)
-            except (OSError, ValueError) as exc:
-                raise ModelError(
-                    f"{self.model_dir} is not an image-text-to-text model folder ({_short(exc)})"
-                ) from None
-            self._model = model.to(self.device).eval()
+            self._processor, self._model = load_image_text_model(self.model_dir, self.device)
 
     def answer(self, image: np.ndarray, question: str, k: int, *, rng: np.random.Generator,
                context: Mapping[str, Any]) -> list[str]:

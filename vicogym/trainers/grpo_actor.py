@@ -21,7 +21,6 @@ bytes on CPU. Bad input exits with status 2 and one line on stderr naming what t
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
@@ -30,15 +29,17 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-#: what a checkpoint folder records about how it was made
-MARKER = "vicogym-train.json"
+from vicogym.trainers.checkpoints import (
+    MARKER,
+    TrainingInputError,
+    file_sha256,
+    folder_sha256,
+    write_next_spec,
+)
+
 BACKEND = "trl-grpo"
 #: what the trainer needs beyond vicogym itself, and the extra that holds each
 NEEDS = {"torch": "natural", "transformers": "trainers", "trl": "trainers", "datasets": "trainers"}
-
-
-class TrainingInputError(ValueError):
-    """Input the trainer cannot use: the message names what to change."""
 
 
 # -- what every training backend shares: inputs, the record, an atomic checkpoint ----------------
@@ -53,25 +54,10 @@ def model_dir(spec: str, flag: str = "--model") -> Path:
     return folder
 
 
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
-def folder_sha256(folder: Path, skip: Sequence[str] = (MARKER,)) -> dict[str, str]:
-    """The sha256 of every file under ``folder`` (by path relative to it), but ``skip``."""
-    return {str(p.relative_to(folder)): file_sha256(p) for p in sorted(folder.rglob("*"))
-            if p.is_file() and p.name not in skip}
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def finished(out: Path, record: Mapping[str, Any]) -> bool:
@@ -107,7 +93,7 @@ def checkpoint(out: Path, next_file: Path | None, record: dict[str, Any],
         os.replace(tmp, out)
         trained = True
     if next_file is not None:
-        write_text_atomic(next_file, f"transformers:{out.resolve()}\n")
+        write_next_spec(next_file, out)
     return trained
 
 

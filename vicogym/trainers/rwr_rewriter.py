@@ -56,8 +56,8 @@ from pathlib import Path
 from typing import Any
 
 from vicogym.install import install_command
+from vicogym.trainers.checkpoints import MARKER, TrainingInputError, write_next_spec
 
-MARKER = "vicogym-train.json"
 TRAINER = "vicogym.trainers.rwr_rewriter"
 IMAGE_TOKEN = "<image>"
 #: the settings a checkpoint is trained with, and their defaults (learning rate, schedule and
@@ -66,8 +66,8 @@ DEFAULTS = {"seed": 0, "max_steps": 8, "lr": 5e-6, "batch_size": 2, "grad_accum"
             "warmup_ratio": 0.1, "max_length": None, "device": "cpu"}
 
 
-class BadInput(Exception):
-    """Input the trainer cannot use; its message names what to change."""
+#: input the trainer cannot use; its message names what to change
+BadInput = TrainingInputError
 
 
 # -- the data ----------------------------------------------------------------------------------
@@ -197,14 +197,6 @@ def finished(out: Path, inputs: dict[str, Any]) -> bool:
     return isinstance(marker, dict) and marker.get("inputs") == inputs
 
 
-def write_next(path: Path, out: Path) -> None:
-    """``transformers:OUT`` into ``path``, atomically (a temporary file replaced into place)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(f"transformers:{out.resolve()}\n", encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def _move_into_place(tmp: Path, out: Path) -> None:
     """Rename the finished ``tmp`` to ``out``; an older ``out`` (other inputs) goes first,
     by a rename, so ``out`` is never half written."""
@@ -279,12 +271,12 @@ def train(data: str | Path, model: str, out: str | Path, next_file: str | Path |
         marker = json.loads((out / MARKER).read_text(encoding="utf-8"))
         print(f"{out} already holds the rewriter trained on these inputs; not training again", file=sys.stderr)
         if next_file is not None:
-            write_next(Path(next_file), out)
+            write_next_spec(Path(next_file), out)
         return {**marker, "trained": False}
     _libraries()
     marker = _train(data, records, folder, out, inputs)
     if next_file is not None:
-        write_next(Path(next_file), out)
+        write_next_spec(Path(next_file), out)
     return {**marker, "trained": True}
 
 
