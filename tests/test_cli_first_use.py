@@ -35,8 +35,10 @@ def _ids(folder: Path) -> list[str]:
 def test_ctrl_c_says_what_is_kept_and_the_same_command_finishes_the_run(tmp_path):
     out = tmp_path / "stopped"
     args = ["generate", "--n", "40", "--out", str(out), *SMALL]
+    # a shell's background job starts with SIGINT ignored and Python keeps that: Ctrl-C as a terminal gives it
     child = subprocess.Popen([sys.executable, "-m", "vicogym.cli", *args], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, cwd=REPO)
+                             stderr=subprocess.PIPE, text=True, cwd=REPO,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 120
         while not list(out.glob("part-*.parquet")) and child.poll() is None and time.monotonic() < deadline:

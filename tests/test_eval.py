@@ -131,7 +131,10 @@ def test_a_rerun_asks_only_the_rows_not_yet_scored(run, serve, tmp_path):
     assert json.loads(out.read_text())["all"]["accuracy"] == 1.0
 
 
-def test_ctrl_c_keeps_the_rows_scored_and_the_same_command_goes_on(run, tmp_path, monkeypatch):
+def test_ctrl_c_keeps_the_rows_scored_and_the_same_command_goes_on(run, tmp_path, monkeypatch, request):
+    # Ctrl-C as a terminal gives it, also where the test process started with SIGINT ignored (a background job)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    request.addfinalizer(lambda: signal.signal(signal.SIGINT, previous))
     calls = []
 
     class Stopping:
