@@ -42,10 +42,10 @@ import functools
 import json
 import math
 import re
-from decimal import Decimal, localcontext
-from fractions import Fraction
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from decimal import Decimal, localcontext
+from fractions import Fraction
 from typing import Any, Literal, TypedDict
 
 from vicogym.core import canonical_json
@@ -249,7 +249,7 @@ def check_figure(figure: Figure) -> None:
     points: set[str] = set()
     circles: set[str] = set()
     for i, step in enumerate(figure.steps):
-        for key, kind in _references(step):
+        for key, kind in references(step):
             known = points if kind == "point" else circles
             if key not in known:
                 raise InvalidEdit("not_found", f"steps[{i}] ({step['op']}) uses {kind} {key!r} before it is made",
@@ -299,7 +299,7 @@ def check_figure(figure: Figure) -> None:
                           f"{sorted(keys)})", field="diagram")
 
 
-def _references(step: Mapping[str, Any]) -> list[tuple[str, str]]:
+def references(step: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The names a step reads, with their kind (``point`` or ``circle``)."""
     op = step["op"]
     refs: list[tuple[str, str]] = []
@@ -695,7 +695,7 @@ def _solve(text: str) -> Solved:
         keys_by_step.setdefault(g.step, []).append(g.key)
     for i, s in enumerate(steps):
         op = s["op"]
-        refs = _references(s)
+        refs = references(s)
         reads = frozenset(keys_by_step.get(i, [])).union(*(depends[n] for n, _ in refs))
         try:
             made = _construct(s, pts, circles)
