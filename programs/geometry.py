@@ -625,9 +625,8 @@ def score(prediction: str, target: str) -> float:
     got = parse_value(pred)
     if want is None or got is None:
         return 1.0 if pred.lower() == truth.lower() else 0.0
-    if re.fullmatch(r"\d+", truth):  # a count or a whole value: also compare whole
-        if abs(got - want) < 1e-9:
-            return 1.0
+    if re.fullmatch(r"\d+", truth) and abs(got - want) < 1e-9:  # a count or a whole value
+        return 1.0
     step = Decimal(1).scaleb(-PLACES)
     a = Decimal(repr(got)).quantize(step, rounding=ROUND_HALF_UP)
     b = Decimal(repr(want)).quantize(step, rounding=ROUND_HALF_UP)
@@ -637,3 +636,24 @@ def score(prediction: str, target: str) -> float:
 def given_by_key(figure: Figure) -> dict[str, Given]:
     return {g.key: g for g in givens(figure)}
 
+
+
+def wrong_answers(figure: Figure, rule: Mapping[str, Any]) -> list[str]:
+    """Plausible wrong answers to a value question (for stand-in actors): the answer's
+    choice distractors, or for a decimal answer values 25% and 50% off."""
+    solved = solve(figure)
+    kind, t = rule["kind"], rule["target"]
+    value = evaluate(solved, figure, kind, t)
+    if isinstance(value, str):  # a count
+        n = int(value)
+        return [str(m) for m in (n - 1, n + 1, n + 2) if m >= 0 and m != n]
+    truth = value.text() if value.kind != "decimal_exact" else rounded(value.number)  # type: ignore[arg-type]
+    out: list[str] = []
+    for recipe in DISTRACTORS:
+        d = _distractor(value, recipe, kind == "angle")
+        if d is not None and d.text() != truth and d.text() not in out:
+            out.append(d.text())
+    if not out:
+        x = value.to_decimal()
+        out = [rounded(x * Decimal(f)) for f in ("0.5", "0.75", "1.25", "1.5")]
+    return out
