@@ -455,12 +455,22 @@ class Surd:
 
     @classmethod
     def root(cls, n: int | Fraction) -> Surd:
-        """``sqrt(n)`` of a non-negative rational."""
+        """``sqrt(n)`` of a non-negative rational (``ValueError`` when its squarefree part is
+        too large to find: a numerator or denominator over 10^14 that is no perfect square)."""
         n = Fraction(n)
         if n < 0:
             raise ValueError(f"no real square root of {n}")
-        s, m = _squarefree(n.numerator * n.denominator)
-        return cls({m: Fraction(s, n.denominator)})
+        parts = []
+        for k in (n.numerator, n.denominator):
+            r = math.isqrt(k)
+            if r * r == k:
+                parts.append((r, 1))
+            elif k > 10**14:
+                raise ValueError(f"the square root of {n} is too large to write exactly")
+            else:
+                parts.append(_squarefree(k))
+        (s1, m1), (s2, m2) = parts
+        return cls({m1 * m2: Fraction(s1, s2 * m2)})
 
     @classmethod
     def parse(cls, text: str, where: str = "value") -> Surd:
@@ -553,7 +563,10 @@ class Surd:
             return None
         q = self.rational()
         if q is not None:
-            return Surd.root(q) if q.numerator * q.denominator <= 10**12 else None
+            try:
+                return Surd.root(q)
+            except ValueError:
+                return None
         p = max(p for m in self.terms for p in _primes(m))
         a, b = self.split(p)
         disc = (a * a - b * b * p).sqrt(depth + 1)
