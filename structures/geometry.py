@@ -7,7 +7,9 @@ style. The steps' numbers are the *givens*: lengths and angle measures, and the 
 a construction implies (a midpoint's equal ticks, a foot's right angle, a parallel's
 arrows, a tangent's right angle). Because every step is fixed by its givens up to a rigid
 motion (the first point is the origin, the second lies on the x axis), every length, angle
-and area of the figure is determined by the givens and computed here exactly, in the\nfield of surds (:class:`Surd`: sums of rationals times square roots), never with floats:\nangles are multiples of 15 degrees, whose sines and cosines are surds.
+and area of the figure is determined by the givens and computed here exactly, in the
+field of surds (:class:`Surd`: sums of rationals times square roots), never with floats:
+angles are multiples of 15 degrees, whose sines and cosines are surds.
 
 Steps (``op`` and fields; ``side`` is +1 for the left of the directed base, -1 for its right):
 
@@ -212,7 +214,8 @@ def _check_step(step: Any, index: int) -> dict[str, Any]:
                 raise InvalidEdit("bad_value", f"{where}.{key} must be a list of two numbers", field=key)
             out[key] = [number_text(v, f"{where}.{key}", angle=key == "angles") for v in out[key]]
     if out["op"] == "asa" and any(Surd.parse(v).to_float() <= 0 for v in out["angles"]):
-        raise InvalidEdit("bad_value", f"{where}.angles are the triangle's angles at its base: positive", field="angles")
+        raise InvalidEdit("bad_value", f"{where}.angles are the triangle's angles at its base: positive",
+                          field="angles")
     if "side" in out and out["side"] not in (1, -1):
         raise InvalidEdit("bad_value", f"{where}.side must be 1 (left of the base) or -1 (right)", field="side")
     return out
@@ -316,7 +319,8 @@ def references(step: Mapping[str, Any]) -> list[tuple[str, str]]:
             refs.extend((v, "point") for v in step[key])
     if op == "intersect":
         lines = step["lines"]
-        if not isinstance(lines, list) or len(lines) != 2 or not all(isinstance(x, list) and len(x) == 2 for x in lines):
+        if not isinstance(lines, list) or len(lines) != 2 or \
+                not all(isinstance(x, list) and len(x) == 2 for x in lines):
             raise InvalidEdit("bad_value", "intersect takes lines as [[A, B], [C, D]]", field="lines")
         refs.extend((v, "point") for line in lines for v in line)
     if op in ("on_circle", "tangent"):
@@ -824,7 +828,27 @@ def _construct(s: Mapping[str, Any], pts: dict[str, Point], circles: dict[str, t
         d2 = squared(center, ref)
         scale = Surd(1) if d2 == r2 else _sqrt(r2 / d2, "the radius over the reference's distance")
         pts[s["point"]] = (center[0] + v[0] * scale, center[1] + v[1] * scale)
-    elif op == "incircle":
+    elif op in ("incircle", "circumcircle"):
+        return _construct_centre(s, pts, circles)
+    elif op == "tangent":
+        center_name, r2 = circles[s["circle"]]
+        p, o = pts[s["from"]], pts[center_name]
+        d2 = squared(o, p)
+        if not d2 > r2:
+            raise ValueError(f"{s['from']} is on or inside the circle, so no tangent leaves it")
+        t = _sqrt(d2 - r2, "the tangent's length")
+        r = _sqrt(r2, "the radius")
+        side = int(s["side"])
+        k1, k2 = r2 / d2, r * t / d2 * side
+        v = (p[0] - o[0], p[1] - o[1])
+        pts[s["point"]] = (o[0] + v[0] * k1 - v[1] * k2, o[1] + v[1] * k1 + v[0] * k2)
+    return [s["point"]]
+
+
+def _construct_centre(s: Mapping[str, Any], pts: dict[str, Point], circles: dict[str, tuple[str, Surd]]) -> list[str]:
+    """Carry out a step that makes a circle and its centre; the names it made."""
+    op = s["op"]
+    if op == "incircle":
         a, b, c = (pts[n] for n in s["of"])
         area2 = cross(a, b, c)
         if area2.is_zero():
@@ -846,16 +870,4 @@ def _construct(s: Mapping[str, Any], pts: dict[str, Point], circles: dict[str, t
         pts[s["center"]] = center
         circles[s["circle"]] = (s["center"], squared(center, a))
         return [s["circle"], s["center"]]
-    elif op == "tangent":
-        center_name, r2 = circles[s["circle"]]
-        p, o = pts[s["from"]], pts[center_name]
-        d2 = squared(o, p)
-        if not d2 > r2:
-            raise ValueError(f"{s['from']} is on or inside the circle, so no tangent leaves it")
-        t = _sqrt(d2 - r2, "the tangent's length")
-        r = _sqrt(r2, "the radius")
-        side = int(s["side"])
-        k1, k2 = r2 / d2, r * t / d2 * side
-        v = (p[0] - o[0], p[1] - o[1])
-        pts[s["point"]] = (o[0] + v[0] * k1 - v[1] * k2, o[1] + v[1] * k1 + v[0] * k2)
-    return [s["point"]]
+    raise ValueError(f"{op} makes no centre")
