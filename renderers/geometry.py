@@ -1,0 +1,546 @@
+"""Geometry renderer: a solved figure -> RGB pixels of a textbook diagram, drawn to scale,
+plus the facts of what was drawn where (points, printed texts, lines, circles, marks).
+
+The map from the figure's units to pixels (:func:`figure_map`) is an affine map: rotate by
+``style.rotation`` degrees counter-clockwise, mirror across the vertical axis when
+``style.flip``, then scale uniformly so the bounding box of everything drawn (every point,
+every drawn circle, every drawn arc's extent; not rays and lines, which run to the canvas'
+edges) fills ``style.scale`` of the canvas in its tighter direction, centred; y runs up in
+figure units and down in pixels (origin top-left). ``vicogym.checks.geometry`` computes the
+same map on its own and holds the drawing to it.
+
+What is drawn: white ground; black lines of ``style.line_width`` points; every point as a
+dot with its name; the figure's ``draw`` elements (a ray from its first point through its
+second to the canvas' edge, a line both ways to the edges, an arc counter-clockwise from
+its first point to its second in figure units); and for each given key of ``diagram``:
+a length's value beside the middle of its segment, on the side away from the figure's
+centroid; an angle's arc and its value with a degree sign, or a right-angle square for 90
+degrees; a midpoint's equal ticks on both halves; a right-angle square at a foot and at a
+tangent's point of contact; a parallel's arrows on both lines; nothing for an inscribed
+circle (the text states it).
+
+Texts are placed clear of what is drawn: a value label takes the first of a few
+candidate places (in order of preference) that keeps clear of every drawn piece and
+placed text, else the clearest; a point's name then takes, of 16 directions around its
+dot, the one farthest from every drawn line, circle, mark, dot and placed text (ties go
+to the direction away from the figure's centroid). Text is DejaVu Sans (matplotlib's
+default) at ``style.font_size`` points; boxes are matplotlib's layout boxes from the Agg
+renderer. matplotlib's object API draws it on the Agg canvas (no pyplot state); the same
+figure gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from vicogym.structures.geometry import Figure, Solved, givens, pretty
+
+#: the cap height of DejaVu Sans per pixel of font size (1493 of its 2048 units)
+CAP_RATIO = 0.729
+#: directions tried around a point for its name
+LABEL_DIRECTIONS = 16
+#: the gap between a text and what it labels, in font pixels
+LABEL_GAP = 0.22
+#: sampling step (px) of drawn outlines when texts are placed
+SAMPLE_PX = 1.0
+
+
+@dataclass(frozen=True)
+class RenderSettings:
+    width: int = 448
+    height: int = 448
+    dpi: int = 100
+
+
+@dataclass(frozen=True)
+class GeometryFacts:
+    """One rendered figure, in image pixels (origin top-left, y down).
+
+    ``points``: point name -> (x, y); ``labels``: every printed text, ``{"text", "kind"
+    ("point" or "given"), "key" (the point's name or the given's key), "box" (x0, y0, x1,
+    y1), "cap_px"}``; ``segments``: every drawn straight piece, ``{"element", "from",
+    "to"}`` (rays and lines clipped to the canvas); ``circles``: each drawn circle (keyed by
+    its name) and arc (keyed ``"c,P,Q"``) -> (cx, cy, r); ``arcs``: each drawn arc's key ->
+    (start, end) in degrees as seen on screen (counter-clockwise, 0 to the right), the arc
+    running counter-clockwise from start to end; ``marks``: ``{"kind" ("right_angle",
+    "ticks", "arrows", "angle_arc"), "key", "box"}``; ``scale``: pixels per unit of the
+    figure; ``font_px``: font size in pixels; ``dot_px``: a point's dot radius; ``width``
+    and ``height``: the canvas."""
+
+    points: dict[str, tuple[float, float]]
+    labels: list[dict]
+    segments: list[dict]
+    circles: dict[str, tuple[float, float, float]]
+    marks: list[dict]
+    scale: float
+    font_px: float
+    dpi: int
+    line_px: float = 0.0
+    dot_px: float = 0.0
+    width: int = 0
+    height: int = 0
+    arcs: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+
+# -- the map from figure units to pixels -----------------------------------------------------
+def _turn(figure: Figure) -> tuple[float, float, float, float]:
+    """The linear part (a, b, c, d) of rotation then mirror: (x, y) -> (a x + b y, c x + d y)."""
+    t = math.radians(figure.style.rotation)
+    cos, sin = math.cos(t), math.sin(t)
+    a, b, c, d = cos, -sin, sin, cos
+    if figure.style.flip:
+        a, b = -a, -b
+    return a, b, c, d
+
+
+def _arc_range(start: float, end: float) -> tuple[float, float]:
+    """``(start, sweep)`` in radians, the arc running counter-clockwise from start, sweep in (0, 2 pi]."""
+    sweep = (end - start) % (2 * math.pi)
+    return start, sweep if sweep > 1e-12 else 2 * math.pi
+
+
+def figure_map(figure: Figure, solved: Solved, width: int, height: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(matrix, offset, scale)``: a point ``p`` of the figure (units) is drawn at pixel
+    ``matrix @ p + offset`` (see the module docstring)."""
+    a, b, c, d = _turn(figure)
+    pts = solved.floats()
+    turned = {n: (a * x + b * y, c * x + d * y) for n, (x, y) in pts.items()}
+    xs = [p[0] for p in turned.values()]
+    ys = [p[1] for p in turned.values()]
+    for element in figure.draw:
+        if element[0] not in ("circle", "arc"):
+            continue
+        center, r2 = solved.circles[element[1]]
+        r = math.sqrt(r2.to_float())
+        ox, oy = turned[center]
+        if element[0] == "circle":
+            xs += [ox - r, ox + r]
+            ys += [oy - r, oy + r]
+            continue
+        (px, py), (qx, qy) = turned[element[2]], turned[element[3]]
+        xs += [px, qx]
+        ys += [py, qy]
+        t0, t1 = math.atan2(py - oy, px - ox), math.atan2(qy - oy, qx - ox)
+        start, sweep = _arc_range(t1, t0) if figure.style.flip else _arc_range(t0, t1)
+        for k in range(4):
+            if (k * math.pi / 2 - start) % (2 * math.pi) <= sweep:
+                xs.append(ox + r * math.cos(k * math.pi / 2))
+                ys.append(oy + r * math.sin(k * math.pi / 2))
+    bw, bh = max(xs) - min(xs), max(ys) - min(ys)
+    fits = [size / extent for size, extent in ((width, bw), (height, bh)) if extent > 1e-9]
+    scale = figure.style.scale * min(fits) if fits else 1.0
+    mx, my = (max(xs) + min(xs)) / 2, (max(ys) + min(ys)) / 2
+    matrix = np.array([[scale * a, scale * b], [-scale * c, -scale * d]])
+    offset = np.array([width / 2 - scale * mx, height / 2 + scale * my])
+    return matrix, offset, scale
+
+
+def clip_to_canvas(p: Sequence[float], q: Sequence[float], width: int, height: int,
+                   both_ways: bool) -> tuple[tuple[float, float], tuple[float, float]] | None:
+    """The piece of the ray from ``p`` through ``q`` (``both_ways``: the line) inside the
+    canvas, or ``None`` when it misses it."""
+    dx, dy = q[0] - p[0], q[1] - p[1]
+    lo, hi = (-math.inf if both_ways else 0.0), math.inf
+    for delta, start, size in ((dx, p[0], width), (dy, p[1], height)):
+        if abs(delta) < 1e-12:
+            if not 0 <= start <= size:
+                return None
+            continue
+        t0, t1 = (0 - start) / delta, (size - start) / delta
+        lo, hi = max(lo, min(t0, t1)), min(hi, max(t0, t1))
+    if lo > hi:
+        return None
+    return (p[0] + lo * dx, p[1] + lo * dy), (p[0] + hi * dx, p[1] + hi * dy)
+
+
+# -- text placement ---------------------------------------------------------------------------
+def _box_to_points(boxes: np.ndarray, pts: np.ndarray) -> np.ndarray:
+    """Distance of each box (n x 4) to its nearest point of ``pts`` (m x 2): n values."""
+    if len(pts) == 0:
+        return np.full(len(boxes), np.inf)
+    x, y = pts[None, :, 0], pts[None, :, 1]
+    dx = np.maximum(np.maximum(boxes[:, None, 0] - x, x - boxes[:, None, 2]), 0.0)
+    dy = np.maximum(np.maximum(boxes[:, None, 1] - y, y - boxes[:, None, 3]), 0.0)
+    return np.sqrt(dx * dx + dy * dy).min(axis=1)
+
+
+def _box_to_boxes(boxes: np.ndarray, others: Sequence[Sequence[float]]) -> np.ndarray:
+    if not others:
+        return np.full(len(boxes), np.inf)
+    o = np.asarray(others, float)
+    dx = np.maximum(np.maximum(boxes[:, None, 0] - o[None, :, 2], o[None, :, 0] - boxes[:, None, 2]), 0.0)
+    dy = np.maximum(np.maximum(boxes[:, None, 1] - o[None, :, 3], o[None, :, 1] - boxes[:, None, 3]), 0.0)
+    return np.sqrt(dx * dx + dy * dy).min(axis=1)
+
+
+def _sample_polyline(points: Sequence[Sequence[float]]) -> list[np.ndarray]:
+    out = []
+    for (x0, y0), (x1, y1) in zip(points[:-1], points[1:]):
+        n = max(int(math.hypot(x1 - x0, y1 - y0) / SAMPLE_PX), 1)
+        t = np.linspace(0.0, 1.0, n + 1)
+        out.append(np.stack([x0 + (x1 - x0) * t, y0 + (y1 - y0) * t], axis=1))
+    return out
+
+
+class _Obstacles:
+    """What a text must keep clear of: sampled outlines (less the line's half width), dots
+    (less their radius) and placed texts."""
+
+    def __init__(self, line_half: float, dot_r: float):
+        self.line_half, self.dot_r = line_half, dot_r
+        self.outline: list[np.ndarray] = []
+        self.dots: dict[str, tuple[float, float]] = {}
+        self.boxes: list[list[float]] = []
+        self._cloud: np.ndarray | None = None
+
+    def add_polyline(self, points: Sequence[Sequence[float]]) -> None:
+        self.outline.extend(_sample_polyline(points))
+        self._cloud = None
+
+    def clearance(self, boxes: np.ndarray, skip_dot: str | None = None, room: float = 0.0) -> np.ndarray:
+        """Each box's distance to the nearest obstacle; ``room``: besides the dots' radius,
+        what to keep clear around points (other than ``skip_dot``)."""
+        if self._cloud is None:
+            self._cloud = np.concatenate(self.outline) if self.outline else np.zeros((0, 2))
+        out = _box_to_points(boxes, self._cloud) - self.line_half
+        dots = np.array([p for n, p in self.dots.items() if n != skip_dot], float).reshape(-1, 2)
+        out = np.minimum(out, _box_to_points(boxes, dots) - self.dot_r - room)
+        return np.minimum(out, _box_to_boxes(boxes, self.boxes))
+
+
+def _support(u: Sequence[float], half: Sequence[float]) -> float:
+    """How far a box of half sizes ``half`` reaches from its centre in direction ``u``."""
+    return abs(u[0]) * half[0] + abs(u[1]) * half[1]
+
+
+def _unit(v: Sequence[float]) -> np.ndarray:
+    n = math.hypot(v[0], v[1])
+    return np.array([v[0] / n, v[1] / n]) if n > 1e-12 else np.array([1.0, 0.0])
+
+
+# -- the renderer --------------------------------------------------------------------------------
+class GeometryRenderer:
+    """Draws solved figures on one reusable Agg canvas of ``settings``' size."""
+
+    def __init__(self, settings: RenderSettings | None = None):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure as MplFigure
+
+        self.settings = settings or RenderSettings()
+        s = self.settings
+        if not (isinstance(s.width, int) and isinstance(s.height, int) and 32 <= s.width <= 4096
+                and 32 <= s.height <= 4096 and isinstance(s.dpi, int) and 10 <= s.dpi <= 600):
+            raise ValueError(f"expected width and height as whole pixels in [32, 4096] and dpi in [10, 600], got {s}")
+        self._fig = MplFigure(figsize=(s.width / s.dpi, s.height / s.dpi), dpi=s.dpi)
+        self._canvas = FigureCanvasAgg(self._fig)
+        self._sizes: dict[tuple[str, float], tuple[float, float]] = {}
+
+    def close(self) -> None:
+        self._fig.clear()
+        self._sizes.clear()
+
+    # text measured once per (string, size): (width, height) of its layout box in pixels
+    def _text_size(self, text: str, size: float) -> tuple[float, float]:
+        key = (text, size)
+        if key not in self._sizes:
+            from matplotlib.text import Text
+
+            probe = Text(0, 0, text, fontsize=size, fontfamily="DejaVu Sans", ha="center", va="center")
+            probe.set_figure(self._fig)
+            box = probe.get_window_extent(self._canvas.get_renderer())
+            self._sizes[key] = (float(box.width), float(box.height))
+        return self._sizes[key]
+
+    def render(self, figure: Figure, solved: Solved) -> tuple[np.ndarray, GeometryFacts]:
+        from matplotlib.lines import Line2D
+        from matplotlib.patches import Circle
+        from matplotlib.text import Text
+        from matplotlib.transforms import IdentityTransform
+
+        s = self.settings
+        W, H = s.width, s.height
+        style = figure.style
+        font_px = style.font_size / 72.0 * s.dpi
+        line_px = style.line_width / 72.0 * s.dpi
+        dot_r = max(1.6, 1.15 * line_px)
+        matrix, offset, scale = figure_map(figure, solved, W, H)
+        exact = solved.floats()
+        points = {n: tuple(float(v) for v in matrix @ np.array(p) + offset) for n, p in exact.items()}
+        centroid = np.mean(np.array(list(points.values())), axis=0)
+
+        strokes: list[list[tuple[float, float]]] = []  # polylines drawn in line width
+        segments: list[dict] = []
+        circles: dict[str, tuple[float, float, float]] = {}
+        arcs: dict[str, tuple[float, float]] = {}
+        round_circles: list[tuple[float, float, float]] = []
+        obstacles = _Obstacles(line_px / 2, dot_r)
+        for element in figure.draw:
+            kind = element[0]
+            if kind in ("segment", "ray", "line"):
+                p, q = points[element[1]], points[element[2]]
+                piece = (p, q) if kind == "segment" else clip_to_canvas(p, q, W, H, kind == "line")
+                if piece is None:
+                    continue
+                segments.append({"element": list(element), "from": piece[0], "to": piece[1]})
+                strokes.append([piece[0], piece[1]])
+                obstacles.add_polyline([piece[0], piece[1]])
+                continue
+            center, r2 = solved.circles[element[1]]
+            cx, cy = points[center]
+            r = math.sqrt(r2.to_float()) * scale
+            if kind == "circle":
+                circles[element[1]] = (cx, cy, r)
+                round_circles.append((cx, cy, r))
+                n = max(int(2 * math.pi * r / SAMPLE_PX), 16)
+                t = np.linspace(0, 2 * math.pi, n + 1)
+                obstacles.add_polyline(list(zip(cx + r * np.cos(t), cy + r * np.sin(t))))
+                continue
+            key = ",".join(element[1:])
+            (px, py), (qx, qy) = points[element[2]], points[element[3]]
+            a0, a1 = math.atan2(cy - py, px - cx), math.atan2(cy - qy, qx - cx)  # as seen: y up
+            start, sweep = _arc_range(a1, a0) if style.flip else _arc_range(a0, a1)
+            circles[key] = (cx, cy, r)
+            arcs[key] = (math.degrees(start) % 360, math.degrees(start + sweep) % 360)
+            n = max(int(sweep * r / 1.5), 8)
+            t = start + np.linspace(0, sweep, n + 1)
+            poly = list(zip(cx + r * np.cos(t), cy - r * np.sin(t)))
+            strokes.append(poly)
+            obstacles.add_polyline(poly)
+
+        marks, mark_strokes, angle_labels = self._marks(figure, points, exact, font_px, line_px)
+        for poly in mark_strokes:
+            obstacles.add_polyline(poly)
+        obstacles.dots = dict(points)
+
+        labels: list[dict] = []
+        cap = font_px * CAP_RATIO
+        name_room = (LABEL_GAP + 0.9) * font_px  # a value keeps this far from other points: room for their names
+        texts: list[tuple[str, tuple[float, float]]] = []
+        # value labels first: their places are few (beside a segment, inside an angle)
+        for key, text, candidates in self._value_candidates(figure, points, centroid, font_px, line_px,
+                                                             angle_labels):
+            w, h = self._text_size(text, style.font_size)
+            centres = np.array(candidates, float)
+            boxes = np.stack([centres[:, 0] - w / 2, centres[:, 1] - h / 2, centres[:, 0] + w / 2,
+                              centres[:, 1] + h / 2], axis=1)
+            own = key.split(":")[1].split(",")[1] if key.startswith("angle:") else None
+            clear = np.minimum(obstacles.clearance(boxes, skip_dot=own, room=name_room), _edge_clearance(boxes, W, H))
+            enough = line_px / 2 + 0.15 * font_px
+            score = np.minimum(clear, enough) - 0.001 * np.arange(len(candidates))
+            best = int(np.argmax(score))
+            obstacles.boxes.append(boxes[best].tolist())
+            texts.append((text, (float(centres[best, 0]), float(centres[best, 1]))))
+            labels.append({"text": text, "kind": "given", "key": key, "cap_px": round(cap, 3)})
+        # then each point's name, in the figure's order
+        gap = LABEL_GAP * font_px + dot_r
+        for name, (x, y) in points.items():
+            w, h = self._text_size(name, style.font_size)
+            out = _unit((x - centroid[0], y - centroid[1])) if math.hypot(x - centroid[0], y - centroid[1]) > 1e-6 \
+                else np.array([0.0, -1.0])
+            centres, pref = [], []
+            for k in range(LABEL_DIRECTIONS):
+                t = 2 * math.pi * k / LABEL_DIRECTIONS
+                u = (math.cos(t), -math.sin(t))
+                d = gap + _support(u, (w / 2, h / 2))
+                centres.append((x + d * u[0], y + d * u[1]))
+                pref.append(u[0] * out[0] + u[1] * out[1])
+            c = np.array(centres)
+            boxes = np.stack([c[:, 0] - w / 2, c[:, 1] - h / 2, c[:, 0] + w / 2, c[:, 1] + h / 2], axis=1)
+            clear = np.minimum(obstacles.clearance(boxes, skip_dot=name), _edge_clearance(boxes, W, H))
+            score = np.round(clear, 1) + 0.05 * np.array(pref)
+            best = int(np.argmax(score))
+            obstacles.boxes.append(boxes[best].tolist())
+            texts.append((name, (float(c[best, 0]), float(c[best, 1]))))
+            labels.append({"text": name, "kind": "point", "key": name, "cap_px": round(cap, 3)})
+
+        # -- draw --------------------------------------------------------------------------
+        fig = self._fig
+        fig.clear()
+        fig.patch.set_facecolor("white")
+        ident = IdentityTransform()
+        ink = "black"
+        for poly in strokes:
+            xs, ys = zip(*poly)
+            fig.add_artist(Line2D(xs, [H - v for v in ys], transform=ident, color=ink, linewidth=style.line_width,
+                                  solid_capstyle="round", solid_joinstyle="round", snap=False))
+        for cx, cy, r in round_circles:
+            fig.add_artist(Circle((cx, H - cy), r, transform=ident, fill=False, edgecolor=ink,
+                                  linewidth=style.line_width, snap=False))
+        for poly in mark_strokes:
+            xs, ys = zip(*poly)
+            fig.add_artist(Line2D(xs, [H - v for v in ys], transform=ident, color=ink,
+                                  linewidth=max(style.line_width * 0.7, 0.6), solid_capstyle="butt",
+                                  solid_joinstyle="miter", snap=False))
+        for x, y in points.values():
+            fig.add_artist(Circle((x, H - y), dot_r, transform=ident, facecolor=ink, edgecolor="none", snap=False))
+        renderer = self._canvas.get_renderer()
+        for label, (text, (x, y)) in zip(labels, texts):
+            artist = Text(x, H - y, text, fontsize=style.font_size, fontfamily="DejaVu Sans", ha="center",
+                          va="center", color=ink, transform=ident)
+            fig.add_artist(artist)
+            box = artist.get_window_extent(renderer)
+            label["box"] = (round(float(box.x0), 2), round(float(H - box.y1), 2), round(float(box.x1), 2),
+                            round(float(H - box.y0), 2))
+        self._canvas.draw()
+        image = np.asarray(self._canvas.buffer_rgba())[:, :, :3].copy()
+        if image.shape[:2] != (H, W):  # figsize * dpi rounded down by a hair
+            padded = np.full((H, W, 3), 255, np.uint8)
+            padded[: min(H, image.shape[0]), : min(W, image.shape[1])] = image[:H, :W]
+            image = padded
+        ordered = [labels[i] for i in range(len(labels))]
+        facts = GeometryFacts(points=points, labels=ordered, segments=segments, circles=circles, marks=marks,
+                              scale=float(scale), font_px=float(font_px), dpi=s.dpi, line_px=float(line_px),
+                              dot_px=float(dot_r), width=W, height=H, arcs=arcs)
+        return image, facts
+
+    # -- the diagram's marks ----------------------------------------------------------------
+    def _marks(self, figure: Figure, points: dict[str, tuple[float, float]], exact: dict[str, tuple[float, float]],
+               font_px: float, line_px: float) -> tuple[list[dict], list[list[tuple[float, float]]], dict]:
+        """The marks of the diagram's givens: their facts, their strokes (pixel polylines)
+        and, per angle given with a printed value, the arc's (vertex, bisector, radius)."""
+        shown = set(figure.diagram)
+        marks: list[dict] = []
+        strokes: list[list[tuple[float, float]]] = []
+        angle_labels: dict[str, tuple[np.ndarray, np.ndarray, float, float]] = {}
+        counts = {"midpoint": 0, "parallel": 0}
+
+        def add(kind: str, key: str, polys: list[list[tuple[float, float]]]) -> None:
+            xs = [p[0] for poly in polys for p in poly]
+            ys = [p[1] for poly in polys for p in poly]
+            marks.append({"kind": kind, "key": key, "box": (round(min(xs), 2), round(min(ys), 2),
+                                                              round(max(xs), 2), round(max(ys), 2))})
+            strokes.extend(polys)
+
+        def square(vertex: str, toward1: str, toward2: str) -> list[tuple[float, float]]:
+            v = np.array(points[vertex])
+            a, b = np.array(points[toward1]) - v, np.array(points[toward2]) - v
+            side = min(0.55 * font_px, 0.3 * min(np.hypot(*a), np.hypot(*b)))
+            u1, u2 = _unit(a) * side, _unit(b) * side
+            return [tuple(v + u1), tuple(v + u1 + u2), tuple(v + u2)]
+
+        for g in givens(figure):
+            if g.key not in shown:
+                continue
+            n = g.names
+            if g.kind == "angle":
+                v = np.array(points[n[1]])
+                d1, d2 = _unit(np.array(points[n[0]]) - v), _unit(np.array(points[n[2]]) - v)
+                if abs(float(g.value) - 90) < 1e-9:
+                    add("right_angle", g.key, [square(n[1], n[0], n[2])])
+                    continue
+                a1, a2 = math.atan2(-d1[1], d1[0]), math.atan2(-d2[1], d2[0])
+                sweep = (a2 - a1 + math.pi) % (2 * math.pi) - math.pi
+                theta = abs(sweep)
+                reach = min(np.hypot(*(np.array(points[n[0]]) - v)), np.hypot(*(np.array(points[n[2]]) - v)))
+                radius = max(0.9 * font_px, min(0.8 * font_px / max(theta, 1e-3), 2.2 * font_px))
+                radius = min(radius, 0.45 * reach)
+                t = a1 + np.linspace(0, sweep, max(int(theta * radius / 1.5), 6) + 1)
+                add("angle_arc", g.key, [list(zip(v[0] + radius * np.cos(t), v[1] - radius * np.sin(t)))])
+                mid = a1 + sweep / 2
+                bisector = np.array([math.cos(mid), -math.sin(mid)])
+                angle_labels[g.key] = (v, bisector, radius, theta, (d1, d2))
+            elif g.kind == "perpendicular":  # (from, foot, A, B)
+                frm, foot, a, b = n
+                along = a if a != foot else b
+                if b != foot and math.dist(points[b], points[foot]) > math.dist(points[along], points[foot]):
+                    along = b
+                add("right_angle", g.key, [square(foot, frm, along)])
+            elif g.kind == "tangent":  # (P, T, centre)
+                add("right_angle", g.key, [square(n[1], n[2], n[0])])
+            elif g.kind == "midpoint":  # (M, A, B)
+                counts["midpoint"] += 1
+                polys = []
+                for end in (n[1], n[2]):
+                    polys += _ticks(points[n[0]], points[end], counts["midpoint"], font_px, line_px)
+                add("ticks", g.key, polys)
+            elif g.kind == "parallel":  # (C, D, A, B)
+                counts["parallel"] += 1
+                polys = _arrows(points[n[0]], points[n[1]], counts["parallel"], font_px, line_px)
+                polys += _arrows(points[n[2]], points[n[3]], counts["parallel"], font_px, line_px)
+                add("arrows", g.key, polys)
+        return marks, strokes, angle_labels
+
+    def _value_candidates(self, figure: Figure, points: dict[str, tuple[float, float]], centroid: np.ndarray,
+                          font_px: float, line_px: float, angle_labels: dict) -> list[tuple[str, str, list]]:
+        """Each printed value of the diagram: (key, text, candidate centres in order of preference)."""
+        out = []
+        size = figure.style.font_size
+        gap = LABEL_GAP * font_px + line_px / 2
+        for g in givens(figure):
+            if g.key not in figure.diagram:
+                continue
+            if g.kind == "length":
+                text = pretty(g.value)
+                w, h = self._text_size(text, size)
+                p, q = np.array(points[g.names[0]]), np.array(points[g.names[1]])
+                mid = (p + q) / 2
+                along = _unit(q - p)
+                normal = np.array([-along[1], along[0]])
+                if float(np.dot(normal, mid - centroid)) < 0:
+                    normal = -normal
+                d = gap + _support(normal, (w / 2, h / 2))
+                length = float(np.hypot(*(q - p)))
+                cands = []
+                for side in (normal, -normal):
+                    for shift in (0.0, 0.18, -0.18, 0.32, -0.32):
+                        for extra in (0.0, 0.5 * font_px):
+                            cands.append(tuple(mid + side * (d + extra) + along * shift * length))
+                out.append((g.key, text, cands))
+            elif g.kind == "angle" and g.key in angle_labels:
+                text = f"{pretty(g.value)}°"
+                w, h = self._text_size(text, size)
+                v, bisector, radius, theta, rays = angle_labels[g.key]
+                cands = []
+                for turn in (0.0, 0.2, -0.2):
+                    u = np.array([bisector[0] * math.cos(turn * theta) - bisector[1] * math.sin(turn * theta),
+                                  bisector[0] * math.sin(turn * theta) + bisector[1] * math.cos(turn * theta)])
+                    # far enough out along u that the text fits between the angle's two sides
+                    fit = 0.0
+                    for ray in rays:
+                        sine = abs(float(ray[0] * u[1] - ray[1] * u[0]))
+                        need = gap + _support((-ray[1], ray[0]), (w / 2, h / 2))
+                        fit = max(fit, need / sine if sine > 1e-6 else math.inf)
+                    start = max(radius + gap + _support(u, (w / 2, h / 2)), fit)
+                    if not math.isfinite(start):
+                        continue
+                    for extra in (0.0, 0.4 * font_px, 0.9 * font_px):
+                        cands.append(tuple(v + u * (start + extra)))
+                out.append((g.key, text, cands or [tuple(v + bisector * (radius + gap + w))]))
+        return out
+
+
+def _edge_clearance(boxes: np.ndarray, width: int, height: int) -> np.ndarray:
+    return np.minimum.reduce([boxes[:, 0], boxes[:, 1], width - boxes[:, 2], height - boxes[:, 3]])
+
+
+def _ticks(p: Sequence[float], q: Sequence[float], count: int, font_px: float,
+           line_px: float) -> list[list[tuple[float, float]]]:
+    """``count`` short strokes across the middle of ``pq``."""
+    p, q = np.array(p), np.array(q)
+    along = _unit(q - p)
+    normal = np.array([-along[1], along[0]])
+    mid, half, step = (p + q) / 2, 0.32 * font_px, max(1.8 * line_px, 3.0)
+    out = []
+    for k in range(count):
+        c = mid + along * (k - (count - 1) / 2) * step
+        out.append([tuple(c - normal * half), tuple(c + normal * half)])
+    return out
+
+
+def _arrows(p: Sequence[float], q: Sequence[float], count: int, font_px: float,
+            line_px: float) -> list[list[tuple[float, float]]]:
+    """``count`` chevrons at the middle of ``pq``, pointing from ``p`` to ``q``."""
+    p, q = np.array(p), np.array(q)
+    along = _unit(q - p)
+    normal = np.array([-along[1], along[0]])
+    mid, size, step = (p + q) / 2, 0.38 * font_px, max(2.2 * line_px, 4.0)
+    out = []
+    for k in range(count):
+        tip = mid + along * ((k - (count - 1) / 2) * step + size / 2)
+        back = tip - along * size
+        out.append([tuple(back + normal * size * 0.6), tuple(tip), tuple(back - normal * size * 0.6)])
+    return out
