@@ -18,6 +18,12 @@ to change.
   :data:`INK_LEVEL`) within :data:`INK_PX` (1.5 px) of every point, of the middle of
   every drawn straight piece and of every drawn circle's or arc's middle.
 
+``degenerate_figure``: an arc that ends at its own centre (which sets no direction).
+
+``undrawn_mark`` (:func:`check_marks_drawn`): a given the diagram shows on pieces the
+figure does not draw (a length beside a segment that is not there, an angle between arms
+that are not, ticks, arrows or a right angle in the air).
+
 ``cramped`` (a reader cannot read it):
 
 - two drawn pieces meeting at a point (a named one, or where two straight pieces cross)
@@ -44,9 +50,16 @@ from typing import Any
 
 import numpy as np
 
-from vicogym.errors import InvalidEdit
+from vicogym.errors import InvalidEdit, register_error_codes
 from vicogym.legibility import legible_px
 from vicogym.structures.geometry import Figure, Solved, givens
+
+#: edit error codes the drawing checks add to the geometry arm's
+ERROR_CODES = {
+    "undrawn_mark": "the diagram marks a given on a line or circle the figure does not draw (a length beside, an "
+                    "angle between, ticks, arrows or a right angle on pieces that are not there)",
+}
+register_error_codes("geometry", ERROR_CODES)
 
 MIN_ANGLE_DEG = 10
 POSITION_PX = 1.0
@@ -68,6 +81,14 @@ def _arc_range(start: float, end: float) -> tuple[float, float]:
     return start, sweep if sweep > 1e-12 else 2 * math.pi
 
 
+def arc_angles(units: Mapping[str, tuple[float, float]], center: str, p: str, q: str) -> tuple[float, float]:
+    """An arc's ``(start, sweep)`` in radians of figure units, counter-clockwise from the
+    direction of ``p`` to that of ``q`` seen from ``center`` (sweep in (0, 2 pi]; ends at
+    one direction make the whole circle)."""
+    o, a, b = units[center], units[p], units[q]
+    return _arc_range(math.atan2(a[1] - o[1], a[0] - o[0]), math.atan2(b[1] - o[1], b[0] - o[0]))
+
+
 def figure_map(figure: Figure, solved: Solved, width: int, height: int) -> tuple[np.ndarray, np.ndarray, float]:
     """``(matrix, offset, scale)``: the figure's point ``p`` (units) belongs at pixel
     ``matrix @ p + offset``: rotated by ``style.rotation`` degrees counter-clockwise,
@@ -78,7 +99,8 @@ def figure_map(figure: Figure, solved: Solved, width: int, height: int) -> tuple
     a, b, c, d = math.cos(t), -math.sin(t), math.sin(t), math.cos(t)
     if figure.style.flip:
         a, b = -a, -b
-    turned = {n: (a * x + b * y, c * x + d * y) for n, (x, y) in solved.floats().items()}
+    pts = solved.floats()
+    turned = {n: (a * x + b * y, c * x + d * y) for n, (x, y) in pts.items()}
     xs = [p[0] for p in turned.values()]
     ys = [p[1] for p in turned.values()]
     for element in figure.draw:
@@ -91,15 +113,12 @@ def figure_map(figure: Figure, solved: Solved, width: int, height: int) -> tuple
             xs += [ox - r, ox + r]
             ys += [oy - r, oy + r]
             continue
-        (px, py), (qx, qy) = turned[element[2]], turned[element[3]]
-        xs += [px, qx]
-        ys += [py, qy]
-        t0, t1 = math.atan2(py - oy, px - ox), math.atan2(qy - oy, qx - ox)
-        start, sweep = _arc_range(t1, t0) if figure.style.flip else _arc_range(t0, t1)
-        for k in range(4):
-            if (k * math.pi / 2 - start) % (2 * math.pi) <= sweep:
-                xs.append(ox + r * math.cos(k * math.pi / 2))
-                ys.append(oy + r * math.sin(k * math.pi / 2))
+        start, sweep = arc_angles(pts, center, element[2], element[3])
+        ends = (start, start + sweep)
+        extremes = [math.atan2(b, a), math.atan2(b, a) + math.pi, math.atan2(d, c), math.atan2(d, c) + math.pi]
+        for t in list(ends) + [t for t in extremes if (t - start) % (2 * math.pi) <= sweep]:
+            xs.append(ox + r * (a * math.cos(t) + b * math.sin(t)))
+            ys.append(oy + r * (c * math.cos(t) + d * math.sin(t)))
     bw, bh = max(xs) - min(xs), max(ys) - min(ys)
     fits = [size / extent for size, extent in ((width, bw), (height, bh)) if extent > 1e-9]
     scale = figure.style.scale * min(fits) if fits else 1.0
@@ -151,8 +170,8 @@ class _Drawing:
             if kind == "circle":
                 self.circles.append((tuple(element), cx, cy, r))
                 continue
-            o, p, q = self.units[center], self.units[element[2]], self.units[element[3]]
-            start, sweep = _arc_range(math.atan2(p[1] - o[1], p[0] - o[0]), math.atan2(q[1] - o[1], q[0] - o[0]))
+            o = self.units[center]
+            start, sweep = arc_angles(self.units, center, element[2], element[3])
             ru = math.sqrt(r2.to_float())
             t = start + np.linspace(0.0, sweep, max(int(sweep * r / 0.5), 16) + 1)
             units = np.stack([o[0] + ru * np.cos(t), o[1] + ru * np.sin(t)], axis=1)
@@ -237,8 +256,15 @@ def check_drawing(figure: Figure, solved: Solved, facts: Any, image: np.ndarray 
         width, height = int(facts.width), int(facts.height)
     if width <= 0 or height <= 0:
         raise ValueError("expected the image, or facts that carry the canvas' width and height")
+    for element in figure.draw:
+        center = solved.circles[element[1]][0] if element[0] == "arc" else None
+        if center is not None and center in element[2:]:
+            raise InvalidEdit("degenerate_figure", f"the arc of {element[1]} runs from {element[2]} to {element[3]}, "
+                              f"but {center} is its centre, which sets no direction; end the arc at points whose "
+                              f"directions from {center} bound it", field="draw")
     drawing = _Drawing(figure, solved, width, height)
     _check_positions(drawing, facts)
+    check_marks_drawn(figure, solved)
     font_px = float(facts.font_px)
     line_px = float(getattr(facts, "line_px", 0.0) or figure.style.line_width / 72.0 * facts.dpi)
     dot_px = float(getattr(facts, "dot_px", 0.0) or max(1.6, 1.15 * line_px))
@@ -272,6 +298,73 @@ def _check_positions(drawing: _Drawing, facts: Any) -> None:
             raise InvalidEdit("off_scale", f"circle {key} is drawn at {got} px but the exact figure puts it at centre "
                               f"({cx:.1f}, {cy:.1f}) px, radius {r:.1f} px: the drawing is not to scale",
                               field="draw")
+
+
+def _on_piece(figure: Figure, units: Mapping[str, tuple[float, float]], x: str, y: str, tol: float) -> bool:
+    """Whether points ``x`` and ``y`` both lie on one drawn segment, ray or line."""
+    for element in figure.draw:
+        if element[0] not in ("segment", "ray", "line"):
+            continue
+        a, b = units[element[1]], units[element[2]]
+        d = (b[0] - a[0], b[1] - a[1])
+        n2 = d[0] * d[0] + d[1] * d[1]
+        inside = True
+        for name in (x, y):
+            p = units[name]
+            off = abs(d[0] * (p[1] - a[1]) - d[1] * (p[0] - a[0])) / math.sqrt(n2)
+            t = ((p[0] - a[0]) * d[0] + (p[1] - a[1]) * d[1]) / n2
+            low = -tol if element[0] != "line" else -math.inf
+            high = 1 + tol if element[0] == "segment" else math.inf
+            inside = inside and off < tol * math.sqrt(n2) + tol and low <= t <= high
+        if inside:
+            return True
+    return False
+
+
+def check_marks_drawn(figure: Figure, solved: Solved) -> None:
+    """Every given the diagram shows sits on what is drawn: a length's segment, an angle's
+    two arms, a midpoint's segment, a foot's two lines, a parallel's two lines, a tangent
+    with its radius and circle, an inscribed circle (``InvalidEdit`` ``undrawn_mark``)."""
+    units = solved.floats()
+    xs = [p[0] for p in units.values()]
+    ys = [p[1] for p in units.values()]
+    tol = 1e-9 * max(max(xs) - min(xs), max(ys) - min(ys), 1.0)
+    circles_drawn = {e[1] for e in figure.draw if e[0] in ("circle", "arc")}
+    shown = set(figure.diagram)
+    for g in givens(figure):
+        if g.key not in shown:
+            continue
+        n = g.names
+        need: list[tuple[str, str]] = []
+        if g.kind == "length":
+            need = [(n[0], n[1])]
+        elif g.kind == "angle":
+            need = [(n[1], n[0]), (n[1], n[2])]
+        elif g.kind == "midpoint":
+            need = [(n[1], n[2])]
+        elif g.kind == "perpendicular":  # from, foot, A, B: the square sits on the foot's side of AB
+            along = n[3] if _on_piece(figure, units, n[1], n[3], tol) else n[2]
+            need = [(n[1], n[0]), (n[1], along)]
+        elif g.kind == "parallel":  # C, D, A, B
+            need = [(n[0], n[1]), (n[2], n[3])]
+        elif g.kind == "tangent":  # P, T, centre
+            need = [(n[1], n[0]), (n[1], n[2])]
+        for x, y in need:
+            if not _on_piece(figure, units, x, y, tol):
+                raise InvalidEdit("undrawn_mark", f"the diagram shows {g.key} ({g.statement()}), but no drawn segment, "
+                                  f"ray or line runs through {x} and {y}; draw [\"segment\", \"{x}\", \"{y}\"] or "
+                                  f"take {g.key} out of diagram (state it in the text)", field="diagram")
+        circle = None
+        if g.kind == "inscribed":
+            circle = g.key.split(":", 1)[1]
+        elif g.kind == "tangent":
+            circle = next((c for c, (center, _) in solved.circles.items() if center == n[2]
+                           and c in circles_drawn), None) or next(c for c, (center, _) in solved.circles.items()
+                                                                   if center == n[2])
+        if circle is not None and circle not in circles_drawn:
+            raise InvalidEdit("undrawn_mark", f"the diagram shows {g.key} ({g.statement()}), but circle {circle} is "
+                              f"not drawn; draw [\"circle\", \"{circle}\"] or take {g.key} out of diagram",
+                              field="diagram")
 
 
 def _check_text_size(facts: Any) -> None:
@@ -396,7 +489,7 @@ def _check_angles(figure: Figure, drawing: _Drawing, asked: frozenset[str]) -> N
                 continue  # a named point: judged above
             diff = abs((_angle(r) - _angle(s) + 180) % 360 - 180)
             diff = min(diff, 180 - diff)
-            if diff < MIN_ANGLE_DEG:
+            if 1e-6 < diff < MIN_ANGLE_DEG:  # at 0 they overlap: one line
                 raise InvalidEdit("cramped", f"the {_describe(e1)} and {_describe(e2)} cross at ({x:.0f}, {y:.0f}) px "
                                   f"at {diff:.1f} degrees, under {MIN_ANGLE_DEG}: a reader cannot tell them apart; "
                                   "change the givens that set them or leave one undrawn", field="draw")

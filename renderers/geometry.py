@@ -32,7 +32,7 @@ figure gives the same bytes.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -103,6 +103,14 @@ def _arc_range(start: float, end: float) -> tuple[float, float]:
     return start, sweep if sweep > 1e-12 else 2 * math.pi
 
 
+def arc_angles(units: Mapping[str, tuple[float, float]], center: str, p: str, q: str) -> tuple[float, float]:
+    """An arc's ``(start, sweep)`` in radians of figure units, counter-clockwise from the
+    direction of ``p`` to that of ``q`` seen from ``center`` (sweep in (0, 2 pi]; ends at
+    one direction make the whole circle)."""
+    o, a, b = units[center], units[p], units[q]
+    return _arc_range(math.atan2(a[1] - o[1], a[0] - o[0]), math.atan2(b[1] - o[1], b[0] - o[0]))
+
+
 def figure_map(figure: Figure, solved: Solved, width: int, height: int) -> tuple[np.ndarray, np.ndarray, float]:
     """``(matrix, offset, scale)``: a point ``p`` of the figure (units) is drawn at pixel
     ``matrix @ p + offset`` (see the module docstring)."""
@@ -121,15 +129,12 @@ def figure_map(figure: Figure, solved: Solved, width: int, height: int) -> tuple
             xs += [ox - r, ox + r]
             ys += [oy - r, oy + r]
             continue
-        (px, py), (qx, qy) = turned[element[2]], turned[element[3]]
-        xs += [px, qx]
-        ys += [py, qy]
-        t0, t1 = math.atan2(py - oy, px - ox), math.atan2(qy - oy, qx - ox)
-        start, sweep = _arc_range(t1, t0) if figure.style.flip else _arc_range(t0, t1)
-        for k in range(4):
-            if (k * math.pi / 2 - start) % (2 * math.pi) <= sweep:
-                xs.append(ox + r * math.cos(k * math.pi / 2))
-                ys.append(oy + r * math.sin(k * math.pi / 2))
+        start, sweep = arc_angles(pts, center, element[2], element[3])
+        ends = (start, start + sweep)
+        extremes = [math.atan2(b, a), math.atan2(b, a) + math.pi, math.atan2(d, c), math.atan2(d, c) + math.pi]
+        for t in list(ends) + [t for t in extremes if (t - start) % (2 * math.pi) <= sweep]:
+            xs.append(ox + r * (a * math.cos(t) + b * math.sin(t)))
+            ys.append(oy + r * (c * math.cos(t) + d * math.sin(t)))
     bw, bh = max(xs) - min(xs), max(ys) - min(ys)
     fits = [size / extent for size, extent in ((width, bw), (height, bh)) if extent > 1e-9]
     scale = figure.style.scale * min(fits) if fits else 1.0
@@ -177,13 +182,16 @@ def _box_to_boxes(boxes: np.ndarray, others: Sequence[Sequence[float]]) -> np.nd
     return np.sqrt(dx * dx + dy * dy).min(axis=1)
 
 
-def _sample_polyline(points: Sequence[Sequence[float]]) -> list[np.ndarray]:
-    out = []
-    for (x0, y0), (x1, y1) in zip(points[:-1], points[1:]):
-        n = max(int(math.hypot(x1 - x0, y1 - y0) / SAMPLE_PX), 1)
-        t = np.linspace(0.0, 1.0, n + 1)
-        out.append(np.stack([x0 + (x1 - x0) * t, y0 + (y1 - y0) * t], axis=1))
-    return out
+def _sample_polyline(points: Sequence[Sequence[float]]) -> np.ndarray:
+    """Points along a polyline at most :data:`SAMPLE_PX` apart, its vertices included."""
+    p = np.asarray(points, float).reshape(-1, 2)
+    if len(p) < 2:
+        return p
+    d = p[1:] - p[:-1]
+    n = np.maximum((np.hypot(d[:, 0], d[:, 1]) / SAMPLE_PX).astype(int), 1)
+    piece = np.repeat(np.arange(len(d)), n)
+    t = (np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)) / np.repeat(n, n)
+    return np.vstack([p[piece] + d[piece] * t[:, None], p[-1:]])
 
 
 class _Obstacles:
@@ -198,7 +206,7 @@ class _Obstacles:
         self._cloud: np.ndarray | None = None
 
     def add_polyline(self, points: Sequence[Sequence[float]]) -> None:
-        self.outline.extend(_sample_polyline(points))
+        self.outline.append(_sample_polyline(points))
         self._cloud = None
 
     def clearance(self, boxes: np.ndarray, skip_dot: str | None = None, room: float = 0.0) -> np.ndarray:
@@ -300,14 +308,16 @@ class GeometryRenderer:
                 obstacles.add_polyline(list(zip(cx + r * np.cos(t), cy + r * np.sin(t))))
                 continue
             key = ",".join(element[1:])
-            (px, py), (qx, qy) = points[element[2]], points[element[3]]
-            a0, a1 = math.atan2(cy - py, px - cx), math.atan2(cy - qy, qx - cx)  # as seen: y up
-            start, sweep = _arc_range(a1, a0) if style.flip else _arc_range(a0, a1)
+            start, sweep = arc_angles(exact, center, element[2], element[3])
             circles[key] = (cx, cy, r)
-            arcs[key] = (math.degrees(start) % 360, math.degrees(start + sweep) % 360)
-            n = max(int(sweep * r / 1.5), 8)
-            t = start + np.linspace(0, sweep, n + 1)
-            poly = list(zip(cx + r * np.cos(t), cy - r * np.sin(t)))
+            ends = [matrix @ np.array([math.cos(t), math.sin(t)]) for t in (start, start + sweep)]
+            seen = [math.degrees(math.atan2(-v[1], v[0])) % 360 for v in ends]  # as seen: y up
+            arcs[key] = (seen[1], seen[0]) if style.flip else (seen[0], seen[1])
+            ru = math.sqrt(r2.to_float())
+            o = exact[center]
+            t = start + np.linspace(0, sweep, max(int(sweep * r / 1.5), 8) + 1)
+            units = np.stack([o[0] + ru * np.cos(t), o[1] + ru * np.sin(t)], axis=1)
+            poly = [tuple(p) for p in units @ matrix.T + offset]
             strokes.append(poly)
             obstacles.add_polyline(poly)
 

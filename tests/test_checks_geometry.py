@@ -192,3 +192,25 @@ def test_difficulty_features_and_difficulty():
     # the foot needed too: nothing drawn is a distractor
     everything = difficulty_features(figure, facts, 3, needed | {"perpendicular:H"}, frozenset())
     assert everything["distractors"] == 0
+
+
+def test_marks_on_pieces_not_drawn_are_refused():
+    foot = {"steps": HEALTHY["steps"] + [{"op": "foot", "point": "H", "from": "C", "to": ["A", "B"]}],
+            "draw": TRIANGLE_SIDES + [["segment", "C", "H"]], "diagram": ["perpendicular:H", "length:A,B"]}
+    assert _refusal(foot) is None  # H on the drawn AB, CH drawn
+    exc = _refusal({**foot, "draw": TRIANGLE_SIDES})
+    assert exc.code == "undrawn_mark" and "perpendicular:H" in exc.message and '["segment", "H", "C"]' in exc.message
+    exc = _refusal({**foot, "draw": [["segment", "B", "C"], ["segment", "C", "A"], ["segment", "C", "H"]]})
+    assert exc.code == "undrawn_mark" and "length:A,B" in exc.message
+    # an angle needs both arms
+    exc = _refusal({**HEALTHY, "draw": [["segment", "A", "B"], ["segment", "B", "C"]]})
+    assert exc.code == "undrawn_mark" and "angle:B,A,C" in exc.message
+    # a ray carries the arm as well as a segment does
+    assert _refusal({**HEALTHY, "draw": [["segment", "A", "B"], ["segment", "B", "C"], ["ray", "A", "C"]]}) is None
+
+
+def test_an_arc_ending_at_its_centre_is_degenerate():
+    data = {"steps": HEALTHY["steps"] + [{"op": "circle", "circle": "k", "center": "A", "through": "C"}],
+            "draw": TRIANGLE_SIDES + [["arc", "k", "B", "A"]], "diagram": []}
+    exc = _refusal(data)
+    assert exc.code == "degenerate_figure" and "A is its centre" in exc.message
