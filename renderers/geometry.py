@@ -351,20 +351,28 @@ class GeometryRenderer:
             w, h = self._text_size(name, style.font_size)
             out = _unit((x - centroid[0], y - centroid[1])) if math.hypot(x - centroid[0], y - centroid[1]) > 1e-6 \
                 else np.array([0.0, -1.0])
-            centres, pref = [], []
-            for k in range(LABEL_DIRECTIONS):
-                t = 2 * math.pi * k / LABEL_DIRECTIONS
-                u = (math.cos(t), -math.sin(t))
-                d = gap + _support(u, (w / 2, h / 2))
-                centres.append((x + d * u[0], y + d * u[1]))
-                pref.append(u[0] * out[0] + u[1] * out[1])
-            c = np.array(centres)
-            boxes = np.stack([c[:, 0] - w / 2, c[:, 1] - h / 2, c[:, 0] + w / 2, c[:, 1] + h / 2], axis=1)
-            clear = np.minimum(obstacles.clearance(boxes, skip_dot=name), _edge_clearance(boxes, W, H))
-            score = np.round(clear, 1) + 0.05 * np.array(pref)
-            best = int(np.argmax(score))
-            obstacles.boxes.append(boxes[best].tolist())
-            texts.append((name, (float(c[best, 0]), float(c[best, 1]))))
+            # a ring of directions by the dot; where none is clear, a second ring further out
+            chosen: tuple[float, np.ndarray, np.ndarray] | None = None
+            for ring in (0.0, 0.6 * font_px):
+                centres, pref = [], []
+                for k in range(LABEL_DIRECTIONS):
+                    t = 2 * math.pi * k / LABEL_DIRECTIONS
+                    u = (math.cos(t), -math.sin(t))
+                    d = gap + ring + _support(u, (w / 2, h / 2))
+                    centres.append((x + d * u[0], y + d * u[1]))
+                    pref.append(u[0] * out[0] + u[1] * out[1])
+                c = np.array(centres)
+                boxes = np.stack([c[:, 0] - w / 2, c[:, 1] - h / 2, c[:, 0] + w / 2, c[:, 1] + h / 2], axis=1)
+                clear = np.minimum(obstacles.clearance(boxes, skip_dot=name), _edge_clearance(boxes, W, H))
+                score = np.round(clear, 1) + 0.05 * np.array(pref)
+                best = int(np.argmax(score))
+                if chosen is None or clear[best] > chosen[0]:
+                    chosen = (float(clear[best]), boxes[best], c[best])
+                if clear[best] >= line_px / 2 + 1.0:
+                    break
+            _, box, centre = chosen
+            obstacles.boxes.append(box.tolist())
+            texts.append((name, (float(centre[0]), float(centre[1]))))
             labels.append({"text": name, "kind": "point", "key": name, "cap_px": round(cap, 3)})
 
         # -- draw --------------------------------------------------------------------------
