@@ -23,10 +23,13 @@ Texts are placed clear of what is drawn: a value label takes the first of a few
 candidate places (in order of preference) that keeps clear of every drawn piece and
 placed text, else the clearest; a point's name then takes, of 16 directions around its
 dot, the one farthest from every drawn line, circle, mark, dot and placed text (ties go
-to the direction away from the figure's centroid). Text is DejaVu Sans (matplotlib's
-default) at ``style.font_size`` points; boxes are matplotlib's layout boxes from the Agg
-renderer. matplotlib's object API draws it on the Agg canvas (no pyplot state); the same
-figure gives the same bytes.
+to the direction away from the figure's centroid), and where none of them is clear, the
+clearest of 16 more a little further out. Values keep room by other points for their
+names. Text is DejaVu Sans (matplotlib's default) at ``style.font_size`` points; boxes
+are matplotlib's layout boxes from the Agg renderer. matplotlib's object API draws it on
+the Agg canvas (no pyplot state); the same figure gives the same bytes. An arc's ends are
+the directions of its two points seen from its centre, in figure units (a point at the
+centre itself gives direction 0; the checks refuse such an arc).
 """
 
 from __future__ import annotations
