@@ -294,7 +294,9 @@ def _check_positions(drawing: _Drawing, facts: Any) -> None:
     drawn.update({",".join(element[1:]): (cx, cy, r) for element, cx, cy, r, _ in drawing.arcs})
     for key, (cx, cy, r) in drawn.items():
         got = facts.circles.get(key)
-        if got is None or math.hypot(got[0] - cx, got[1] - cy) > POSITION_PX or abs(got[2] - r) > POSITION_PX:
+        if got is None:
+            raise InvalidEdit("off_scale", f"circle {key} is in the figure's draw list but not drawn", field="draw")
+        if math.hypot(got[0] - cx, got[1] - cy) > POSITION_PX or abs(got[2] - r) > POSITION_PX:
             raise InvalidEdit("off_scale", f"circle {key} is drawn at {got} px but the exact figure puts it at centre "
                               f"({cx:.1f}, {cy:.1f}) px, radius {r:.1f} px: the drawing is not to scale",
                               field="draw")
