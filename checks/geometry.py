@@ -24,7 +24,7 @@ to change.
 figure does not draw (a length beside a segment that is not there, an angle between arms
 that are not, ticks, arrows or a right angle in the air).
 
-``cramped`` (a reader cannot read it):
+``crowded`` (a reader cannot read it):
 
 - two drawn pieces meeting at a point (a named one, or where two straight pieces cross)
   make an angle under :data:`MIN_ANGLE_DEG` (10 degrees; pieces that overlap, at 0, are one
@@ -246,7 +246,7 @@ def _label_name(label: Mapping[str, Any]) -> str:
 # -- the check ------------------------------------------------------------------------------------
 def check_drawing(figure: Figure, solved: Solved, facts: Any, image: np.ndarray | None = None,
                   asked: frozenset[str] = frozenset()) -> None:
-    """Raise ``InvalidEdit`` (``off_scale`` or ``cramped``, see the module docstring) when
+    """Raise ``InvalidEdit`` (``off_scale`` or ``crowded``, see the module docstring) when
     the rendered figure is not to scale or cannot be read; ``image`` (the render's RGB
     pixels), when given, is measured for ink where the figure puts its points and lines;
     ``asked``: the angles (``"B,A,C"``) the question asks, which may be small."""
@@ -374,7 +374,7 @@ def _check_text_size(facts: Any) -> None:
     for label in facts.labels:
         cap = float(label.get("cap_px", facts.font_px * CAP_RATIO))
         if cap < legible:
-            raise InvalidEdit("cramped", f"{_label_name(label)} is printed {cap:.1f} px tall (capitals), under the "
+            raise InvalidEdit("crowded", f"{_label_name(label)} is printed {cap:.1f} px tall (capitals), under the "
                               f"legible {legible:.1f} px (where Tesseract reads DejaVu Sans right half of the time); "
                               "raise font_size", field="font_size")
 
@@ -383,12 +383,12 @@ def _check_canvas(drawing: _Drawing, facts: Any) -> None:
     w, h = drawing.width, drawing.height
     for name, (x, y) in drawing.points.items():
         if not (0 <= x <= w and 0 <= y <= h):
-            raise InvalidEdit("cramped", f"point {name} lies outside the canvas at ({x:.1f}, {y:.1f}) px; lower "
+            raise InvalidEdit("crowded", f"point {name} lies outside the canvas at ({x:.1f}, {y:.1f}) px; lower "
                               "scale", field="scale")
     for label in facts.labels:
         x0, y0, x1, y1 = label["box"]
         if x0 < -EDGE_SLACK_PX or y0 < -EDGE_SLACK_PX or x1 > w + EDGE_SLACK_PX or y1 > h + EDGE_SLACK_PX:
-            raise InvalidEdit("cramped", f"{_label_name(label)} runs off the canvas (box {_fmt(label['box'])} on "
+            raise InvalidEdit("crowded", f"{_label_name(label)} runs off the canvas (box {_fmt(label['box'])} on "
                               f"{w}x{h} px); lower scale so the labels fit around the figure", field="scale")
 
 
@@ -469,7 +469,7 @@ def _check_angles(figure: Figure, drawing: _Drawing, asked: frozenset[str]) -> N
                 if triple in asked or f"{dirs[j][1]},{name},{dirs[i][1]}" in asked:
                     continue
                 pieces = dirs[i][2] if dirs[i][2] == dirs[j][2] else f"{dirs[i][2]} and {dirs[j][2]}"
-                raise InvalidEdit("cramped", f"the {pieces} meet at {name} at {diff:.1f} degrees, under "
+                raise InvalidEdit("crowded", f"the {pieces} meet at {name} at {diff:.1f} degrees, under "
                                   f"{MIN_ANGLE_DEG}: a reader cannot tell them apart; widen that angle (change the "
                                   "givens that set it) or leave one of them undrawn", field="steps")
     # straight pieces crossing where no point is named
@@ -492,7 +492,7 @@ def _check_angles(figure: Figure, drawing: _Drawing, asked: frozenset[str]) -> N
             diff = abs((_angle(r) - _angle(s) + 180) % 360 - 180)
             diff = min(diff, 180 - diff)
             if 1e-6 < diff < MIN_ANGLE_DEG:  # at 0 they overlap: one line
-                raise InvalidEdit("cramped", f"the {_describe(e1)} and {_describe(e2)} cross at ({x:.0f}, {y:.0f}) px "
+                raise InvalidEdit("crowded", f"the {_describe(e1)} and {_describe(e2)} cross at ({x:.0f}, {y:.0f}) px "
                                   f"at {diff:.1f} degrees, under {MIN_ANGLE_DEG}: a reader cannot tell them apart; "
                                   "change the givens that set them or leave one undrawn", field="draw")
 
@@ -503,7 +503,7 @@ def _check_spacing(figure: Figure, drawing: _Drawing, font_px: float) -> None:
         for b in names[i + 1:]:
             gap = math.dist(drawing.points[a], drawing.points[b])
             if gap < font_px:
-                raise InvalidEdit("cramped", f"points {a} and {b} are {gap:.1f} px apart, under a text's height "
+                raise InvalidEdit("crowded", f"points {a} and {b} are {gap:.1f} px apart, under a text's height "
                                   f"({font_px:.1f} px): their names cannot both sit by them; move them apart (change "
                                   "the givens that place them) or raise scale", field="steps")
     shortest = SHORT_SEGMENT_FONTS * font_px
@@ -514,7 +514,7 @@ def _check_spacing(figure: Figure, drawing: _Drawing, font_px: float) -> None:
     for a, b, what in pairs:
         length = math.dist(drawing.points[a], drawing.points[b])
         if length < shortest:
-            raise InvalidEdit("cramped", f"{what} is {length:.1f} px long, under {SHORT_SEGMENT_FONTS:g} text heights "
+            raise InvalidEdit("crowded", f"{what} is {length:.1f} px long, under {SHORT_SEGMENT_FONTS:g} text heights "
                               f"({shortest:.1f} px): too short to label; lengthen it (its givens) or raise scale",
                               field="steps")
 
@@ -527,7 +527,7 @@ def _check_labels(drawing: _Drawing, facts: Any, line_px: float, dot_px: float) 
             bx0, by0, bx1, by1 = b["box"]
             overlap = min(min(ax1, bx1) - max(ax0, bx0), min(ay1, by1) - max(ay0, by0))
             if overlap > TEXT_OVERLAP_PX:
-                raise InvalidEdit("cramped", f"{_label_name(a)} and {_label_name(b)} overlap by {overlap:.1f} px: "
+                raise InvalidEdit("crowded", f"{_label_name(a)} and {_label_name(b)} overlap by {overlap:.1f} px: "
                                   "spread the points apart (their givens), raise scale or lower font_size",
                                   field="font_size")
     half = line_px / 2
@@ -538,12 +538,12 @@ def _check_labels(drawing: _Drawing, facts: Any, line_px: float, dot_px: float) 
         hits += [(_box_polyline(box, pts), _describe(e)) for e, _cx, _cy, _r, pts in drawing.arcs]
         for distance, what in hits:
             if distance < half:
-                raise InvalidEdit("cramped", f"{_label_name(label)} (box {_fmt(box)} px) lies over the {what}: no "
+                raise InvalidEdit("crowded", f"{_label_name(label)} (box {_fmt(box)} px) lies over the {what}: no "
                                   "place around it is clear of the lines; spread the figure out (its givens), raise "
                                   "scale or lower font_size", field="font_size")
         for name, p in drawing.points.items():
             if _point_box(p, box) < dot_px:
-                raise InvalidEdit("cramped", f"{_label_name(label)} (box {_fmt(box)} px) covers point {name}; spread "
+                raise InvalidEdit("crowded", f"{_label_name(label)} (box {_fmt(box)} px) covers point {name}; spread "
                                   "the figure out (its givens), raise scale or lower font_size", field="font_size")
 
 

@@ -61,7 +61,7 @@ ERROR_CODES = {
                          "points at one place, a zero angle",
     "unstated": "a given the answer needs that neither the question's text nor the diagram shows",
     "contradicts_text": "an edit of a given that the question's text states: the figure would contradict the text",
-    "cramped": "a figure a reader cannot read: an angle under 10 degrees, points or labels too close, a segment "
+    "crowded": "a figure a reader cannot read: an angle under 10 degrees, points or labels too close, a segment "
                "too short to label, a label over a line or another label, text under the legible size",
     "off_scale": "a drawing that does not agree with its givens within a pixel (not to scale)",
     "named": "a point the question names cannot be renamed, removed or made a new way",

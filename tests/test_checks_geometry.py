@@ -55,22 +55,22 @@ def test_a_healthy_triangle_passes():
         assert _refusal({**HEALTHY, "style": style}) is None, style
 
 
-def test_a_five_degree_angle_is_cramped_unless_the_question_asks_it():
+def test_a_five_degree_angle_is_crowded_unless_the_question_asks_it():
     # AB = AC = 10, BC = 7/8: the angle at A is 2 asin(7/160), 5.0 degrees
     thin = {"steps": BASE + [{"op": "sss", "point": "C", "from": ["A", "B"], "lengths": ["10", "7/8"], "side": 1}],
             "draw": TRIANGLE_SIDES}
     exc = _refusal(thin)
-    assert exc.code == "cramped" and "at A at 5.0 degrees" in exc.message and f"under {MIN_ANGLE_DEG}" in exc.message
+    assert exc.code == "crowded" and "at A at 5.0 degrees" in exc.message and f"under {MIN_ANGLE_DEG}" in exc.message
     # asked about that very angle, its smallness is the point; the short side BC is still refused
     exc = _refusal(thin, asked=frozenset({"C,A,B"}))
-    assert exc.code == "cramped" and "degrees" not in exc.message and "segment BC" in exc.message
+    assert exc.code == "crowded" and "degrees" not in exc.message and "segment BC" in exc.message
     # at 17 degrees (BC = 3) it reads
     wider = {**thin, "steps": BASE + [{"op": "sss", "point": "C", "from": ["A", "B"], "lengths": ["10", "3"],
                                        "side": 1}]}
     assert _refusal(wider) is None
 
 
-def test_a_narrow_crossing_of_two_lines_is_cramped():
+def test_a_narrow_crossing_of_two_lines_is_crowded():
     # AC leaves AB at 5 degrees (AC = 10, BC = 7/8); FG runs parallel to AB half a unit above
     # it, so it crosses AC at 5 degrees where no point is named
     data = {"steps": BASE + [{"op": "sss", "point": "C", "from": ["A", "B"], "lengths": ["10", "7/8"], "side": 1},
@@ -78,18 +78,18 @@ def test_a_narrow_crossing_of_two_lines_is_cramped():
                              {"op": "parallel", "point": "G", "through": "F", "to": ["A", "B"], "length": "10"}],
             "draw": [["segment", "A", "C"], ["segment", "F", "G"]]}
     exc = _refusal(data)
-    assert exc.code == "cramped" and "segment AC and segment FG cross" in exc.message and "5.0 degrees" in exc.message
+    assert exc.code == "crowded" and "segment AC and segment FG cross" in exc.message and "5.0 degrees" in exc.message
 
 
-def test_points_too_close_are_cramped():
+def test_points_too_close_are_crowded():
     # D sits a fifth of a unit (about 6 px) from C, on no drawn line
     data = {**HEALTHY, "steps": HEALTHY["steps"] + [{"op": "polar", "point": "D", "from": "C", "length": "1/5",
                                                      "angle": "90", "ref": None}]}
     exc = _refusal(data)
-    assert exc.code == "cramped" and "points C and D" in exc.message
+    assert exc.code == "crowded" and "points C and D" in exc.message
 
 
-def test_labels_on_top_of_each_other_or_over_a_line_are_cramped():
+def test_labels_on_top_of_each_other_or_over_a_line_are_crowded():
     def stack(facts):
         labels = [dict(lab) for lab in facts.labels]
         a = next(lab for lab in labels if lab["key"] == "A")
@@ -98,7 +98,7 @@ def test_labels_on_top_of_each_other_or_over_a_line_are_cramped():
         return replace(facts, labels=labels)
 
     exc = _refusal(HEALTHY, facts_change=stack)
-    assert exc.code == "cramped" and "overlap" in exc.message and "point A" in exc.message
+    assert exc.code == "crowded" and "overlap" in exc.message and "point A" in exc.message
 
     def on_ab(facts):
         labels = [dict(lab) for lab in facts.labels]
@@ -109,7 +109,7 @@ def test_labels_on_top_of_each_other_or_over_a_line_are_cramped():
         return replace(facts, labels=labels)
 
     exc = _refusal(HEALTHY, facts_change=on_ab)
-    assert exc.code == "cramped" and "lies over the segment AB" in exc.message
+    assert exc.code == "crowded" and "lies over the segment AB" in exc.message
 
     def off_canvas(facts):
         labels = [dict(lab) for lab in facts.labels]
@@ -117,13 +117,13 @@ def test_labels_on_top_of_each_other_or_over_a_line_are_cramped():
         return replace(facts, labels=labels)
 
     exc = _refusal(HEALTHY, facts_change=off_canvas)
-    assert exc.code == "cramped" and "off the canvas" in exc.message
+    assert exc.code == "crowded" and "off the canvas" in exc.message
 
 
-def test_text_under_the_measured_legible_size_is_cramped():
+def test_text_under_the_measured_legible_size_is_crowded():
     tiny = {**HEALTHY, "style": {"font_size": 7}}
     exc = _refusal(tiny, renderer=GeometryRenderer(RenderSettings(dpi=40)))
-    assert exc.code == "cramped" and "legible" in exc.message and "font_size" in exc.message
+    assert exc.code == "crowded" and "legible" in exc.message and "font_size" in exc.message
     # 7 points at 100 dpi: 7.1 px capitals, over the curve's 4.6
     assert legible_px("DejaVuSans.ttf", "chart_views") < 7 / 72 * 100 * 0.729
     assert _refusal(tiny) is None
