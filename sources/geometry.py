@@ -21,6 +21,7 @@ Every draw uses the ``rng`` it is given and nothing else, so one state gives one
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import re
@@ -46,7 +47,7 @@ from vicogym.programs.geometry import (
     unstated,
 )
 from vicogym.sources import _safe, place, read_json, source_path
-from vicogym.structures.geometry import Figure, Solved, Style, givens, solve
+from vicogym.structures.geometry import Figure, Solved, Style, Surd, givens, solve
 
 #: where the givens the answer needs are shown: only in the question's text; in the text and
 #: on the diagram; only on the diagram (from text-dominant to vision-only)
@@ -346,11 +347,22 @@ class _Scene:
         (self.steps, self.draw, self.triangles, self.polygons, self.circles, self.cevians, self.midpoints, self.inner,
          self.used, self.circle_names) = saved
 
+    def uncrossed(self, new: list[tuple[str, str]]) -> None:
+        """``_Retry`` when a new side would cross a drawn segment (an attached shape lies over the figure)."""
+        pts = _floats(self.steps)[0]
+        for a, b in new:
+            for element in self.draw:
+                if element[0] == "segment" and not {a, b} & set(element[1:]) and \
+                        _cross(pts[a], pts[b], pts[element[1]], pts[element[2]]):
+                    raise _Retry("a new side crosses the figure")
+
     def check(self) -> None:
         """``_Retry`` when the figure so far cannot be constructed or read."""
         figure = Figure(tuple(self.steps), tuple(tuple(d) for d in self.draw))
-        if _Layout(figure, self.solved()).legible() is not None:
+        if _Layout(figure).legible() is not None:
             raise _Retry("illegible")
+        if any(s["op"] in EXACTING for s in self.steps[-2:]):
+            self.solved()  # a square root the surds may not hold
 
     def _aux_altitude(self, tri: tuple[str, str, str], v: str, x: str, y: str) -> None:
         if any(c[0] == v and c[2] == (x, y) for c in self.cevians):
@@ -426,6 +438,7 @@ class _Scene:
         angles = _pick(self.rng, BASE_ANGLES + SPECIAL)
         # tri is counter-clockwise: the outside of x -> y is on the left of y -> x
         self.add({"op": "asa", "point": d, "from": [y, x], "angles": [str(angles[0]), str(angles[1])], "side": 1})
+        self.uncrossed([(x, d), (y, d)])
         self.seg(x, d)
         self.seg(y, d)
         self.inner.add(frozenset((x, y)))
@@ -437,6 +450,7 @@ class _Scene:
             raise _Retry("an inner side")
         d = self.new()
         self.add({"op": "parallel", "point": d, "through": c, "to": [b, a], "length": self.exact_length(a, b)})
+        self.uncrossed([(c, d), (d, a)])
         self.seg(c, d)
         self.seg(d, a)
         self.polygons.append((a, b, c, d))
@@ -487,9 +501,17 @@ class _Retry(Exception):
 
 
 def _left(scene: _Scene, a: str, b: str, c: str) -> bool:
-    pts = scene.solved().floats()
+    pts = _floats(scene.steps)[0]
     (ax, ay), (bx, by), (cx, cy) = pts[a], pts[b], pts[c]
     return (bx - ax) * (cy - ay) - (by - ay) * (cx - ax) > 0
+
+
+def _cross(p: tuple[float, float], q: tuple[float, float], r: tuple[float, float], s: tuple[float, float]) -> bool:
+    """Whether segments pq and rs (which share no end) cross or touch."""
+    def side(a: tuple[float, float], b: tuple[float, float], c: tuple[float, float]) -> float:
+        return (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0])
+
+    return side(p, q, r) * side(p, q, s) <= 0 and side(r, s, p) * side(r, s, q) <= 0
 
 
 def _names(rng: np.random.Generator) -> list[str]:
@@ -546,23 +568,149 @@ def _circle_aux(scene: _Scene) -> None:
     scene.seg(centre, tri[1])
 
 
+# -- coordinates in floats, for the checks while a figure is built --------------------------------
+#: steps whose exact construction takes a square root the surds may not hold
+EXACTING = ("incircle", "sss", "tangent", "parallel")
+
+
+@functools.lru_cache(maxsize=256)
+def _number(text: str) -> float:
+    return Surd.parse(text).to_float()
+
+
+def _rot(v: tuple[float, float], degrees: float) -> tuple[float, float]:
+    c, s = math.cos(math.radians(degrees)), math.sin(math.radians(degrees))
+    return v[0] * c - v[1] * s, v[0] * s + v[1] * c
+
+
+def _meet(a: tuple[float, float], u: tuple[float, float], b: tuple[float, float],
+          v: tuple[float, float]) -> tuple[float, float]:
+    den = u[0] * v[1] - u[1] * v[0]
+    if abs(den) < 1e-12 * (math.hypot(*u) * math.hypot(*v) + 1e-300):
+        raise _Retry("parallel lines")
+    t = ((b[0] - a[0]) * v[1] - (b[1] - a[1]) * v[0]) / den
+    return a[0] + t * u[0], a[1] + t * u[1]
+
+
+def _floats(steps: Sequence[Mapping[str, Any]]) -> tuple[dict[str, tuple[float, float]],
+                                                         dict[str, tuple[str, float]]]:
+    """Every point of the construction in floats and every circle's centre and radius (what
+    :func:`~vicogym.structures.geometry.solve` gives exactly, here to check a figure's look fast)."""
+    pts: dict[str, tuple[float, float]] = {}
+    circles: dict[str, tuple[str, float]] = {}
+    try:
+        for s in steps:
+            made = _float_step(s, pts, circles)
+            for name in made:
+                if any(math.dist(pts[name], q) < 1e-9 for n, q in pts.items() if n != name):
+                    raise _Retry(f"{name} falls on another point")
+    except (ZeroDivisionError, ValueError, OverflowError):
+        raise _Retry("a construction that collapses") from None
+    return pts, circles
+
+
+def _float_step(s: Mapping[str, Any], pts: dict[str, tuple[float, float]],
+                circles: dict[str, tuple[str, float]]) -> list[str]:
+    """One step of :func:`_floats`; the points it made."""
+    op = s["op"]
+    if op == "origin":
+        pts[s["point"]] = (0.0, 0.0)
+    elif op == "polar":
+        base, length_ = pts[s["from"]], _number(s["length"])
+        if s.get("ref") is None:
+            d = _rot((1.0, 0.0), float(s["angle"]))
+        else:
+            ref = pts[s["ref"]]
+            v = (ref[0] - base[0], ref[1] - base[1])
+            d = _rot((v[0] / math.hypot(*v), v[1] / math.hypot(*v)), float(s["angle"]))
+        pts[s["point"]] = (base[0] + length_ * d[0], base[1] + length_ * d[1])
+    elif op == "sss":
+        a, b = pts[s["from"][0]], pts[s["from"][1]]
+        la, lb = (_number(x) for x in s["lengths"])
+        d = math.dist(a, b)
+        x = (la * la - lb * lb + d * d) / (2 * d)
+        if la * la - x * x <= 0:
+            raise _Retry("no triangle with these sides")
+        h = math.sqrt(la * la - x * x) * s["side"]
+        ux, uy = (b[0] - a[0]) / d, (b[1] - a[1]) / d
+        pts[s["point"]] = (a[0] + x * ux - h * uy, a[1] + x * uy + h * ux)
+    elif op == "asa":
+        a, b = pts[s["from"][0]], pts[s["from"][1]]
+        alpha, beta = (float(x) for x in s["angles"])
+        u = _rot((b[0] - a[0], b[1] - a[1]), s["side"] * alpha)
+        v = _rot((a[0] - b[0], a[1] - b[1]), -s["side"] * beta)
+        pts[s["point"]] = _meet(a, u, b, v)
+    elif op == "midpoint":
+        a, b = pts[s["of"][0]], pts[s["of"][1]]
+        pts[s["point"]] = ((a[0] + b[0]) / 2, (a[1] + b[1]) / 2)
+    elif op == "foot":
+        p, a, b = pts[s["from"]], pts[s["to"][0]], pts[s["to"][1]]
+        dx, dy = b[0] - a[0], b[1] - a[1]
+        t = ((p[0] - a[0]) * dx + (p[1] - a[1]) * dy) / (dx * dx + dy * dy)
+        pts[s["point"]] = (a[0] + t * dx, a[1] + t * dy)
+    elif op == "intersect":
+        (a, b), (c, d) = ([pts[n] for n in line] for line in s["lines"])
+        pts[s["point"]] = _meet(a, (b[0] - a[0], b[1] - a[1]), c, (d[0] - c[0], d[1] - c[1]))
+    elif op == "parallel":
+        a, b, c = pts[s["to"][0]], pts[s["to"][1]], pts[s["through"]]
+        k = _number(s["length"]) / math.dist(a, b)
+        pts[s["point"]] = (c[0] + (b[0] - a[0]) * k, c[1] + (b[1] - a[1]) * k)
+    elif op == "circle":
+        circles[s["circle"]] = (s["center"], math.dist(pts[s["center"]], pts[s["through"]]))
+    elif op == "on_circle":
+        centre_name, r = circles[s["circle"]]
+        o, ref = pts[centre_name], pts[s["ref"]]
+        v = _rot((ref[0] - o[0], ref[1] - o[1]), float(s["angle"]))
+        k = r / math.dist(o, ref)
+        pts[s["point"]] = (o[0] + v[0] * k, o[1] + v[1] * k)
+    elif op in ("incircle", "circumcircle"):
+        a, b, c = (pts[n] for n in s["of"])
+        if op == "incircle":
+            la, lb, lc = math.dist(b, c), math.dist(a, c), math.dist(a, b)
+            per = la + lb + lc
+            centre = ((a[0] * la + b[0] * lb + c[0] * lc) / per, (a[1] * la + b[1] * lb + c[1] * lc) / per)
+            area2 = abs((b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0]))
+            r = area2 / per
+        else:
+            den = 2 * ((b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0]))
+            if abs(den) < 1e-12:
+                raise _Retry("collinear points")
+            a2, b2, c2 = (p[0] ** 2 + p[1] ** 2 for p in (a, b, c))
+            centre = ((a2 * (b[1] - c[1]) + b2 * (c[1] - a[1]) + c2 * (a[1] - b[1])) / den,
+                      (a2 * (c[0] - b[0]) + b2 * (a[0] - c[0]) + c2 * (b[0] - a[0])) / den)
+            r = math.dist(centre, a)
+        pts[s["center"]] = centre
+        circles[s["circle"]] = (s["center"], r)
+    elif op == "tangent":
+        centre_name, r = circles[s["circle"]]
+        p, o = pts[s["from"]], pts[centre_name]
+        d2 = (p[0] - o[0]) ** 2 + (p[1] - o[1]) ** 2
+        if d2 <= r * r:
+            raise _Retry("no tangent from inside the circle")
+        k1, k2 = r * r / d2, r * math.sqrt(d2 - r * r) / d2 * s["side"]
+        v = (p[0] - o[0], p[1] - o[1])
+        pts[s["point"]] = (o[0] + v[0] * k1 - v[1] * k2, o[1] + v[1] * k1 + v[0] * k2)
+    if op == "circle":
+        return []
+    return [s["center"] if op in ("incircle", "circumcircle") else s["point"]]
+
+
 # -- reading a figure ---------------------------------------------------------------------------
 class _Layout:
     """A figure's points as floats, which named points lie on each drawn segment, the
     segments a reader sees (two named points on one drawn segment) and the rays at each
     point."""
 
-    def __init__(self, figure: Figure, solved: Solved):
-        self.figure, self.solved = figure, solved
-        self.pts = solved.floats()
+    def __init__(self, figure: Figure):
+        self.figure = figure
+        self.pts, self.circles = _floats(figure.steps)
         self.names = [n for n in figure.point_names() + [s["center"] for s in figure.steps
                                                           if s["op"] in ("incircle", "circumcircle")]
                       if n in self.pts]
         self.names.sort(key=lambda n: self.order(n))
         xs = [p[0] for p in self.pts.values()]
         ys = [p[1] for p in self.pts.values()]
-        for _, (centre, r2) in solved.circles.items():
-            r = math.sqrt(r2.to_float())
+        for centre, r in self.circles.values():
             cx, cy = self.pts[centre]
             xs += [cx - r, cx + r]
             ys += [cy - r, cy + r]
@@ -683,8 +831,7 @@ class _Layout:
         return out
 
     def on_circle(self, circle: str) -> list[str]:
-        centre, r2 = self.solved.circles[circle]
-        r = math.sqrt(r2.to_float())
+        centre, r = self.circles[circle]
         return [n for n in self.names if n != centre and abs(math.dist(self.pts[n], self.pts[centre]) - r) < 1e-9 * r]
 
 
@@ -749,7 +896,7 @@ class _Asking:
         out = []
         for c in self.drawn_circles:
             on = self.layout.on_circle(c)
-            centre = self.layout.solved.circles[c][0]
+            centre = self.layout.circles[c][0]
             for i, p in enumerate(on):
                 for q in on[i + 1:]:
                     central = self.layout.angle(p, centre, q)
@@ -872,13 +1019,13 @@ QUESTIONS_PER_FIGURE = 12
 
 def _problem(rng: np.random.Generator, family: str, level: int, presentation: str, want: bool) -> Problem:
     figure, polygons = _build(rng, family, level)
+    layout = _Layout(figure)
+    if layout.legible() is not None:
+        raise _Retry("illegible")
     try:
         solved = solve(figure)
     except InvalidEdit as exc:
         raise _Retry(str(exc)) from None
-    layout = _Layout(figure, solved)
-    if layout.legible() is not None:
-        raise _Retry("illegible")
     polygons = list(dict.fromkeys(polygons + _polygons(figure)))
     found = []
     for rule in getattr(_Asking(figure, layout, polygons), family)():
@@ -972,6 +1119,11 @@ def check_problem(entry: Any, where: str) -> Problem:
         figure = Figure.from_dict(entry["figure"])
     except InvalidEdit as exc:
         raise SourceError(f"{where}: the figure is invalid: {exc}") from None
+    keys = [g.key for g in givens(figure)]
+    stray = [k for k in text if k not in keys]
+    if stray:
+        raise SourceError(f"{where}: question.text names {stray}, which are not givens of the figure; the givens are "
+                          f"{keys}")
     rule: dict[str, Any] = {"kind": question["kind"], "target": question["target"], "text": list(text)}
     if rule["kind"] not in FAMILIES or not isinstance(rule["target"], Mapping):
         raise SourceError(f"{where}: question.kind must be one of {list(FAMILIES)} with a target object, got "

@@ -200,6 +200,15 @@ def test_a_hidden_given_is_refused_with_its_index(run, tmp_path):
         FileSource(path)
 
 
+def test_a_text_key_that_is_no_given_is_refused(run, tmp_path):
+    entries = [_entry(p) for *_, p in run[:2]]
+    entries[1]["question"]["text"] = ["length:Q,Q"]
+    path = tmp_path / "stray.json"
+    path.write_text(json.dumps({"problems": entries}), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"problems\[1\].*length:Q,Q.*not givens"):
+        FileSource(path)
+
+
 def test_a_malformed_step_is_refused_with_its_index(run, tmp_path):
     entries = [_entry(p) for *_, p in run[:2]]
     entries[1]["figure"]["steps"][1]["length"] = "-4"
