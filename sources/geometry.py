@@ -861,7 +861,14 @@ class _Asking:
 
     def length(self) -> list[dict[str, Any]]:
         return [{"kind": "length", "target": {"of": [p, q]}} for p, q in self.layout.visible
-                if frozenset((p, q)) not in self.lengths]
+                if frozenset((p, q)) not in self.lengths and not self.radius(p, q)]
+
+    def radius(self, p: str, q: str) -> bool:
+        """Whether pq is a radius of a circle whose radius the figure gives (no question)."""
+        for centre, r in self.layout.circles.values():
+            if centre in (p, q) and abs(math.dist(self.layout.pts[p], self.layout.pts[q]) - r) < 1e-9 * r:
+                return True
+        return False
 
     def angle(self) -> list[dict[str, Any]]:
         out = []
