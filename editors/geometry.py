@@ -230,8 +230,8 @@ def _remove_step(figure: Figure, op: Mapping[str, Any], rule: GeometryRule) -> F
 
 
 def _element(value: Any) -> tuple[str, ...]:
-    if not isinstance(value, list) or not value or value[0] not in DRAW_KINDS or \
-            not all(isinstance(v, str) for v in value):
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value) or \
+            value[0] not in DRAW_KINDS:
         raise InvalidEdit("bad_field", f"element must be like [\"segment\", \"A\", \"B\"], got {_short(value)}",
                           field="element")
     return tuple(value)
@@ -305,6 +305,19 @@ def _style(figure: Figure, op: Mapping[str, Any], rule: GeometryRule) -> Figure:
     return replace(figure, style=Style(**{**figure.style.to_dict(), **changes}))
 
 
+#: the JSON type each name-like field must have (the op functions may then look names up)
+FIELD_TYPES: dict[str, tuple[type, ...]] = {"given": (str,), "point": (str,), "to": (str,), "name": (str,),
+                                            "element": (list,), "step": (dict,), "draw": (list,)}
+
+
+def _checked(op: Mapping[str, Any]) -> Mapping[str, Any]:
+    for field, types in FIELD_TYPES.items():
+        if field in op and not isinstance(op[field], types):
+            kind = {str: "a string", list: "a list", dict: "an object"}[types[0]]
+            raise InvalidEdit("bad_field", f"{field} must be {kind}, got {_short(op[field])}", field=field)
+    return op
+
+
 OPS: dict[str, Callable[[Figure, Mapping[str, Any], GeometryRule], Figure]] = {
     "set_given": _set_given, "move_point": _move_point, "add_step": _add_step, "remove_step": _remove_step,
     "add_element": _add_element, "remove_element": _remove_element, "relabel": _relabel, "show": _show,
@@ -321,7 +334,8 @@ def apply(figure: Figure, edit: Edit | Mapping[str, Any] | str, rule: GeometryRu
         new = Figure.from_dict(dict(edit.replace))
         where = "replace"
     else:
-        new, stopped = fold_ops(edit, figure, lambda current, op: OPS[op["op"]](current, op, rule), OP_FIELDS)
+        new, stopped = fold_ops(edit, figure, lambda current, op: OPS[op["op"]](current, _checked(op), rule),
+                                OP_FIELDS)
         if stopped:
             return figure
         where = f"ops[{len(edit.ops) - 1}] {edit.ops[-1]['op']}"

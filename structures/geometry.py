@@ -193,7 +193,7 @@ class Figure:
 
 def _check_step(step: Any, index: int) -> dict[str, Any]:
     where = f"steps[{index}]"
-    if not isinstance(step, Mapping) or step.get("op") not in STEP_FIELDS:
+    if not isinstance(step, Mapping) or not isinstance(step.get("op"), str) or step["op"] not in STEP_FIELDS:
         raise InvalidEdit("bad_value", f"{where} must be an object whose op is one of {sorted(STEP_FIELDS)}",
                           field="steps")
     expected = set(STEP_FIELDS[step["op"]]) | {"op"}
@@ -204,6 +204,7 @@ def _check_step(step: Any, index: int) -> dict[str, Any]:
     out = dict(step)
     if step["op"] == "polar":
         out.setdefault("ref", None)
+    _check_names(out, where)
     for key in ("length", "angle"):
         if key in out:  # a polar step without ref sets a direction, no given: 0 is allowed
             out[key] = number_text(out[key], f"{where}.{key}", angle=key == "angle",
@@ -219,6 +220,39 @@ def _check_step(step: Any, index: int) -> dict[str, Any]:
     if "side" in out and out["side"] not in (1, -1):
         raise InvalidEdit("bad_value", f"{where}.side must be 1 (left of the base) or -1 (right)", field="side")
     return out
+
+
+#: how many names each list field of a step holds (a name field holds one string)
+NAME_LISTS = {"of": {"midpoint": 2, "incircle": 3, "circumcircle": 3}, "to": 2, "lines": 2}
+
+
+def _check_names(step: dict[str, Any], where: str) -> None:
+    """Every field that names objects holds strings, as many as the op reads."""
+    op = step["op"]
+    for key in ("point", "circle", "center", "through", "ref"):
+        if key in step and not (key == "ref" and step[key] is None and op == "polar") and \
+                not isinstance(step[key], str):
+            raise InvalidEdit("bad_value", f"{where}.{key} must be a name (a string), got {step[key]!r}"[:200],
+                              field=key)
+    if "from" in step:
+        pair = op in ("sss", "asa")
+        value = step["from"]
+        good = isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value) if pair \
+            else isinstance(value, str)
+        if not good:
+            raise InvalidEdit("bad_value", f"{where}.from must be {'a list of two names' if pair else 'a name'}",
+                              field="from")
+    for key in ("of", "to"):
+        if key in step:
+            n = NAME_LISTS[key] if key == "to" else NAME_LISTS["of"][op]
+            value = step[key]
+            if not isinstance(value, list) or len(value) != n or not all(isinstance(v, str) for v in value):
+                raise InvalidEdit("bad_value", f"{where}.{key} must be a list of {n} names", field=key)
+    if op == "intersect":
+        lines = step["lines"]
+        if not isinstance(lines, list) or len(lines) != 2 or not all(
+                isinstance(x, list) and len(x) == 2 and all(isinstance(v, str) for v in x) for x in lines):
+            raise InvalidEdit("bad_value", f"{where}.lines must be [[A, B], [C, D]]", field="lines")
 
 
 def number_text(value: Any, where: str, angle: bool = False, zero: bool = False) -> str:

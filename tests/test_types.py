@@ -19,6 +19,7 @@ from vicogym.registry import env_class, env_kind
 from vicogym.rewards import RewardConfig, RewardConfigDict
 from vicogym.structures.chart import ChartRule
 from vicogym.structures.clevr import ClevrRule
+from vicogym.structures.geometry import GeometryRule
 from vicogym.structures.natural import ANSWER_TYPES, ProtectedRule
 
 
@@ -109,7 +110,7 @@ def test_literals_list_what_the_arms_define():
 # -- step infos of the edit environments --------------------------------------------------------
 EDIT_ENVS = [env_id for env_id, _ in vicogym.list_environments() if env_kind(env_id) == "edit"]
 #: each arm's label rule type (the test-only toy arm has none)
-RULES = {"chart": ChartRule, "clevr": ClevrRule, "natural": ProtectedRule}
+RULES = {"chart": ChartRule, "clevr": ClevrRule, "natural": ProtectedRule, "geometry": GeometryRule}
 
 
 def _make(env_id, **kwargs):

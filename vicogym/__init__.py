@@ -53,6 +53,12 @@ register(
     description="natural images with protected targets (GrabCut or Segment Anything); edits of the surroundings",
 )
 register(
+    "vicogym/Geometry-v0",
+    "vicogym.envs.geometry:GeometryEnv",
+    description="plane-geometry diagrams (matplotlib, to scale) from constructions solved exactly; edits of givens, "
+                "points, auxiliary lines, distractors, labels, where givens are shown and style",
+)
+register(
     "vicogym/Instruct-v0",
     "vicogym.envs.instruct:InstructEnv",
     description="instruction following with verifiable constraints (VISA); one response per episode, reward = "
