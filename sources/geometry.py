@@ -542,9 +542,11 @@ def _build(rng: np.random.Generator, family: str, level: int) -> tuple[Figure, l
     # constructions enough for the asked objects to rest on level + 1 steps (level, for a family
     # that combines measures); a count rests on every drawn step, so it gets just enough
     wanted = level + (0 if family in COMBINING else 1) + (0 if family == "count" else int(rng.integers(0, 3)))
+    if level >= 4 and family != "count":
+        wanted += 1  # deep questions rest on long chains, and the top level holds every deeper one too
     if family == "arc" and base == "triangle" and not scene.circles:
         _circle_aux(scene)
-    for _ in range(8):
+    for _ in range(10):
         if len(scene.steps) - 1 >= wanted or len(scene.steps) >= 14:
             break
         scene.aux(deep=level >= 4)
