@@ -520,12 +520,17 @@ def episodes(seeds: int, start: int) -> Iterator[dict[str, Any]]:
     import gymnasium
 
     import vicogym  # noqa: F401  (registers the environments)
+    from vicogym.errors import GenerationError
 
     env = gymnasium.make("vicogym/Geometry-v0")
     try:
         for episode, seed in enumerate(range(start, start + seeds)):
             # the episode's index balances the run: the source cycles levels 1-5 and presentations by it
-            obs, info = env.reset(seed=seed, options={"episode": episode})
+            try:
+                obs, info = env.reset(seed=seed, options={"episode": episode})
+            except GenerationError as exc:  # no sample to check: said, not counted as a disagreement
+                yield {"where": f"seed {seed}", "skipped": f"reset drew no sample: {exc}"}
+                continue
             yield _case(env, obs, info, f"seed {seed}")
             obs, _, _, _, info = env.step(env.unwrapped.sample_edit())
             if info["valid"]:
@@ -549,7 +554,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     tally: Counter = Counter()
     failures: list[str] = []
+    skipped: list[str] = []
     for case in episodes(args.seeds, args.start):
+        if "skipped" in case:
+            skipped.append(f"{case['where']}: {case['skipped']}")
+            continue
         ok, mine, detail = rederive(case["structure"], case["rule"], case["answer"], case["question"])
         family = case["rule"].get("kind", "?")
         tally[(family, "checked")] += 1
@@ -563,7 +572,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     agreed = sum(v for (_, k), v in tally.items() if k == "agreed")
     checked = sum(v for (_, k), v in tally.items() if k == "checked")
     print(f"{'total':10s} {agreed:5d} agreed / {checked:5d} checked ({args.seeds} episodes, "
-          f"{checked - args.seeds} valid edits)")
+          f"{len(skipped)} drew no sample, {checked - args.seeds + len(skipped)} valid edits)")
+    for line in skipped:
+        print("NO SAMPLE", line)
     for line in failures:
         print("DISAGREE", line)
     return 1 if failures else 0
