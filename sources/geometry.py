@@ -1128,15 +1128,21 @@ def check_problem(entry: Any, where: str) -> Problem:
         figure = Figure.from_dict(entry["figure"])
     except InvalidEdit as exc:
         raise SourceError(f"{where}: the figure is invalid: {exc}") from None
+    except (KeyError, TypeError, ValueError, IndexError) as exc:  # a step the structure's checks let through
+        raise SourceError(f"{where}: the figure is invalid: a step lacks or misnames a field ({exc!r}); see the "
+                          "steps table of vicogym.structures.geometry") from None
     keys = [g.key for g in givens(figure)]
     stray = [k for k in text if k not in keys]
     if stray:
         raise SourceError(f"{where}: question.text names {stray}, which are not givens of the figure; the givens are "
                           f"{keys}")
     rule: dict[str, Any] = {"kind": question["kind"], "target": question["target"], "text": list(text)}
-    if rule["kind"] not in FAMILIES or not isinstance(rule["target"], Mapping):
+    if not isinstance(rule["kind"], str) or rule["kind"] not in FAMILIES or not isinstance(rule["target"], Mapping):
         raise SourceError(f"{where}: question.kind must be one of {list(FAMILIES)} with a target object, got "
                           f"{_safe(rule['kind'])}")
+    order = rule["target"].get("order")
+    if rule["kind"] == "choice" and (not isinstance(order, list) or sorted(map(str, order)) != ["0", "1", "2", "3"]):
+        raise SourceError(f"{where}: a choice question's target.order must be a permutation of [0, 1, 2, 3]")
     try:
         solved = solve(figure)
         relabel(figure, rule)

@@ -222,6 +222,46 @@ def test_a_malformed_step_is_refused_with_its_index(run, tmp_path):
         FileSource(path)
 
 
+def _circle_entry() -> dict:
+    return {"figure": {"steps": [{"op": "origin", "point": "O"},
+                                 {"op": "polar", "point": "A", "from": "O", "length": "3", "angle": "0", "ref": None},
+                                 {"op": "circle", "circle": "w", "center": "O", "through": "A"},
+                                 {"op": "on_circle", "point": "B", "circle": "w", "ref": "A", "angle": "60"}],
+                       "draw": [["circle", "w"], ["segment", "A", "B"]], "diagram": []},
+            "question": {"kind": "length", "target": {"of": ["A", "B"]},
+                         "text": ["length:O,A", "angle:A,O,B"]}}
+
+
+@pytest.mark.parametrize("spoil", ["entry", "kind", "target", "order", "ref", "text"])
+def test_every_malformed_problem_is_a_value_error_naming_it(tmp_path, spoil):
+    entry = _circle_entry()
+    if spoil == "entry":
+        entry = [entry]
+    elif spoil == "kind":
+        entry["question"]["kind"] = "volume"
+    elif spoil == "target":
+        entry["question"]["target"] = {"of": 5}
+    elif spoil == "order":
+        entry["question"] = {"kind": "choice", "target": {"inner": entry["question"], "distractors": ["double"],
+                                                          "order": 1.5}, "text": entry["question"]["text"]}
+    elif spoil == "ref":
+        del entry["figure"]["steps"][3]["ref"]
+    else:
+        entry["question"]["text"] = "length:O,A"
+    path = tmp_path / "spoilt.json"
+    path.write_text(json.dumps({"problems": [_circle_entry(), entry]}), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"problems\[1\]"):
+        FileSource(path)
+
+
+def test_the_unspoilt_problem_loads(tmp_path):
+    path = tmp_path / "circle.json"
+    path.write_text(json.dumps({"problems": [_circle_entry()]}), encoding="utf-8")
+    problem = FileSource(path).problem(0)
+    assert relabel(problem.figure, problem.rule) == "3"
+    assert problem.source_id == "circle:0"
+
+
 def test_a_missing_file_is_named(tmp_path):
     missing = tmp_path / "nowhere.json"
     with pytest.raises(FileNotFoundError, match="nowhere.json"):
