@@ -68,6 +68,8 @@ LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ"
 #: the smallest angle between two drawn lines at a point (degrees) and the closest two points
 #: may lie, as a share of the figure's extent
 MIN_ANGLE, MIN_GAP = 10.0, 1 / 12
+#: the closest a point may lie to a drawn segment it is not on, as a share of the extent
+MIN_CLEAR = 1 / 24
 
 
 @dataclass(frozen=True)
@@ -514,6 +516,12 @@ def _cross(p: tuple[float, float], q: tuple[float, float], r: tuple[float, float
     return side(p, q, r) * side(p, q, s) <= 0 and side(r, s, p) * side(r, s, q) <= 0
 
 
+def _to_segment(p: tuple[float, float], a: tuple[float, float], b: tuple[float, float]) -> float:
+    dx, dy = b[0] - a[0], b[1] - a[1]
+    t = min(1.0, max(0.0, ((p[0] - a[0]) * dx + (p[1] - a[1]) * dy) / (dx * dx + dy * dy)))
+    return math.dist(p, (a[0] + t * dx, a[1] + t * dy))
+
+
 def _names(rng: np.random.Generator) -> list[str]:
     """Point names for one figure: a run of consecutive letters from a random start (DEF...,
     PQR...) or letters in a random order."""
@@ -797,6 +805,10 @@ class _Layout:
                     any(s["point"] in m and a in m and b in m for m in self.on) for a, b in s["lines"]):
                 return f"{s['point']} lies off the segments it is made on"
         segments = [e for e in self.figure.draw if e[0] == "segment"]
+        for (_, a, b), members in zip(segments, self.on):  # no point sits on a segment it is not on
+            for n in self.names:
+                if n not in members and _to_segment(self.pts[n], self.pts[a], self.pts[b]) < self.extent * MIN_CLEAR:
+                    return f"{n} lies close to {a}{b}"
         for i, (_, a, b) in enumerate(segments):  # no drawn segment lies over another
             for _, c, d in segments[i + 1:]:
                 if self._param(a, b, c) is not None and self._param(a, b, d) is not None or \
