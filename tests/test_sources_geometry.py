@@ -80,8 +80,9 @@ def test_every_problem_keeps_its_level_and_shows_what_it_needs(run):
 
 
 def test_figures_are_legible(run):
-    """No two points closer than 1/12 of the figure's extent; no angle under 10 degrees
-    between two drawn segments that share an endpoint."""
+    """No two points closer than 1/12 of the figure's extent, none nearer a drawn segment it
+    is not on than 1/24; no angle under 10 degrees between two drawn segments that share an
+    endpoint."""
     for episode, _, _, problem in run[:200]:
         solved = solve(problem.figure)
         pts = solved.floats()
@@ -95,6 +96,11 @@ def test_figures_are_legible(run):
         for p, q in itertools.combinations(pts, 2):
             assert math.dist(pts[p], pts[q]) >= extent / 12, f"episode {episode}: {p} and {q}"
         segments = [e[1:] for e in problem.figure.draw if e[0] == "segment"]
+        for (a, b), n in itertools.product(segments, pts):  # no label sits on a line it is not on
+            ax, ay, bx, by = (*pts[a], *pts[b])
+            t = ((pts[n][0] - ax) * (bx - ax) + (pts[n][1] - ay) * (by - ay)) / ((bx - ax) ** 2 + (by - ay) ** 2)
+            gap = math.dist(pts[n], (ax + min(1, max(0, t)) * (bx - ax), ay + min(1, max(0, t)) * (by - ay)))
+            assert gap < 1e-9 * extent or gap >= extent / 24, f"episode {episode}: {n} by {a}{b}"
         for s, t in itertools.combinations(segments, 2):
             shared = set(s) & set(t)
             if len(shared) != 1:
