@@ -1186,7 +1186,11 @@ class FileSource:
                          for i, entry in enumerate(data["problems"])]
 
     def problem(self, index: int) -> Problem:
-        return self.problems[index]
+        """The problem at ``index`` (0 to one less than the file's count)."""
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < len(self.problems):
+            raise ValueError(f"{place(self.path)} holds problems 0 to {len(self.problems) - 1}; got index "
+                             f"{_safe(index)}")
+        return self.problems[int(index)]
 
     def draw(self, rng: np.random.Generator, episode: int = 0) -> Problem:
         return self.problems[int(rng.integers(len(self.problems)))]

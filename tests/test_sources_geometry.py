@@ -266,6 +266,9 @@ def test_the_unspoilt_problem_loads(tmp_path):
     problem = FileSource(path).problem(0)
     assert relabel(problem.figure, problem.rule) == "3"
     assert problem.source_id == "circle:0"
+    for index in (1, -1):
+        with pytest.raises(ValueError, match="problems 0 to 0"):
+            FileSource(path).problem(index)
 
 
 def test_a_missing_file_is_named(tmp_path):
