@@ -1021,13 +1021,17 @@ class ProceduralSource:
         able = [f for f in self.families if MIN_LEVEL[f] <= level]
         family = _pick(rng, able)
         want = rng.random() < 0.5  # the answer a relation question is to have: Yes or No
-        for _ in range(self.max_tries):
-            try:
-                return _problem(rng, family, level, presentation, want)
-            except _Retry:
-                continue
-        raise GenerationError(f"no geometry problem of family {family} at level {level} in {self.max_tries} tries; "
-                              "raise max_tries or choose other levels or families")
+        # the drawn family first; if it finds nothing at this level, the others in turn (a run
+        # must not stop on one hard pair of family and level)
+        order = [family] + [able[int(i)] for i in rng.permutation(len(able)) if able[int(i)] != family]
+        for candidate in order:
+            for _ in range(self.max_tries):
+                try:
+                    return _problem(rng, candidate, level, presentation, want)
+                except _Retry:
+                    continue
+        raise GenerationError(f"no geometry problem of any family of {order} at level {level} in {self.max_tries} "
+                              "tries each; raise max_tries or choose other levels or families")
 
     def summary(self) -> dict[str, Any]:
         return {"procedural": True, "levels": list(self.levels), "families": list(self.families),
@@ -1091,6 +1095,16 @@ def _answer_ok(figure: Figure, solved: Solved, rule: dict[str, Any]) -> bool:
     return not (rule["kind"] == "count" and answer in ("0", "1"))
 
 
+def _on_drawn(given: Any, drawn: set[frozenset[str]]) -> bool:
+    """Whether the segments a length or an angle given is printed on are drawn as such."""
+    n = given.names
+    if given.kind == "length":
+        return frozenset(n) in drawn
+    if given.kind == "angle":
+        return frozenset((n[0], n[1])) in drawn and frozenset((n[1], n[2])) in drawn
+    return False
+
+
 def _place(rng: np.random.Generator, figure: Figure, solved: Solved, rule: dict[str, Any], level: int,
            presentation: str) -> Problem | None:
     if not _answer_ok(figure, solved, rule):
@@ -1098,7 +1112,10 @@ def _place(rng: np.random.Generator, figure: Figure, solved: Solved, rule: dict[
     needed = needed_givens(rule, figure, solved)
     keys = [g.key for g in givens(figure)]
     ordered = [k for k in keys if k in needed]
-    extra = [k for k in keys if k not in needed and rng.random() < 0.5]
+    drawn = {frozenset(e[1:]) for e in figure.draw if e[0] in ("segment", "ray", "line")}
+    # a given the answer does not need is shown only where its pieces are drawn (a value beside
+    # no line would float in empty space)
+    extra = [g.key for g in givens(figure) if g.key not in needed and _on_drawn(g, drawn) and rng.random() < 0.5]
     text = ordered if presentation in ("text", "both") else []
     shown = extra + (ordered if presentation in ("both", "diagram") else [])
     diagram = tuple(k for k in keys if k in shown)

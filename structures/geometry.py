@@ -197,7 +197,7 @@ def _check_step(step: Any, index: int) -> dict[str, Any]:
         raise InvalidEdit("bad_value", f"{where} must be an object whose op is one of {sorted(STEP_FIELDS)}",
                           field="steps")
     expected = set(STEP_FIELDS[step["op"]]) | {"op"}
-    missing, extra = expected - set(step) - {"ref"}, set(step) - expected
+    missing, extra = expected - set(step) - ({"ref"} if step["op"] == "polar" else set()), set(step) - expected
     if missing or extra:
         raise InvalidEdit("bad_field", f"{where} ({step['op']}) takes {sorted(expected)}; missing {sorted(missing)}, "
                           f"unknown {sorted(extra)}", field="steps")
@@ -700,14 +700,24 @@ def _cos_sin(degrees: Fraction | int) -> tuple[Surd, Surd]:
     d = Fraction(degrees) % 360
     if d.denominator != 1 or d % 15:
         raise ValueError(f"angles are whole multiples of 15 degrees, got {degrees}")
+    return _COS_SIN[int(d)]
+
+
+def _first_quadrants() -> dict[int, tuple[Surd, Surd]]:
     first = {0: (Surd(1), Surd(0)), 15: (Surd.parse("√6/4 + √2/4"), Surd.parse("√6/4 - √2/4")),
              30: (Surd.parse("√3/2"), Surd(Fraction(1, 2))), 45: (Surd.parse("√2/2"), Surd.parse("√2/2")),
              60: (Surd(Fraction(1, 2)), Surd.parse("√3/2")), 75: (Surd.parse("√6/4 - √2/4"), Surd.parse("√6/4 + √2/4"))}
-    quarter, rest = divmod(int(d), 90)
-    c, s = first[rest]
-    for _ in range(quarter):
-        c, s = -s, c
-    return c, s
+    table = {}
+    for d in range(0, 360, 15):
+        quarter, rest = divmod(d, 90)
+        c, s = first[rest]
+        for _ in range(quarter):
+            c, s = -s, c
+        table[d] = (c, s)
+    return table
+
+
+_COS_SIN = _first_quadrants()
 
 
 Point = tuple[Surd, Surd]
