@@ -50,16 +50,10 @@ from typing import Any
 
 import numpy as np
 
-from vicogym.errors import InvalidEdit, register_error_codes
+from vicogym.errors import InvalidEdit
 from vicogym.legibility import legible_px
+from vicogym.programs.geometry import undrawn_mark
 from vicogym.structures.geometry import Figure, Solved, givens
-
-#: edit error codes the drawing checks add to the geometry arm's
-ERROR_CODES = {
-    "undrawn_mark": "the diagram marks a given on a line or circle the figure does not draw (a length beside, an "
-                    "angle between, ticks, arrows or a right angle on pieces that are not there)",
-}
-register_error_codes("geometry", ERROR_CODES)
 
 MIN_ANGLE_DEG = 10
 POSITION_PX = 1.0
@@ -302,71 +296,12 @@ def _check_positions(drawing: _Drawing, facts: Any) -> None:
                               field="draw")
 
 
-def _on_piece(figure: Figure, units: Mapping[str, tuple[float, float]], x: str, y: str, tol: float) -> bool:
-    """Whether points ``x`` and ``y`` both lie on one drawn segment, ray or line."""
-    for element in figure.draw:
-        if element[0] not in ("segment", "ray", "line"):
-            continue
-        a, b = units[element[1]], units[element[2]]
-        d = (b[0] - a[0], b[1] - a[1])
-        n2 = d[0] * d[0] + d[1] * d[1]
-        inside = True
-        for name in (x, y):
-            p = units[name]
-            off = abs(d[0] * (p[1] - a[1]) - d[1] * (p[0] - a[0])) / math.sqrt(n2)
-            t = ((p[0] - a[0]) * d[0] + (p[1] - a[1]) * d[1]) / n2
-            low = -tol if element[0] != "line" else -math.inf
-            high = 1 + tol if element[0] == "segment" else math.inf
-            inside = inside and off < tol * math.sqrt(n2) + tol and low <= t <= high
-        if inside:
-            return True
-    return False
-
-
 def check_marks_drawn(figure: Figure, solved: Solved) -> None:
-    """Every given the diagram shows sits on what is drawn: a length's segment, an angle's
-    two arms, a midpoint's segment, a foot's two lines, a parallel's two lines, a tangent
-    with its radius and circle, an inscribed circle (``InvalidEdit`` ``undrawn_mark``)."""
-    units = solved.floats()
-    xs = [p[0] for p in units.values()]
-    ys = [p[1] for p in units.values()]
-    tol = 1e-9 * max(max(xs) - min(xs), max(ys) - min(ys), 1.0)
-    circles_drawn = {e[1] for e in figure.draw if e[0] in ("circle", "arc")}
-    shown = set(figure.diagram)
-    for g in givens(figure):
-        if g.key not in shown:
-            continue
-        n = g.names
-        need: list[tuple[str, str]] = []
-        if g.kind == "length":
-            need = [(n[0], n[1])]
-        elif g.kind == "angle":
-            need = [(n[1], n[0]), (n[1], n[2])]
-        elif g.kind == "midpoint":
-            need = [(n[1], n[2])]
-        elif g.kind == "perpendicular":  # from, foot, A, B: the square sits on the foot's side of AB
-            along = n[3] if _on_piece(figure, units, n[1], n[3], tol) else n[2]
-            need = [(n[1], n[0]), (n[1], along)]
-        elif g.kind == "parallel":  # C, D, A, B
-            need = [(n[0], n[1]), (n[2], n[3])]
-        elif g.kind == "tangent":  # P, T, centre
-            need = [(n[1], n[0]), (n[1], n[2])]
-        for x, y in need:
-            if not _on_piece(figure, units, x, y, tol):
-                raise InvalidEdit("undrawn_mark", f"the diagram shows {g.key} ({g.statement()}), but no drawn segment, "
-                                  f"ray or line runs through {x} and {y}; draw [\"segment\", \"{x}\", \"{y}\"] or "
-                                  f"take {g.key} out of diagram (state it in the text)", field="diagram")
-        circle = None
-        if g.kind == "inscribed":
-            circle = g.key.split(":", 1)[1]
-        elif g.kind == "tangent":
-            circle = next((c for c, (center, _) in solved.circles.items() if center == n[2]
-                           and c in circles_drawn), None) or next(c for c, (center, _) in solved.circles.items()
-                                                                   if center == n[2])
-        if circle is not None and circle not in circles_drawn:
-            raise InvalidEdit("undrawn_mark", f"the diagram shows {g.key} ({g.statement()}), but circle {circle} is "
-                              f"not drawn; draw [\"circle\", \"{circle}\"] or take {g.key} out of diagram",
-                              field="diagram")
+    """Every given the diagram shows sits on what is drawn (``InvalidEdit``
+    ``undrawn_mark``; see :func:`vicogym.programs.geometry.undrawn_mark`)."""
+    problem = undrawn_mark(figure, solved)
+    if problem is not None:
+        raise problem
 
 
 def _check_text_size(facts: Any) -> None:

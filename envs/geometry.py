@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +82,7 @@ class GeometryArm(Arm):
 
     name = "geometry"
     export = ExportHints(ability="geometry")
-    error_codes = {**ERROR_CODES, **geometry_checks.ERROR_CODES}
+    error_codes = ERROR_CODES
     op_fields = geometry_editor.OP_FIELDS
     field_schemas = geometry_editor.FIELD_SCHEMAS
 
@@ -115,6 +115,20 @@ class GeometryArm(Arm):
         answer = geometry_programs.relabel(problem.figure, rule)
         kind = "procedural" if self.config.source == "procedural" else "file"
         return Seed(problem.figure, rule["question"], answer, rule, kind, problem.source_id)
+
+    def seed_variants(self, seed: Seed) -> list[Seed]:
+        """The seed as drawn, then the same figure drawn plainer when it does not pass the
+        drawing checks: filling more of the canvas, then also with smaller text (never under
+        the legible size, which the checks hold), then turned a quarter (where names find
+        room); the construction, the question and the answer stay."""
+        figure = seed.structure
+        out = [seed]
+        for changes in ({"scale": 0.92}, {"scale": 0.92, "font_size": 9.5},
+                        {"scale": 0.92, "font_size": 9.5, "rotation": (figure.style.rotation + 90 + 180) % 360 - 180}):
+            style = replace(figure.style, **changes)
+            if style != figure.style and all(v.structure.style != style for v in out):
+                out.append(replace(seed, structure=replace(figure, style=style)))
+        return out
 
     def apply(self, structure: Figure, edit: Edit, rule: GeometryRule) -> Figure:
         return geometry_editor.apply(structure, edit, rule)

@@ -270,6 +270,58 @@ def vertices(figure: Figure, solved: Solved) -> tuple[list[Point], list[list[int
     return found, on
 
 
+def _on_drawn(figure: Figure, solved: Solved, x: str, y: str) -> bool:
+    """Whether points ``x`` and ``y`` both lie on one drawn segment, ray or line (exactly)."""
+    p, q = _pt(solved, x), _pt(solved, y)
+    for e in figure.draw:
+        if e[0] in ("segment", "ray", "line"):
+            a, b = _pt(solved, e[1]), _pt(solved, e[2])
+            if _on_element(e[0], a, b, p) and _on_element(e[0], a, b, q):
+                return True
+    return False
+
+
+def undrawn_mark(figure: Figure, solved: Solved) -> InvalidEdit | None:
+    """The refusal of a figure whose diagram shows a given on pieces it does not draw: a
+    length needs its segment, an angle its two arms, a midpoint its segment, a foot its two
+    lines, a parallel its two lines, a tangent its radius, its tangent line and its circle,
+    an inscribed circle its circle; ``None`` when every shown given sits on what is drawn."""
+    circles_drawn = {e[1] for e in figure.draw if e[0] in ("circle", "arc")}
+    centre_of = {c: centre for c, (centre, _) in solved.circles.items()}
+    for g in givens(figure):
+        if g.key not in figure.diagram:
+            continue
+        n = g.names
+        need: list[tuple[str, str]] = []
+        if g.kind == "length":
+            need = [(n[0], n[1])]
+        elif g.kind == "angle":
+            need = [(n[1], n[0]), (n[1], n[2])]
+        elif g.kind == "midpoint":
+            need = [(n[1], n[2])]
+        elif g.kind == "perpendicular":  # from, foot, A, B: the square sits on the foot's side of AB
+            need = [(n[1], n[0]), (n[1], n[3] if _on_drawn(figure, solved, n[1], n[3]) else n[2])]
+        elif g.kind == "parallel":  # C, D, A, B
+            need = [(n[0], n[1]), (n[2], n[3])]
+        elif g.kind == "tangent":  # P, T, centre
+            need = [(n[1], n[0]), (n[1], n[2])]
+        for x, y in need:
+            if not _on_drawn(figure, solved, x, y):
+                return InvalidEdit("undrawn_mark", f"the diagram shows {g.key} ({g.statement()}), but no drawn "
+                                   f"segment, ray or line runs through {x} and {y}; draw [\"segment\", \"{x}\", "
+                                   f"\"{y}\"] or take {g.key} out of diagram (state it in the text)", field="diagram")
+        circles = []
+        if g.kind == "inscribed":
+            circles = [g.key.split(":", 1)[1]]
+        elif g.kind == "tangent":
+            circles = [c for c, centre in centre_of.items() if centre == n[2]]
+        if circles and not set(circles) & circles_drawn:
+            return InvalidEdit("undrawn_mark", f"the diagram shows {g.key} ({g.statement()}), but circle {circles[0]} "
+                               f"is not drawn; draw [\"circle\", \"{circles[0]}\"] or take {g.key} out of diagram",
+                               field="diagram")
+    return None
+
+
 def count_triangles(figure: Figure, solved: Solved) -> int:
     """Triangles whose sides lie along drawn segments, rays and lines, with corners at named
     points or crossings (exact: collinearity and crossings are decided in the surds)."""

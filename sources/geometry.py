@@ -44,6 +44,7 @@ from vicogym.programs.geometry import (
     reasoning_steps,
     relabel,
     relation_holds,
+    undrawn_mark,
     unstated,
 )
 from vicogym.sources import _safe, place, read_json, source_path
@@ -1125,7 +1126,7 @@ def _place(rng: np.random.Generator, figure: Figure, solved: Solved, rule: dict[
         question = question_text(placed, rule)
     except InvalidEdit:
         return None
-    if len(question) > MAX_QUESTION or unstated(rule, placed, solved):
+    if len(question) > MAX_QUESTION or unstated(rule, placed, solved) or undrawn_mark(placed, solved) is not None:
         return None
     if rule["kind"] == "choice" and re.search(r"\d\.\d", question.rsplit("Choices:", 1)[1]):
         return None  # a choice written as a decimal

@@ -65,6 +65,8 @@ ERROR_CODES = {
                "too short to label, a label over a line or another label, text under the legible size",
     "off_scale": "a drawing that does not agree with its givens within a pixel (not to scale)",
     "named": "a point the question names cannot be renamed, removed or made a new way",
+    "undrawn_mark": "the diagram marks a given on a line or circle the figure does not draw (a length beside, an "
+                    "angle between, ticks, arrows or a right angle on pieces that are not there)",
 }
 register_error_codes("geometry", ERROR_CODES)
 
