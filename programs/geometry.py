@@ -17,7 +17,9 @@ equivalent forms a model writes (``2√3``, ``2*sqrt(3)``, ``2\\sqrt{3}``, ``3.4
 
 from __future__ import annotations
 
+import functools
 import itertools
+import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -25,6 +27,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
 from typing import Any
 
+from vicogym.core import canonical_json
 from vicogym.errors import InvalidEdit
 from vicogym.structures.geometry import (
     Figure,
@@ -231,8 +234,20 @@ def relation_holds(solved: Solved, relation: str, a: Sequence[str], b: Sequence[
 
 
 # -- counting triangles -------------------------------------------------------------------
+#: how far from zero (relative to the figure's scale squared) a float cross product must be
+#: for the point to be surely off the line: floats are good to about 1e-15 of it, so only
+#: what lies within this is decided in the surds
+FLOAT_MARGIN = 1e-9
+
+
+def _clearly_off(a: Point, b: Point, p: Point) -> bool:
+    ax, ay, bx, by, px, py = (c.to_float() for c in (*a, *b, *p))
+    scale = max(abs(ax), abs(ay), abs(bx), abs(by), abs(px), abs(py), 1.0) ** 2
+    return abs((bx - ax) * (py - ay) - (by - ay) * (px - ax)) > FLOAT_MARGIN * scale
+
+
 def _on_element(kind: str, a: Point, b: Point, p: Point) -> bool:
-    if not cross(a, b, p).is_zero():
+    if _clearly_off(a, b, p) or not cross(a, b, p).is_zero():
         return False
     t_num = (p[0] - a[0]) * (b[0] - a[0]) + (p[1] - a[1]) * (b[1] - a[1])
     if kind == "line":
@@ -286,6 +301,20 @@ def undrawn_mark(figure: Figure, solved: Solved) -> InvalidEdit | None:
     length needs its segment, an angle its two arms, a midpoint its segment, a foot its two
     lines, a parallel its two lines, a tangent its radius, its tangent line and its circle,
     an inscribed circle its circle; ``None`` when every shown given sits on what is drawn."""
+    found = _undrawn(canonical_json([[dict(s) for s in figure.steps], [list(d) for d in figure.draw],
+                                     list(figure.diagram)]))
+    return None if found is None else InvalidEdit("undrawn_mark", found, field="diagram")
+
+
+@functools.lru_cache(maxsize=512)
+def _undrawn(text: str) -> str | None:
+    steps, draw, diagram = json.loads(text)
+    figure = Figure(tuple(steps), tuple(tuple(d) for d in draw), tuple(diagram))
+    problem = _find_undrawn(figure, solve(figure))
+    return None if problem is None else problem.message
+
+
+def _find_undrawn(figure: Figure, solved: Solved) -> InvalidEdit | None:
     circles_drawn = {e[1] for e in figure.draw if e[0] in ("circle", "arc")}
     centre_of = {c: centre for c, (centre, _) in solved.circles.items()}
     for g in givens(figure):
@@ -325,14 +354,22 @@ def undrawn_mark(figure: Figure, solved: Solved) -> InvalidEdit | None:
 def count_triangles(figure: Figure, solved: Solved) -> int:
     """Triangles whose sides lie along drawn segments, rays and lines, with corners at named
     points or crossings (exact: collinearity and crossings are decided in the surds)."""
+    return _count(canonical_json([[dict(s) for s in figure.steps], [list(d) for d in figure.draw]]))
+
+
+@functools.lru_cache(maxsize=256)
+def _count(text: str) -> int:
+    steps, draw = json.loads(text)
+    figure = Figure(tuple(steps), tuple(tuple(d) for d in draw))
+    solved = solve(figure)
     found, on = vertices(figure, solved)
     joined = set()
     for members in on:
         joined.update(itertools.combinations(sorted(members), 2))
     n = 0
     for i, j, k in itertools.combinations(range(len(found)), 3):
-        if (i, j) in joined and (i, k) in joined and (j, k) in joined and not cross(found[i], found[j],
-                                                                                    found[k]).is_zero():
+        if (i, j) in joined and (i, k) in joined and (j, k) in joined and (
+                _clearly_off(found[i], found[j], found[k]) or not cross(found[i], found[j], found[k]).is_zero()):
             n += 1
     return n
 

@@ -490,8 +490,9 @@ class Surd:
 
     def __init__(self, terms: Mapping[int, Fraction] | int | Fraction = 0):
         if not isinstance(terms, Mapping):
-            terms = {1: Fraction(terms)}
-        self.terms: dict[int, Fraction] = {m: Fraction(q) for m, q in sorted(terms.items()) if q != 0}
+            terms = {1: terms}
+        self.terms: dict[int, Fraction] = {m: q if type(q) is Fraction else Fraction(q)
+                                           for m, q in sorted(terms.items()) if q}
 
     @classmethod
     def root(cls, n: int | Fraction) -> Surd:
@@ -640,7 +641,9 @@ class Surd:
             return +total
 
     def to_float(self) -> float:
-        return float(self.to_decimal(20))
+        """The value as a float (for drawing and for filters that only rule out what is
+        clearly not zero; never for a label)."""
+        return sum(float(q) * (math.sqrt(m) if m != 1 else 1.0) for m, q in self.terms.items())
 
     def sign(self) -> int:
         if self.is_zero():
