@@ -35,6 +35,7 @@ from vicogym.structures.geometry import (
     Point,
     Solved,
     Surd,
+    TooComplex,
     cross,
     givens,
     line_intersection,
@@ -285,7 +286,7 @@ def vertices(figure: Figure, solved: Solved) -> tuple[list[Point], list[list[int
     return found, on
 
 
-def _on_drawn(figure: Figure, solved: Solved, x: str, y: str) -> bool:
+def on_drawn(figure: Figure, solved: Solved, x: str, y: str) -> bool:
     """Whether points ``x`` and ``y`` both lie on one drawn segment, ray or line (exactly)."""
     p, q = _pt(solved, x), _pt(solved, y)
     for e in figure.draw:
@@ -329,13 +330,13 @@ def _find_undrawn(figure: Figure, solved: Solved) -> InvalidEdit | None:
         elif g.kind == "midpoint":
             need = [(n[1], n[2])]
         elif g.kind == "perpendicular":  # from, foot, A, B: the square sits on the foot's side of AB
-            need = [(n[1], n[0]), (n[1], n[3] if _on_drawn(figure, solved, n[1], n[3]) else n[2])]
+            need = [(n[1], n[0]), (n[1], n[3] if on_drawn(figure, solved, n[1], n[3]) else n[2])]
         elif g.kind == "parallel":  # C, D, A, B
             need = [(n[0], n[1]), (n[2], n[3])]
         elif g.kind == "tangent":  # P, T, centre
             need = [(n[1], n[0]), (n[1], n[2])]
         for x, y in need:
-            if not _on_drawn(figure, solved, x, y):
+            if not on_drawn(figure, solved, x, y):
                 return InvalidEdit("undrawn_mark", f"the diagram shows {g.key} ({g.statement()}), but no drawn "
                                    f"segment, ray or line runs through {x} and {y}; draw [\"segment\", \"{x}\", "
                                    f"\"{y}\"] or take {g.key} out of diagram (state it in the text)", field="diagram")
@@ -572,6 +573,9 @@ def relabel(figure: Figure, rule: Mapping[str, Any]) -> str:
         value = evaluate(solved, figure, kind, t)
     except (KeyError, TypeError) as exc:
         raise InvalidEdit("bad_value", f"the {kind} question's target is malformed ({exc!r})") from None
+    except TooComplex as exc:
+        raise InvalidEdit("bad_value", f"the answer needs {exc}, beyond the exact arithmetic's bounds; choose simpler "
+                          "values") from None
     if isinstance(value, str):
         return value
     return value.text()

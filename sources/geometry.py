@@ -40,6 +40,7 @@ from vicogym.programs.geometry import (
     RELATIONS,
     length,
     needed_givens,
+    on_drawn,
     question_text,
     reasoning_steps,
     relabel,
@@ -871,7 +872,10 @@ class _Asking:
         self.right_at = {m[1] for m in self.marks if len(m) in (3, 4)}
         self.right_at |= {g[1] for g in self.angles if _is_right(self.figure, g)}
         self.tris = self.layout.triangles()
-        self.shapes = [list(t) for t in self.tris] + [list(p) for p in self.polygons]
+        shapes = [list(t) for t in self.tris] + [list(p) for p in self.polygons]
+        solved = solve(self.figure)
+        # a polygon a question names is one the picture draws: every side along a drawn line
+        self.shapes = [s for s in shapes if all(on_drawn(self.figure, solved, a, b) for a, b in zip(s, s[1:] + s[:1]))]
         self.drawn_circles = [c for c in self.figure.circle_names() if ("circle", c) in self.figure.draw]
 
     def length(self) -> list[dict[str, Any]]:

@@ -329,8 +329,9 @@ def check_figure(figure: Figure) -> None:
                                   field="draw")
         if kind in ("segment", "ray", "line") and names[0] == names[1]:
             raise InvalidEdit("bad_value", f"a {kind} joins two different points, got {list(element)}", field="draw")
-    if len(set(figure.draw)) != len(figure.draw):
-        raise InvalidEdit("bad_value", "an element is drawn twice", field="draw")
+    seen = {(e[0], frozenset(e[1:])) if e[0] in ("segment", "line") else tuple(e) for e in figure.draw}
+    if len(seen) != len(figure.draw):
+        raise InvalidEdit("bad_value", "an element is drawn twice (a segment or line AB is BA too)", field="draw")
     keys = {g.key for g in givens(figure)}
     stray = [k for k in figure.diagram if k not in keys]
     if stray:
@@ -470,6 +471,7 @@ def _squarefree(n: int) -> tuple[int, int]:
     return s, m * n
 
 
+@functools.lru_cache(maxsize=4096)
 def _primes(m: int) -> list[int]:
     out, f = [], 2
     while f * f <= m:
@@ -478,6 +480,17 @@ def _primes(m: int) -> list[int]:
             m //= f
         f += 1
     return out + ([m] if m > 1 else [])
+
+
+#: bounds of a number of the exact arithmetic: a construction whose numbers grow beyond them
+#: (nested roots of roots) is refused rather than computed for minutes
+MAX_TERMS = 64
+MAX_BITS = 600
+MAX_ROOT = 10**9
+
+
+class TooComplex(ArithmeticError):
+    """A number beyond :data:`MAX_TERMS` terms or :data:`MAX_BITS` bits."""
 
 
 class Surd:
@@ -493,6 +506,10 @@ class Surd:
             terms = {1: terms}
         self.terms: dict[int, Fraction] = {m: q if type(q) is Fraction else Fraction(q)
                                            for m, q in sorted(terms.items()) if q}
+        if len(self.terms) > MAX_TERMS or any(m > MAX_ROOT or q.numerator.bit_length() > MAX_BITS or
+                                              q.denominator.bit_length() > MAX_BITS for m, q in self.terms.items()):
+            raise TooComplex(f"a number of {len(self.terms)} terms, a root of over {MAX_ROOT} or a part of over "
+                             f"{MAX_BITS} bits")
 
     @classmethod
     def root(cls, n: int | Fraction) -> Surd:
@@ -506,7 +523,7 @@ class Surd:
             r = math.isqrt(k)
             if r * r == k:
                 parts.append((r, 1))
-            elif k > 10**14:
+            elif k > MAX_ROOT:
                 raise ValueError(f"the square root of {n} is too large to write exactly")
             else:
                 parts.append(_squarefree(k))
@@ -692,6 +709,8 @@ class Surd:
             body = str(num) if m == 1 else (f"{num if num != 1 else ''}√{m}")
             body += f"/{den}" if den != 1 else ""
             parts.append(("-" if q < 0 else "+", body))
+        if parts[0][0] == "-" and any(sign == "+" for sign, _ in parts):  # 15√3 - 15, not -15 + 15√3
+            parts.sort(key=lambda part: part[0] == "-")
         text = ("-" if parts[0][0] == "-" else "") + parts[0][1]
         return text + "".join(f" {sign} {body}" for sign, body in parts[1:])
 
@@ -771,6 +790,10 @@ def _solve(text: str) -> Solved:
         except _Inexact as exc:
             raise InvalidEdit("bad_value", f"steps[{i}] ({op}) needs {exc}, which is not a surd; choose other values "
                               "(for example whole lengths of a right triangle)", field="steps") from None
+        except TooComplex as exc:
+            raise InvalidEdit("bad_value", f"steps[{i}] ({op}) makes {exc}, beyond the exact arithmetic's bounds; "
+                              "choose simpler values (whole lengths, fewer nested constructions)",
+                              field="steps") from None
         for name in made:
             depends[name] = reads
             if name in pts:

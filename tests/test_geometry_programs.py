@@ -1,6 +1,7 @@
 """The geometry arm's pure layers: the surd field, the question programs, the scorer and
 the editors (property tests with hypothesis, and hand-worked answers)."""
 
+import json
 import math
 from fractions import Fraction
 
@@ -208,3 +209,27 @@ def test_sampled_edits_are_mostly_accepted():
         except (InvalidEdit, GenerationError):
             pass
     assert accepted >= 20
+
+
+def test_numbers_beyond_the_bounds_are_refused_and_nested_roots_end_in_decimals():
+    from geometry_rederive import rederive
+
+    from vicogym.structures.geometry import MAX_TERMS, TooComplex
+
+    squarefree = [m for m in range(1, 400) if all(m % (p * p) for p in range(2, 20))]
+    with pytest.raises(TooComplex):
+        Surd({m: 1 for m in squarefree[:MAX_TERMS + 1]})
+    # figures whose roots nest (a circumcircle of a circumcircle's centre): their answers are decimals, computed
+    # at once, and a second method written separately agrees
+    nested = {"steps": [{"op": "origin", "point": "A"},
+                        {"op": "polar", "point": "B", "from": "A", "length": "2√3", "angle": "165", "ref": None},
+                        {"op": "polar", "point": "D", "from": "B", "length": "8", "angle": "-105", "ref": "A"},
+                        {"op": "polar", "point": "E", "from": "D", "length": "2√3", "angle": "165", "ref": "B"},
+                        {"op": "circumcircle", "circle": "w", "center": "F", "of": ["A", "E", "D"]},
+                        {"op": "polar", "point": "G", "from": "F", "length": "5", "angle": "-60", "ref": None},
+                        {"op": "circumcircle", "circle": "k", "center": "H", "of": ["E", "D", "G"]}], "draw": []}
+    r = {"kind": "ratio", "target": {"of": [{"kind": "length", "target": {"of": ["F", "B"]}},
+                                            {"kind": "length", "target": {"of": ["G", "D"]}}]}, "text": []}
+    answer = relabel(Figure.from_dict(nested), r)
+    ok, mine, detail = rederive(json.dumps(nested), r, answer)
+    assert ok, (answer, mine, detail)
