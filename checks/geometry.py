@@ -39,6 +39,15 @@ that are not, ticks, arrows or a right angle in the air).
 - a text's box overlapping another's by more than :data:`TEXT_OVERLAP_PX`, or coming
   within a line's half width of a drawn line, circle or arc (the geometric distance from
   the box to the piece), or over a point's dot;
+- two texts closer than :data:`TEXT_GAP_FONTS` (half) a text height: they read as one
+  ("15 30°");
+- a text within a line's half width of a split segment's dimension line (a mark of kind
+  ``"dimension"`` with its ends ``"from"`` and ``"to"``);
+- an angle's value whose box centre is nearer another point than the angle's vertex (in
+  pixels): it reads as that point's angle; or whose centre lies inside a smaller angle that
+  a drawn piece from the vertex cuts off the marked angle, without an arc (a mark of kind
+  ``"angle_arc"`` with ``"arms"``) spanning the whole marked angle: it reads as the smaller
+  angle's;
 - a text or a point outside the canvas.
 """
 
@@ -61,6 +70,10 @@ INK_PX = 1.5
 INK_LEVEL = 160
 SHORT_SEGMENT_FONTS = 3.0
 TEXT_OVERLAP_PX = 1.0
+#: the least gap between two printed texts, in text heights (the font size in pixels)
+TEXT_GAP_FONTS = 0.5
+#: slack (px) on the gap between texts, for the rounding of text boxes
+TEXT_GAP_SLACK_PX = 0.5
 EDGE_SLACK_PX = 0.5
 #: matplotlib's DejaVu Sans drawn by Agg: the legibility curve measured for chart text
 TEXT_FONT = "DejaVuSans.ttf"
@@ -267,6 +280,7 @@ def check_drawing(figure: Figure, solved: Solved, facts: Any, image: np.ndarray 
     _check_angles(figure, drawing, asked)
     _check_spacing(figure, drawing, font_px)
     _check_labels(drawing, facts, line_px, dot_px)
+    _check_values(figure, drawing, facts, font_px, line_px)
     if image is not None:
         _check_ink(drawing, image)
 
@@ -480,6 +494,86 @@ def _check_labels(drawing: _Drawing, facts: Any, line_px: float, dot_px: float) 
             if _point_box(p, box) < dot_px:
                 raise InvalidEdit("crowded", f"{_label_name(label)} (box {_fmt(box)} px) covers point {name}; spread "
                                   "the figure out (its givens), raise scale or lower font_size", field="font_size")
+
+
+def _box_gap(a: Sequence[float], b: Sequence[float]) -> float:
+    dx = max(a[0] - b[2], b[0] - a[2], 0.0)
+    dy = max(a[1] - b[3], b[1] - a[3], 0.0)
+    return math.hypot(dx, dy)
+
+
+def _screen_angle(v: Sequence[float], p: Sequence[float]) -> float:
+    """The direction from pixel ``v`` to pixel ``p`` as seen (degrees counter-clockwise, y up)."""
+    return math.degrees(math.atan2(v[1] - p[1], p[0] - v[0])) % 360
+
+
+def _check_values(figure: Figure, drawing: _Drawing, facts: Any, font_px: float, line_px: float) -> None:
+    labels = list(facts.labels)
+    least = TEXT_GAP_FONTS * font_px
+    for i, a in enumerate(labels):
+        for b in labels[i + 1:]:
+            gap = _box_gap(a["box"], b["box"])
+            if gap < least - TEXT_GAP_SLACK_PX:
+                raise InvalidEdit("crowded", f"{_label_name(a)} and {_label_name(b)} are {gap:.1f} px apart, under "
+                                  f"half a text height ({least:.1f} px): they read as one text; spread the points "
+                                  "apart (their givens), raise scale or lower font_size", field="font_size")
+    marks = list(getattr(facts, "marks", []) or [])
+    for mark in marks:
+        if mark.get("kind") != "dimension" or "from" not in mark:
+            continue
+        for label in labels:
+            if box_segment_distance(label["box"], mark["from"], mark["to"]) < line_px / 2:
+                raise InvalidEdit("crowded", f"{_label_name(label)} (box {_fmt(label['box'])} px) lies over the "
+                                  f"dimension line of {mark['key']}; spread the figure out (its givens), raise scale "
+                                  "or lower font_size", field="font_size")
+    arcs = {m["key"]: m for m in marks if m.get("kind") == "angle_arc"}
+    by_key = {g.key: g for g in givens(figure)}
+    points = drawing.points
+    for label in labels:
+        g = by_key.get(label.get("key"))
+        if label.get("kind") != "given" or g is None or g.kind != "angle":
+            continue
+        x0, y0, x1, y1 = label["box"]
+        c = ((x0 + x1) / 2, (y0 + y1) / 2)
+        vertex = g.names[1]
+        own = math.dist(c, points[vertex])
+        others = [(math.dist(c, p), name) for name, p in points.items() if name != vertex]
+        near, name = min(others) if others else (math.inf, "")
+        if near < own:
+            raise InvalidEdit("crowded", f"{_label_name(label)} sits {near:.1f} px from point {name} "
+                              f"but {own:.1f} px from {vertex}, the angle's vertex: it reads as an angle at "
+                              f"{name}; spread the figure out (its givens), raise scale or lower font_size",
+                              field="font_size")
+        if abs(float(g.value) - 90) < 1e-9:
+            continue
+        v = points[vertex]
+        a1, a2 = _screen_angle(v, points[g.names[0]]), _screen_angle(v, points[g.names[2]])
+        lo, sweep = (a1, (a2 - a1) % 360) if (a2 - a1) % 360 <= 180 else (a2, (a1 - a2) % 360)
+        at = (_screen_angle(v, c) - lo) % 360
+        if not 0 < at < sweep:
+            continue
+        units = drawing.units
+        tol = 1e-9 * max(1.0, *(abs(t) for p in units.values() for t in p))
+        cuts = []
+        for _d, toward, _what in _directions(figure, drawing.solved, units, vertex, tol):
+            if toward not in points:
+                continue
+            inside = (_screen_angle(v, points[toward]) - lo) % 360
+            if 0.1 < inside < sweep - 0.1:
+                cuts.append(toward)
+        if not cuts:
+            continue
+        arc = arcs.get(g.key)
+        spans = False
+        if arc is not None and "arms" in arc:
+            ends = sorted(float(t) % 360 for t in arc["arms"])
+            want = sorted([a1, a2])
+            spans = all(min(abs(e - w), 360 - abs(e - w)) < 1.0 for e, w in zip(ends, want))
+        if not spans:
+            raise InvalidEdit("crowded", f"{_label_name(label)} sits inside the angle that the line to "
+                              f"{cuts[0]} cuts off at {vertex}, with no arc spanning the whole angle "
+                              f"{''.join(g.names)}: it reads as the smaller angle's; draw the angle's arc from arm to "
+                              "arm", field="diagram")
 
 
 def _has_ink(gray: np.ndarray, x: float, y: float) -> bool:

@@ -50,6 +50,12 @@ LABEL_DIRECTIONS = 16
 LABEL_GAP = 0.22
 #: sampling step (px) of drawn outlines when texts are placed
 SAMPLE_PX = 1.0
+#: a split segment's dimension line runs this many font pixels outside it
+DIMENSION_OFFSET = 0.9
+#: the least gap between two printed texts, in font pixels
+TEXT_GAP = 0.5
+#: the least arc radius (font pixels) of an angle that a drawn line from its vertex cuts
+CUT_RADIUS = 2.4
 
 
 @dataclass(frozen=True)
@@ -203,6 +209,7 @@ class _Obstacles:
 
     def __init__(self, line_half: float, dot_r: float):
         self.line_half, self.dot_r = line_half, dot_r
+        self.text_gap = 0.0
         self.outline: list[np.ndarray] = []
         self.dots: dict[str, tuple[float, float]] = {}
         self.boxes: list[list[float]] = []
@@ -220,7 +227,7 @@ class _Obstacles:
         out = _box_to_points(boxes, self._cloud) - self.line_half
         dots = np.array([p for n, p in self.dots.items() if n != skip_dot], float).reshape(-1, 2)
         out = np.minimum(out, _box_to_points(boxes, dots) - self.dot_r - room)
-        return np.minimum(out, _box_to_boxes(boxes, self.boxes))
+        return np.minimum(out, _box_to_boxes(boxes, self.boxes) - self.text_gap)
 
 
 def _support(u: Sequence[float], half: Sequence[float]) -> float:
@@ -324,10 +331,11 @@ class GeometryRenderer:
             strokes.append(poly)
             obstacles.add_polyline(poly)
 
-        marks, mark_strokes, angle_labels = self._marks(figure, points, exact, font_px, line_px)
+        marks, mark_strokes, angle_labels = self._marks(figure, points, exact, font_px, line_px, centroid)
         for poly in mark_strokes:
             obstacles.add_polyline(poly)
         obstacles.dots = dict(points)
+        obstacles.text_gap = TEXT_GAP * font_px + 0.5
 
         labels: list[dict] = []
         cap = font_px * CAP_RATIO
@@ -344,6 +352,13 @@ class GeometryRenderer:
             clear = np.minimum(obstacles.clearance(boxes, skip_dot=own, room=name_room), _edge_clearance(boxes, W, H))
             enough = line_px / 2 + 0.15 * font_px
             score = np.minimum(clear, enough) - 0.001 * np.arange(len(candidates))
+            if own is not None:  # an angle's value sits nearer its own vertex than any other point
+                others = np.array([p for n, p in points.items() if n != own], float).reshape(-1, 2)
+                if len(others):
+                    near_own = np.hypot(centres[:, 0] - points[own][0], centres[:, 1] - points[own][1])
+                    near_other = np.hypot(centres[:, None, 0] - others[None, :, 0],
+                                          centres[:, None, 1] - others[None, :, 1]).min(axis=1)
+                    score = score - 1000.0 * (near_other < near_own + 1.0)
             best = int(np.argmax(score))
             obstacles.boxes.append(boxes[best].tolist())
             texts.append((text, (float(centres[best, 0]), float(centres[best, 1]))))
@@ -420,14 +435,18 @@ class GeometryRenderer:
 
     # -- the diagram's marks ----------------------------------------------------------------
     def _marks(self, figure: Figure, points: dict[str, tuple[float, float]], exact: dict[str, tuple[float, float]],
-               font_px: float, line_px: float) -> tuple[list[dict], list[list[tuple[float, float]]], dict]:
+               font_px: float, line_px: float, centroid: np.ndarray) -> tuple[list[dict], list, dict]:
         """The marks of the diagram's givens: their facts, their strokes (pixel polylines)
-        and, per angle given with a printed value, the arc's (vertex, bisector, radius)."""
+        and, per printed value, where it goes: an angle's ``("angle", vertex, radius, sub-angles
+        (screen radians, widest first), arms)``, a split length's ``("dimension", middle of the
+        dimension line, outward normal, direction along)``."""
         shown = set(figure.diagram)
         marks: list[dict] = []
         strokes: list[list[tuple[float, float]]] = []
-        angle_labels: dict[str, tuple[np.ndarray, np.ndarray, float, float]] = {}
+        angle_labels: dict[str, tuple] = {}
         counts = {"midpoint": 0, "parallel": 0}
+        radii = _angle_radii(figure, points, font_px, LABEL_GAP * font_px + line_px / 2,
+                             lambda text: self._text_size(text, figure.style.font_size))
 
         def add(kind: str, key: str, polys: list[list[tuple[float, float]]]) -> None:
             xs = [p[0] for poly in polys for p in poly]
@@ -456,14 +475,36 @@ class GeometryRenderer:
                 a1, a2 = math.atan2(-d1[1], d1[0]), math.atan2(-d2[1], d2[0])
                 sweep = (a2 - a1 + math.pi) % (2 * math.pi) - math.pi
                 theta = abs(sweep)
-                reach = min(np.hypot(*(np.array(points[n[0]]) - v)), np.hypot(*(np.array(points[n[2]]) - v)))
-                radius = max(0.9 * font_px, min(0.8 * font_px / max(theta, 1e-3), 2.2 * font_px))
-                radius = min(radius, 0.45 * reach)
+                radius = radii[g.key]
                 t = a1 + np.linspace(0, sweep, max(int(theta * radius / 1.5), 6) + 1)
                 add("angle_arc", g.key, [list(zip(v[0] + radius * np.cos(t), v[1] - radius * np.sin(t)))])
-                mid = a1 + sweep / 2
-                bisector = np.array([math.cos(mid), -math.sin(mid)])
-                angle_labels[g.key] = (v, bisector, radius, theta, (d1, d2))
+                marks[-1].update({"vertex": (round(float(v[0]), 2), round(float(v[1]), 2)),
+                                  "radius": round(float(radius), 2),
+                                  "arms": (round(math.degrees(a1) % 360, 3), round(math.degrees(a2) % 360, 3))})
+                inside = sorted(((_drawn_directions(figure, points, n[1]) - a1) * np.sign(sweep)) % (2 * math.pi))
+                cuts = [0.0] + [c for c in inside if 1e-3 < c < theta - 1e-3] + [theta]
+                subs = sorted(((cuts[i], cuts[i + 1]) for i in range(len(cuts) - 1)), key=lambda c: c[0] - c[1])
+                sign = 1.0 if sweep >= 0 else -1.0
+                angle_labels[g.key] = ("angle", v, radius, [(a1 + sign * lo, a1 + sign * hi) for lo, hi in subs],
+                                       (a1, a1 + sweep))
+            elif g.kind == "length" and g.key in shown:
+                between = _points_between(exact, n[0], n[1])
+                if not between:
+                    continue
+                p, q = np.array(points[n[0]]), np.array(points[n[1]])
+                along = _unit(q - p)
+                normal = np.array([-along[1], along[0]])
+                if float(np.dot(normal, (p + q) / 2 - centroid)) < 0:
+                    normal = -normal
+                off = DIMENSION_OFFSET * font_px
+                a, b = p + normal * off, q + normal * off
+                tick_in, tick_out = 0.45 * font_px, 0.3 * font_px
+                polys = [[tuple(a), tuple(b)], [tuple(a - normal * tick_in), tuple(a + normal * tick_out)],
+                         [tuple(b - normal * tick_in), tuple(b + normal * tick_out)]]
+                add("dimension", g.key, polys)
+                marks[-1].update({"from": (round(float(a[0]), 2), round(float(a[1]), 2)),
+                                  "to": (round(float(b[0]), 2), round(float(b[1]), 2))})
+                angle_labels[g.key] = ("dimension", (a + b) / 2, normal, along)
             elif g.kind == "perpendicular":  # (from, foot, A, B)
                 frm, foot, a, b = n
                 along = a if a != foot else b
@@ -494,7 +535,16 @@ class GeometryRenderer:
         for g in givens(figure):
             if g.key not in figure.diagram:
                 continue
-            if g.kind == "length":
+            if g.kind == "length" and g.key in angle_labels:  # a split segment: beside its dimension line
+                text = pretty(g.value)
+                w, h = self._text_size(text, size)
+                _, mid, normal, along = angle_labels[g.key]
+                length = math.dist(points[g.names[0]], points[g.names[1]])
+                d = gap + _support(normal, (w / 2, h / 2))
+                cands = [tuple(mid + normal * (d + extra) + along * shift * length)
+                         for extra in (0.0, 0.4 * font_px) for shift in (0.0, 0.08, -0.08, 0.16, -0.16)]
+                out.append((g.key, text, cands))
+            elif g.kind == "length":
                 text = pretty(g.value)
                 w, h = self._text_size(text, size)
                 p, q = np.array(points[g.names[0]]), np.array(points[g.names[1]])
@@ -514,24 +564,132 @@ class GeometryRenderer:
             elif g.kind == "angle" and g.key in angle_labels:
                 text = f"{pretty(g.value)}°"
                 w, h = self._text_size(text, size)
-                v, bisector, radius, theta, rays = angle_labels[g.key]
+                _, v, radius, subs, (a1, a2) = angle_labels[g.key]
                 cands = []
-                for turn in (0.0, 0.2, -0.2):
-                    u = np.array([bisector[0] * math.cos(turn * theta) - bisector[1] * math.sin(turn * theta),
-                                  bisector[0] * math.sin(turn * theta) + bisector[1] * math.cos(turn * theta)])
-                    # far enough out along u that the text fits between the angle's two sides
-                    fit = 0.0
-                    for ray in rays:
-                        sine = abs(float(ray[0] * u[1] - ray[1] * u[0]))
-                        need = gap + _support((-ray[1], ray[0]), (w / 2, h / 2))
-                        fit = max(fit, need / sine if sine > 1e-6 else math.inf)
-                    start = max(radius + gap + _support(u, (w / 2, h / 2)), fit)
-                    if not math.isfinite(start):
-                        continue
-                    for extra in (0.0, 0.4 * font_px, 0.9 * font_px):
-                        cands.append(tuple(v + u * (start + extra)))
-                out.append((g.key, text, cands or [tuple(v + bisector * (radius + gap + w))]))
+                if len(subs) > 1:  # a drawn line cuts the angle: the value right by its arc, near the arc's middle
+                    for share in (0.5, 0.42, 0.58, 0.34, 0.66, 0.26, 0.74, 0.18, 0.82):
+                        t = a1 + share * (a2 - a1)
+                        u = np.array([math.cos(t), -math.sin(t)])
+                        for extra in (0.0, 0.25 * font_px):
+                            cands.append(tuple(v + u * (radius + gap + _support(u, (w / 2, h / 2)) + extra)))
+                # just outside the arc, in the widest of the sub-angles the drawn lines from the vertex cut
+                for lo, hi in subs:
+                    for share in (0.5, 0.35, 0.65):
+                        t = lo + share * (hi - lo)
+                        u = np.array([math.cos(t), -math.sin(t)])
+                        fit = 0.0  # far enough out along u that the text keeps off the sub-angle's sides
+                        for side in (lo, hi):
+                            ray = (math.cos(side), -math.sin(side))
+                            sine = abs(float(ray[0] * u[1] - ray[1] * u[0]))
+                            need = gap + _support((-ray[1], ray[0]), (w / 2, h / 2))
+                            fit = max(fit, need / sine if sine > 1e-6 else math.inf)
+                        start = max(radius + gap + _support(u, (w / 2, h / 2)), fit)
+                        if not math.isfinite(start):
+                            continue
+                        for extra in (0.0, 0.4 * font_px, 0.9 * font_px):
+                            cands.append(tuple(v + u * (start + extra)))
+                mid = (subs[0][0] + subs[0][1]) / 2
+                fallback = v + np.array([math.cos(mid), -math.sin(mid)]) * (radius + gap + w)
+                out.append((g.key, text, cands or [tuple(fallback)]))
         return out
+
+
+def _points_between(units: Mapping[str, tuple[float, float]], a: str, b: str) -> list[str]:
+    """The figure's points strictly inside segment ``ab`` (figure units)."""
+    pa, pb = units[a], units[b]
+    dx, dy = pb[0] - pa[0], pb[1] - pa[1]
+    n = dx * dx + dy * dy
+    if n <= 0:
+        return []
+    out = []
+    for name, (x, y) in units.items():
+        if name in (a, b):
+            continue
+        t = ((x - pa[0]) * dx + (y - pa[1]) * dy) / n
+        if 1e-6 < t < 1 - 1e-6 and abs(dx * (y - pa[1]) - dy * (x - pa[0])) <= 1e-7 * n:
+            out.append(name)
+    return out
+
+
+def _drawn_directions(figure: Figure, points: Mapping[str, tuple[float, float]], name: str) -> np.ndarray:
+    """Screen directions (radians, counter-clockwise as seen, 0 to the right) of the drawn
+    straight pieces leaving point ``name``."""
+    x, y = points[name]
+    out = []
+    for element in figure.draw:
+        kind = element[0]
+        if kind not in ("segment", "ray", "line"):
+            continue
+        p, q = points[element[1]], points[element[2]]
+        dx, dy = q[0] - p[0], q[1] - p[1]
+        n = math.hypot(dx, dy)
+        if n < 1e-9:
+            continue
+        forward, back = math.atan2(-dy, dx), math.atan2(dy, -dx)
+        t = ((x - p[0]) * dx + (y - p[1]) * dy) / (n * n)
+        if abs(dx * (y - p[1]) - dy * (x - p[0])) / n > 0.5:
+            continue
+        tol = 0.5 / n
+        starts, ends = t < tol, t > 1 - tol
+        if kind == "segment":
+            if starts and t > -tol:
+                out.append(forward)
+            elif ends and t < 1 + tol:
+                out.append(back)
+            elif not starts and not ends:
+                out += [forward, back]
+        elif kind == "ray":
+            if abs(t) < tol:
+                out.append(forward)
+            elif t > 0:
+                out += [forward, back]
+        else:
+            out += [forward, back]
+    return np.array(out, float)
+
+
+def _angle_radii(figure: Figure, points: Mapping[str, tuple[float, float]], font_px: float, gap: float,
+                 text_size) -> dict[str, float]:
+    """The arc radius (px) of each angle the diagram shows with a value: by its size, wider
+    where a drawn line from the vertex cuts it, and at one vertex the arcs of overlapping
+    angles nested: the smaller angle's inside, with room for its value between the arcs."""
+    shown = set(figure.diagram)
+    found = []
+    for g in givens(figure):
+        if g.kind != "angle" or g.key not in shown or abs(float(g.value) - 90) < 1e-9:
+            continue
+        n = g.names
+        v = np.array(points[n[1]])
+        d1, d2 = np.array(points[n[0]]) - v, np.array(points[n[2]]) - v
+        a1 = math.atan2(-d1[1], d1[0])
+        sweep = (math.atan2(-d2[1], d2[0]) - a1 + math.pi) % (2 * math.pi) - math.pi
+        lo = a1 if sweep >= 0 else a1 + sweep
+        theta = abs(sweep)
+        reach = min(float(np.hypot(*d1)), float(np.hypot(*d2)))
+        radius = min(max(0.9 * font_px, min(0.8 * font_px / max(theta, 1e-3), 2.2 * font_px)), 0.45 * reach)
+        inside = ((_drawn_directions(figure, points, n[1]) - lo) % (2 * math.pi))
+        cuts = sorted(c for c in inside if 1e-3 < c < theta - 1e-3)
+        if cuts:  # cut: an arc wide enough to be seen spanning the line
+            radius = max(radius, min(CUT_RADIUS * font_px, 0.6 * reach))
+        widest = max(b - a for a, b in zip([0.0] + cuts, cuts + [theta]))
+        w, h = text_size(f"{pretty(g.value)}°")
+        diag = math.hypot(w, h)
+        fit = (gap + diag / 2) / math.sin(widest / 2) if widest < math.pi else 0.0
+        found.append((theta, g.key, n[1], lo % (2 * math.pi), radius, diag, fit))
+    radii: dict[str, float] = {}
+    done: list[tuple[str, float, float, float]] = []
+    for theta, key, vertex, lo, radius, diag, fit in sorted(found):
+        for other_vertex, other_lo, other_theta, other_far in done:
+            if other_vertex != vertex:
+                continue
+            start = (other_lo - lo) % (2 * math.pi)
+            overlap = min(theta, start + other_theta) - start if start < theta else \
+                min(other_theta, (lo - other_lo) % (2 * math.pi) + theta) - (lo - other_lo) % (2 * math.pi)
+            if overlap > 1e-3:
+                radius = max(radius, other_far + gap)
+        radii[key] = radius
+        done.append((vertex, lo, theta, max(radius + gap, fit) + diag))
+    return radii
 
 
 def _edge_clearance(boxes: np.ndarray, width: int, height: int) -> np.ndarray:

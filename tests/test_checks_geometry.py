@@ -1,6 +1,7 @@
 """Checks of the geometry arm's drawing, each on figures or facts built to fail it, and the
 difficulty features."""
 
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -214,3 +215,82 @@ def test_an_arc_ending_at_its_centre_is_degenerate():
             "draw": TRIANGLE_SIDES + [["arc", "k", "B", "A"]], "diagram": []}
     exc = _refusal(data)
     assert exc.code == "degenerate_figure" and "A is its centre" in exc.message
+
+
+# angle BAC of 75 degrees with segment AM inside it, and B's angle
+CUT = {"steps": BASE + [{"op": "asa", "point": "C", "from": ["A", "B"], "angles": ["75", "45"], "side": 1},
+                        {"op": "asa", "point": "M", "from": ["A", "B"], "angles": ["30", "45"], "side": 1}],
+       "draw": TRIANGLE_SIDES + [["segment", "A", "M"], ["segment", "B", "M"]],
+       "diagram": ["angle:B,A,C", "angle:A,B,C"]}
+
+
+def _moved(key, where):
+    """A change of the facts that moves the text of ``key`` so its box centre sits at ``where(facts)``."""
+    def change(facts):
+        labels = [dict(lab) for lab in facts.labels]
+        lab = next(lab for lab in labels if lab["key"] == key)
+        x0, y0, x1, y1 = lab["box"]
+        x, y = where(facts)
+        lab["box"] = (x - (x1 - x0) / 2, y - (y1 - y0) / 2, x + (x1 - x0) / 2, y + (y1 - y0) / 2)
+        return replace(facts, labels=labels)
+    return change
+
+
+def test_an_angle_value_nearer_another_point_than_its_vertex_is_crowded():
+    assert _refusal(CUT) is None
+
+    def by_m(facts):  # inside the angle BAC and off the lines, but by M (on BC) rather than A
+        a, m, c = (np.array(facts.points[n]) for n in "AMC")
+        return tuple(0.6 * m + 0.2 * a + 0.2 * c)
+
+    exc = _refusal(CUT, facts_change=_moved("angle:B,A,C", by_m))
+    assert exc is not None and exc.code == "crowded"
+    assert "angle:B,A,C" in exc.message and "point M" in exc.message and "vertex" in exc.message
+
+
+def test_a_value_inside_a_cut_angle_needs_an_arc_from_arm_to_arm():
+    def arc_to_m(facts):  # the arc ends at AM: it marks BAM, not BAC
+        marks = [dict(m) for m in facts.marks]
+        arc = next(m for m in marks if m["kind"] == "angle_arc" and m["key"] == "angle:B,A,C")
+        a, mp = facts.points["A"], facts.points["M"]
+        toward_m = math.degrees(math.atan2(a[1] - mp[1], mp[0] - a[0])) % 360
+        arc["arms"] = (arc["arms"][0], toward_m) if abs(arc["arms"][0]) < 1 else (toward_m, arc["arms"][1])
+        return replace(facts, marks=marks)
+
+    exc = _refusal(CUT, facts_change=arc_to_m)
+    assert exc is not None and exc.code == "crowded" and "angle:B,A,C" in exc.message
+    assert "M cuts off" in exc.message and "arc" in exc.message
+
+    def no_arc(facts):
+        return replace(facts, marks=[m for m in facts.marks if m["kind"] != "angle_arc"])
+
+    exc = _refusal(CUT, facts_change=no_arc)
+    assert exc is not None and exc.code == "crowded" and "cuts off" in exc.message
+    # an uncut angle needs no such arc: HEALTHY's angle at A has no line inside it
+    assert _refusal(HEALTHY, facts_change=no_arc) is None
+
+
+def test_two_texts_closer_than_half_a_text_height_are_crowded():
+    def beside(facts):  # the value of AB just above A's name, 3 px between them
+        name = next(lab for lab in facts.labels if lab["key"] == "A")
+        value = next(lab for lab in facts.labels if lab["key"] == "length:A,B")
+        h = value["box"][3] - value["box"][1]
+        return ((name["box"][0] + name["box"][2]) / 2, name["box"][1] - 3 - h / 2)
+
+    exc = _refusal(HEALTHY, facts_change=_moved("length:A,B", beside))
+    assert exc is not None and exc.code == "crowded" and "apart" in exc.message and "one text" in exc.message
+
+
+SPLIT = {"steps": BASE + [{"op": "sss", "point": "C", "from": ["A", "B"], "lengths": ["9", "8"], "side": 1},
+                          {"op": "midpoint", "point": "M", "of": ["A", "B"]}],
+         "draw": TRIANGLE_SIDES + [["segment", "C", "M"]], "diagram": ["length:A,B", "length:B,C"]}
+
+
+def test_a_text_over_a_dimension_line_is_crowded():
+    assert _refusal(SPLIT) is None
+    _, _, _, facts = _render(SPLIT)
+    dim = next(m for m in facts.marks if m["kind"] == "dimension")
+    assert dim["key"] == "length:A,B"
+    exc = _refusal(SPLIT, facts_change=_moved("length:A,B", lambda f: tuple(
+        np.array(dim["from"]) + (np.array(dim["to"]) - np.array(dim["from"])) * 0.3)))
+    assert exc is not None and exc.code == "crowded" and "dimension line of length:A,B" in exc.message

@@ -191,3 +191,89 @@ def test_a_single_point_and_a_circle_draw():
     cx, cy, r = facts.circles["w"]
     assert (cx, cy) == pytest.approx((W / 2, H / 2)) and r == pytest.approx(0.8 * W / 2)
     assert image[int(cy), int(cx - r)].max() < 128  # ink on the outline
+
+
+# a triangle whose side AB is split at its midpoint M, with the median CM drawn
+SPLIT = {
+    "steps": [{"op": "origin", "point": "A"},
+              {"op": "polar", "point": "B", "from": "A", "length": "10", "angle": "0", "ref": None},
+              {"op": "sss", "point": "C", "from": ["A", "B"], "lengths": ["9", "8"], "side": 1},
+              {"op": "midpoint", "point": "M", "of": ["A", "B"]}],
+    "draw": [["segment", "A", "B"], ["segment", "B", "C"], ["segment", "C", "A"], ["segment", "C", "M"]],
+    "diagram": ["length:A,B", "length:B,C"],
+}
+
+
+def _box_centre(box):
+    return ((box[0] + box[2]) / 2, (box[1] + box[3]) / 2)
+
+
+def test_a_split_segment_gets_a_dimension_line_from_end_to_end_with_its_value_beside_it():
+    figure, solved, image, facts = _render(**SPLIT)
+    dims = [m for m in facts.marks if m["kind"] == "dimension"]
+    assert [m["key"] for m in dims] == ["length:A,B"]  # BC has no point inside it: its value sits as before
+    dim = dims[0]
+    a, b, m = (np.array(facts.points[n]) for n in "ABM")
+    start, end = np.array(dim["from"]), np.array(dim["to"])
+    # parallel to AB, offset by the same amount at both ends, spanning exactly A to B
+    assert np.allclose(start - a, end - b, atol=0.05)
+    offset = float(np.hypot(*(start - a)))
+    assert 0.5 * facts.font_px <= offset <= 1.5 * facts.font_px
+    assert abs(float(np.dot(start - a, b - a))) < 1e-6 * float(np.dot(b - a, b - a)) + 0.05
+    # on the far side from the figure (C is above AB, so the line runs below it: y grows downward)
+    assert start[1] > a[1] and end[1] > b[1]
+    value = next(lab for lab in facts.labels if lab["key"] == "length:A,B")
+    centre = np.array(_box_centre(value["box"]))
+    # by the dimension line's middle, outside it, not beside one half
+    assert abs(float(np.dot(centre - (start + end) / 2, _unit_np(b - a)))) < 0.1 * float(np.hypot(*(b - a)))
+    assert centre[1] > (start[1] + end[1]) / 2 and value["box"][1] > max(start[1], end[1])
+    # the unsplit BC keeps no dimension line and its value sits beside BC's middle
+    bc = next(lab for lab in facts.labels if lab["key"] == "length:B,C")
+    mid = (np.array(facts.points["B"]) + np.array(facts.points["C"])) / 2
+    assert math.dist(_box_centre(bc["box"]), mid) < 2.5 * facts.font_px
+    # and ink along the dimension line, a third of the way
+    x, y = start + (end - start) / 3
+    assert (image[int(round(y)) - 1:int(round(y)) + 2, int(round(x)) - 1:int(round(x)) + 2] < 160).any()
+
+
+def _unit_np(v):
+    return v / float(np.hypot(*v))
+
+
+# angle BAC of 75 degrees with segment AM running inside it (angle BAM is 30 degrees)
+CUT = {
+    "steps": [{"op": "origin", "point": "A"},
+              {"op": "polar", "point": "B", "from": "A", "length": "10", "angle": "0", "ref": None},
+              {"op": "asa", "point": "C", "from": ["A", "B"], "angles": ["75", "45"], "side": 1},
+              {"op": "asa", "point": "M", "from": ["A", "B"], "angles": ["30", "45"], "side": 1}],
+    "draw": [["segment", "A", "B"], ["segment", "B", "C"], ["segment", "C", "A"], ["segment", "A", "M"],
+             ["segment", "B", "M"]],
+    "diagram": ["angle:B,A,C", "angle:A,B,C"],
+}
+
+
+def test_an_angle_cut_by_a_line_from_its_vertex_gets_a_spanning_arc_and_its_value_right_outside_it():
+    figure, solved, image, facts = _render(**CUT)
+    arc = next(m for m in facts.marks if m["kind"] == "angle_arc" and m["key"] == "angle:B,A,C")
+    a = np.array(facts.points["A"])
+    assert np.allclose(arc["vertex"], a, atol=0.05)
+    seen = [math.degrees(math.atan2(a[1] - facts.points[n][1], facts.points[n][0] - a[0])) % 360 for n in "BC"]
+    assert sorted(round(t) % 360 for t in arc["arms"]) == sorted(round(t) % 360 for t in seen)
+    radius = arc["radius"]
+    # wide enough to be seen crossing AM
+    assert radius >= 2.0 * facts.font_px
+    value = next(lab for lab in facts.labels if lab["key"] == "angle:B,A,C")
+    box = value["box"]
+    nearest = math.hypot(max(box[0] - a[0], 0, a[0] - box[2]), max(box[1] - a[1], 0, a[1] - box[3]))
+    assert radius <= nearest <= radius + 0.6 * facts.font_px  # right outside its own arc
+    centre = _box_centre(box)
+    own = math.dist(centre, a)
+    assert all(math.dist(centre, p) > own for n, p in facts.points.items() if n != "A")
+
+
+def test_overlapping_angles_at_one_vertex_get_nested_arcs():
+    data = {**CUT, "diagram": ["angle:B,A,C", "angle:B,A,M"]}
+    # BAM is part of BAC: its arc runs inside
+    _, _, _, facts = _render(**data)
+    arcs = {m["key"]: m for m in facts.marks if m["kind"] == "angle_arc"}
+    assert arcs["angle:B,A,M"]["radius"] + facts.font_px <= arcs["angle:B,A,C"]["radius"]
