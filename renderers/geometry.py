@@ -14,10 +14,18 @@ dot with its name; the figure's ``draw`` elements (a ray from its first point th
 second to the canvas' edge, a line both ways to the edges, an arc counter-clockwise from
 its first point to its second in figure units); and for each given key of ``diagram``:
 a length's value beside the middle of its segment, on the side away from the figure's
-centroid; an angle's arc and its value with a degree sign, or a right-angle square for 90
-degrees; a midpoint's equal ticks on both halves; a right-angle square at a foot and at a
-tangent's point of contact; a parallel's arrows on both lines; nothing for an inscribed
-circle (the text states it).
+centroid, or, where other points of the figure split the segment, a dimension line (a
+thin line parallel to it, :data:`DIMENSION_OFFSET` text heights outside it, from end to
+end with ticks across both ends) with the value beside its middle, so that it cannot read
+as one part's length; an angle's arc from arm to arm and its value with a degree sign, or
+a right-angle square for 90 degrees; a midpoint's equal ticks on both halves; a
+right-angle square at a foot and at a tangent's point of contact; a parallel's arrows on
+both lines; nothing for an inscribed circle (the text states it). An angle that a drawn
+line from its vertex cuts gets an arc at least :data:`CUT_RADIUS` text heights wide, seen
+crossing the line, and its value right outside the arc near the arc's middle; angles that
+overlap at one vertex get nested arcs, the smaller angle's inside with room for its value
+between the arcs. An angle's value goes where it is nearer its own vertex than any other
+point, and printed texts keep :data:`TEXT_GAP` text heights apart.
 
 Texts are placed clear of what is drawn: a value label takes the first of a few
 candidate places (in order of preference) that keeps clear of every drawn piece and
@@ -76,7 +84,9 @@ class GeometryFacts:
     its name) and arc (keyed ``"c,P,Q"``) -> (cx, cy, r); ``arcs``: each drawn arc's key ->
     (start, end) in degrees as seen on screen (counter-clockwise, 0 to the right), the arc
     running counter-clockwise from start to end; ``marks``: ``{"kind" ("right_angle",
-    "ticks", "arrows", "angle_arc"), "key", "box"}``; ``scale``: pixels per unit of the
+    "ticks", "arrows", "angle_arc", "dimension"), "key", "box"}``, an angle's arc with its
+    ``"vertex"``, ``"radius"`` and ``"arms"`` (the two arms' directions in degrees as seen), a
+    dimension line with its ends ``"from"`` and ``"to"``; ``scale``: pixels per unit of the
     figure; ``font_px``: font size in pixels; ``dot_px``: a point's dot radius; ``width``
     and ``height``: the canvas."""
 
