@@ -341,7 +341,8 @@ class GeometryRenderer:
             strokes.append(poly)
             obstacles.add_polyline(poly)
 
-        marks, mark_strokes, angle_labels = self._marks(figure, points, exact, font_px, line_px, centroid)
+        cloud = np.concatenate([_sample_polyline(poly) for poly in strokes]) if strokes else np.zeros((0, 2))
+        marks, mark_strokes, angle_labels = self._marks(figure, points, exact, font_px, line_px, centroid, cloud)
         for poly in mark_strokes:
             obstacles.add_polyline(poly)
         obstacles.dots = dict(points)
@@ -445,11 +446,13 @@ class GeometryRenderer:
 
     # -- the diagram's marks ----------------------------------------------------------------
     def _marks(self, figure: Figure, points: dict[str, tuple[float, float]], exact: dict[str, tuple[float, float]],
-               font_px: float, line_px: float, centroid: np.ndarray) -> tuple[list[dict], list, dict]:
+               font_px: float, line_px: float, centroid: np.ndarray,
+               cloud: np.ndarray) -> tuple[list[dict], list, dict]:
         """The marks of the diagram's givens: their facts, their strokes (pixel polylines)
         and, per printed value, where it goes: an angle's ``("angle", vertex, radius, sub-angles
         (screen radians, widest first), arms)``, a split length's ``("dimension", middle of the
-        dimension line, outward normal, direction along)``."""
+        dimension line, outward normal, direction along)``; ``cloud``: the drawn lines sampled
+        (pixels), which a dimension line keeps clear of where it can."""
         shown = set(figure.diagram)
         marks: list[dict] = []
         strokes: list[list[tuple[float, float]]] = []
@@ -507,6 +510,16 @@ class GeometryRenderer:
                 if float(np.dot(normal, (p + q) / 2 - centroid)) < 0:
                     normal = -normal
                 off = DIMENSION_OFFSET * font_px
+                # outside the figure, unless drawn lines crowd that side and not the other
+                length = float(np.hypot(*(q - p)))
+                trim = min(0.8 * font_px / max(length, 1e-9), 0.5)
+                share = np.linspace(trim, 1 - trim, 24)[:, None]
+                room = []
+                for side in (normal, -normal):
+                    line = p + (q - p) * share + side * off
+                    room.append(float(_box_to_points(np.hstack([line, line]), cloud).min()) if len(cloud) else np.inf)
+                if room[0] < 0.5 * font_px and room[1] > room[0]:
+                    normal = -normal
                 a, b = p + normal * off, q + normal * off
                 tick_in, tick_out = 0.45 * font_px, 0.3 * font_px
                 polys = [[tuple(a), tuple(b)], [tuple(a - normal * tick_in), tuple(a + normal * tick_out)],
