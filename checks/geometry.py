@@ -10,8 +10,8 @@ to change.
 ``off_scale`` (the drawing disagrees with the exact figure):
 
 - every point is drawn within :data:`POSITION_PX` (1 px) of where the exact coordinates
-  put it under the documented map (:func:`figure_map`, computed here on its own: rotate by
-  the style's rotation, mirror when flipped, scale the bounding box of every point and
+  put it under the documented map (:func:`~vicogym.structures.geometry.figure_map`, which
+  the renderer draws by: rotate by the style's rotation, mirror when flipped, scale the bounding box of every point and
   drawn circle or arc to ``style.scale`` of the canvas, centred), and so is every drawn
   circle's centre and radius;
 - measured in the pixels: the image shows ink (a pixel of grey level at most
@@ -62,7 +62,7 @@ import numpy as np
 from vicogym.errors import InvalidEdit
 from vicogym.legibility import legible_px
 from vicogym.programs.geometry import undrawn_mark
-from vicogym.structures.geometry import Figure, Solved, givens
+from vicogym.structures.geometry import Figure, Solved, arc_angles, arc_range, clip_to_canvas, figure_map, givens
 
 MIN_ANGLE_DEG = 10
 POSITION_PX = 1.0
@@ -82,74 +82,6 @@ TEXT_DRAWN = "chart_views"
 CAP_RATIO = 0.729
 
 
-# -- the documented map, computed here on its own ---------------------------------------------
-def _arc_range(start: float, end: float) -> tuple[float, float]:
-    sweep = (end - start) % (2 * math.pi)
-    return start, sweep if sweep > 1e-12 else 2 * math.pi
-
-
-def arc_angles(units: Mapping[str, tuple[float, float]], center: str, p: str, q: str) -> tuple[float, float]:
-    """An arc's ``(start, sweep)`` in radians of figure units, counter-clockwise from the
-    direction of ``p`` to that of ``q`` seen from ``center`` (sweep in (0, 2 pi]; ends at
-    one direction make the whole circle)."""
-    o, a, b = units[center], units[p], units[q]
-    return _arc_range(math.atan2(a[1] - o[1], a[0] - o[0]), math.atan2(b[1] - o[1], b[0] - o[0]))
-
-
-def figure_map(figure: Figure, solved: Solved, width: int, height: int) -> tuple[np.ndarray, np.ndarray, float]:
-    """``(matrix, offset, scale)``: the figure's point ``p`` (units) belongs at pixel
-    ``matrix @ p + offset``: rotated by ``style.rotation`` degrees counter-clockwise,
-    mirrored across the vertical axis when ``style.flip``, then scaled uniformly so the
-    box of every point and drawn circle or arc fills ``style.scale`` of the canvas in its
-    tighter direction, centred, y down."""
-    t = math.radians(figure.style.rotation)
-    a, b, c, d = math.cos(t), -math.sin(t), math.sin(t), math.cos(t)
-    if figure.style.flip:
-        a, b = -a, -b
-    pts = solved.floats()
-    turned = {n: (a * x + b * y, c * x + d * y) for n, (x, y) in pts.items()}
-    xs = [p[0] for p in turned.values()]
-    ys = [p[1] for p in turned.values()]
-    for element in figure.draw:
-        if element[0] not in ("circle", "arc"):
-            continue
-        center, r2 = solved.circles[element[1]]
-        r = math.sqrt(r2.to_float())
-        ox, oy = turned[center]
-        if element[0] == "circle":
-            xs += [ox - r, ox + r]
-            ys += [oy - r, oy + r]
-            continue
-        start, sweep = arc_angles(pts, center, element[2], element[3])
-        ends = (start, start + sweep)
-        extremes = [math.atan2(b, a), math.atan2(b, a) + math.pi, math.atan2(d, c), math.atan2(d, c) + math.pi]
-        for t in list(ends) + [t for t in extremes if (t - start) % (2 * math.pi) <= sweep]:
-            xs.append(ox + r * (a * math.cos(t) + b * math.sin(t)))
-            ys.append(oy + r * (c * math.cos(t) + d * math.sin(t)))
-    bw, bh = max(xs) - min(xs), max(ys) - min(ys)
-    fits = [size / extent for size, extent in ((width, bw), (height, bh)) if extent > 1e-9]
-    scale = figure.style.scale * min(fits) if fits else 1.0
-    mx, my = (max(xs) + min(xs)) / 2, (max(ys) + min(ys)) / 2
-    matrix = np.array([[scale * a, scale * b], [-scale * c, -scale * d]])
-    offset = np.array([width / 2 - scale * mx, height / 2 + scale * my])
-    return matrix, offset, scale
-
-
-def _clip(p: Sequence[float], q: Sequence[float], width: int, height: int, both_ways: bool):
-    dx, dy = q[0] - p[0], q[1] - p[1]
-    lo, hi = (-math.inf if both_ways else 0.0), math.inf
-    for delta, start, size in ((dx, p[0], width), (dy, p[1], height)):
-        if abs(delta) < 1e-12:
-            if not 0 <= start <= size:
-                return None
-            continue
-        t0, t1 = (0 - start) / delta, (size - start) / delta
-        lo, hi = max(lo, min(t0, t1)), min(hi, max(t0, t1))
-    if lo > hi:
-        return None
-    return (p[0] + lo * dx, p[1] + lo * dy), (p[0] + hi * dx, p[1] + hi * dy)
-
-
 class _Drawing:
     """Where everything belongs in pixels, from the exact figure and the documented map."""
 
@@ -167,7 +99,7 @@ class _Drawing:
             kind = element[0]
             if kind in ("segment", "ray", "line"):
                 p, q = self.points[element[1]], self.points[element[2]]
-                piece = (p, q) if kind == "segment" else _clip(p, q, width, height, kind == "line")
+                piece = (p, q) if kind == "segment" else clip_to_canvas(p, q, width, height, kind == "line")
                 if piece is not None:
                     self.pieces.append((tuple(element), piece[0], piece[1]))
                 continue
@@ -390,7 +322,7 @@ def _directions(figure: Figure, solved: Solved, units: Mapping[str, tuple[float,
             out += [(ccw, what, what), (cw, what, what)]
             continue
         q0, q1 = units[element[2]], units[element[3]]
-        start, sweep = _arc_range(math.atan2(q0[1] - o[1], q0[0] - o[0]), math.atan2(q1[1] - o[1], q1[0] - o[0]))
+        start, sweep = arc_range(math.atan2(q0[1] - o[1], q0[0] - o[0]), math.atan2(q1[1] - o[1], q1[0] - o[0]))
         at = (radial - start) % (2 * math.pi)
         eps = 1e-9
         if at < eps or at > 2 * math.pi - eps:  # the arc's start

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from vicogym.structures.geometry import Figure, Solved, givens, pretty
+from vicogym.structures.geometry import Figure, Solved, arc_angles, clip_to_canvas, figure_map, givens, pretty
 
 #: the cap height of DejaVu Sans per pixel of font size (1493 of its 2048 units)
 CAP_RATIO = 0.729
@@ -103,82 +103,6 @@ class GeometryFacts:
     width: int = 0
     height: int = 0
     arcs: dict[str, tuple[float, float]] = field(default_factory=dict)
-
-
-# -- the map from figure units to pixels -----------------------------------------------------
-def _turn(figure: Figure) -> tuple[float, float, float, float]:
-    """The linear part (a, b, c, d) of rotation then mirror: (x, y) -> (a x + b y, c x + d y)."""
-    t = math.radians(figure.style.rotation)
-    cos, sin = math.cos(t), math.sin(t)
-    a, b, c, d = cos, -sin, sin, cos
-    if figure.style.flip:
-        a, b = -a, -b
-    return a, b, c, d
-
-
-def _arc_range(start: float, end: float) -> tuple[float, float]:
-    """``(start, sweep)`` in radians, the arc running counter-clockwise from start, sweep in (0, 2 pi]."""
-    sweep = (end - start) % (2 * math.pi)
-    return start, sweep if sweep > 1e-12 else 2 * math.pi
-
-
-def arc_angles(units: Mapping[str, tuple[float, float]], center: str, p: str, q: str) -> tuple[float, float]:
-    """An arc's ``(start, sweep)`` in radians of figure units, counter-clockwise from the
-    direction of ``p`` to that of ``q`` seen from ``center`` (sweep in (0, 2 pi]; ends at
-    one direction make the whole circle)."""
-    o, a, b = units[center], units[p], units[q]
-    return _arc_range(math.atan2(a[1] - o[1], a[0] - o[0]), math.atan2(b[1] - o[1], b[0] - o[0]))
-
-
-def figure_map(figure: Figure, solved: Solved, width: int, height: int) -> tuple[np.ndarray, np.ndarray, float]:
-    """``(matrix, offset, scale)``: a point ``p`` of the figure (units) is drawn at pixel
-    ``matrix @ p + offset`` (see the module docstring)."""
-    a, b, c, d = _turn(figure)
-    pts = solved.floats()
-    turned = {n: (a * x + b * y, c * x + d * y) for n, (x, y) in pts.items()}
-    xs = [p[0] for p in turned.values()]
-    ys = [p[1] for p in turned.values()]
-    for element in figure.draw:
-        if element[0] not in ("circle", "arc"):
-            continue
-        center, r2 = solved.circles[element[1]]
-        r = math.sqrt(r2.to_float())
-        ox, oy = turned[center]
-        if element[0] == "circle":
-            xs += [ox - r, ox + r]
-            ys += [oy - r, oy + r]
-            continue
-        start, sweep = arc_angles(pts, center, element[2], element[3])
-        ends = (start, start + sweep)
-        extremes = [math.atan2(b, a), math.atan2(b, a) + math.pi, math.atan2(d, c), math.atan2(d, c) + math.pi]
-        for t in list(ends) + [t for t in extremes if (t - start) % (2 * math.pi) <= sweep]:
-            xs.append(ox + r * (a * math.cos(t) + b * math.sin(t)))
-            ys.append(oy + r * (c * math.cos(t) + d * math.sin(t)))
-    bw, bh = max(xs) - min(xs), max(ys) - min(ys)
-    fits = [size / extent for size, extent in ((width, bw), (height, bh)) if extent > 1e-9]
-    scale = figure.style.scale * min(fits) if fits else 1.0
-    mx, my = (max(xs) + min(xs)) / 2, (max(ys) + min(ys)) / 2
-    matrix = np.array([[scale * a, scale * b], [-scale * c, -scale * d]])
-    offset = np.array([width / 2 - scale * mx, height / 2 + scale * my])
-    return matrix, offset, scale
-
-
-def clip_to_canvas(p: Sequence[float], q: Sequence[float], width: int, height: int,
-                   both_ways: bool) -> tuple[tuple[float, float], tuple[float, float]] | None:
-    """The piece of the ray from ``p`` through ``q`` (``both_ways``: the line) inside the
-    canvas, or ``None`` when it misses it."""
-    dx, dy = q[0] - p[0], q[1] - p[1]
-    lo, hi = (-math.inf if both_ways else 0.0), math.inf
-    for delta, start, size in ((dx, p[0], width), (dy, p[1], height)):
-        if abs(delta) < 1e-12:
-            if not 0 <= start <= size:
-                return None
-            continue
-        t0, t1 = (0 - start) / delta, (size - start) / delta
-        lo, hi = max(lo, min(t0, t1)), min(hi, max(t0, t1))
-    if lo > hi:
-        return None
-    return (p[0] + lo * dx, p[1] + lo * dy), (p[0] + hi * dx, p[1] + hi * dy)
 
 
 # -- text placement ---------------------------------------------------------------------------
