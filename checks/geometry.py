@@ -584,9 +584,13 @@ def difficulty(features: Mapping[str, Any]) -> float:
     actor is right half of the time at 2.0):
 
         0.45 steps + 0.25 diagram_only + 0.12 distractors + 3 label_density
+        + 0.35 (answer_terms - 1)
 
-    A three-step question with one given read off the diagram, three distractors and 2% of
-    the image under text sits at the simulated actor's midpoint (2.0)."""
+    ``answer_terms`` (when the caller gives it; 1 otherwise) is how many terms the answer's
+    form has (``12``: 1, ``2√3``: 2, ``9 - 3√3``: 3, a decimal that has no short exact form:
+    3), the arithmetic a reader must carry. A three-step question with one given read off the
+    diagram, three distractors, 2% of the image under text and a whole-number answer sits at
+    the simulated actor's midpoint (2.0)."""
     d = (0.45 * features["steps"] + 0.25 * features["diagram_only"] + 0.12 * features["distractors"]
-         + 3.0 * features["label_density"])
+         + 3.0 * features["label_density"] + 0.35 * (features.get("answer_terms", 1) - 1))
     return max(float(d), 0.0)

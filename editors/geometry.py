@@ -52,6 +52,7 @@ from vicogym.structures.geometry import (
     Figure,
     GeometryRule,
     Style,
+    Surd,
     check_figure,
     givens,
     number_text,
@@ -362,17 +363,22 @@ def sample_op(figure: Figure, rule: GeometryRule, rng: np.random.Generator) -> d
     """One op from the arm's edit space (it may still be rejected)."""
     gs = givens(figure)
     valued = [g for g in gs if g.value is not None and g.key not in rule.get("text", [])]
-    kind = pick(rng, ["set_given", "set_given", "set_given", "show", "hide", "style", "style", "add_element",
-                      "remove_element", "relabel", "add_step"])
+    kind = pick(rng, ["set_given", "set_given", "set_given", "show", "hide", "style", "add_element", "add_element",
+                      "remove_element", "relabel", "add_step", "add_step"])
     if kind == "set_given" and valued:
         g = pick(rng, valued)
         if g.kind == "angle":
             v = Fraction(g.value) + 15 * int(rng.choice([-2, -1, 1, 2]))
             return {"op": "set_given", "given": g.key, "value": str(v)}
-        v = Fraction(g.value) if "√" not in g.value else None
-        if v is not None:
-            new = v + int(rng.choice([-2, -1, 1, 2])) if v > 2 else v * 2
-            return {"op": "set_given", "given": g.key, "value": str(new)}
+        if "√" in g.value:  # a root back to a whole number near it
+            near = max(1, round(Surd.parse(g.value).to_float()))
+            return {"op": "set_given", "given": g.key, "value": str(near)}
+        v = Fraction(g.value)
+        if rng.random() < 0.3:  # a whole length to a root: the answer's arithmetic grows
+            root = f"{v.numerator}√{int(rng.choice([2, 3]))}" + (f"/{v.denominator}" if v.denominator != 1 else "")
+            return {"op": "set_given", "given": g.key, "value": root}
+        new = v + int(rng.choice([-2, -1, 1, 2])) if v > 2 else v * 2
+        return {"op": "set_given", "given": g.key, "value": str(new)}
     if kind == "show":
         hidden = [g.key for g in gs if g.key not in figure.diagram]
         if hidden:

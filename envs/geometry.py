@@ -162,6 +162,8 @@ class GeometryArm(Arm):
     def actor_context(self, sample: Sample, render: Render) -> dict[str, Any]:
         features = self.features(sample.structure, render, sample.label_rule)
         rule = sample.label_rule
+        if rule["kind"] in ("length", "perimeter", "area", "ratio", "arc", "angle"):
+            features["answer_terms"] = geometry_programs.answer_terms(sample.answer)
         if rule["kind"] == "choice":
             distractors = [c for c in "ABCD" if c != sample.answer]
         elif rule["kind"] == "relation":

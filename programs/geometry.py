@@ -752,3 +752,14 @@ def wrong_answers(figure: Figure, rule: Mapping[str, Any]) -> list[str]:
         x = value.to_decimal()
         out = [rounded(x * Decimal(f)) for f in ("0.5", "0.75", "1.25", "1.5")]
     return out
+
+
+def answer_terms(answer: str) -> int:
+    """How many terms an answer's form has: a whole number, a word or a letter 1; a fraction,
+    a root or a multiple of π one more; each further term joined by + or - one more; a
+    decimal (a value with no short exact form) 3."""
+    text = str(answer).strip()
+    if re.fullmatch(r"\d+\.\d+", text):
+        return 3
+    terms = 1 + len(re.findall(r" [+-] ", text))
+    return terms + (1 if re.search(r"[√π/]", text) else 0)
