@@ -61,7 +61,7 @@ import numpy as np
 
 from vicogym.errors import InvalidEdit
 from vicogym.legibility import legible_px
-from vicogym.programs.geometry import undrawn_mark
+from vicogym.programs.geometry import on_element, undrawn_mark
 from vicogym.structures.geometry import Figure, Solved, arc_angles, arc_range, clip_to_canvas, figure_map, givens
 
 MIN_ANGLE_DEG = 10
@@ -75,6 +75,10 @@ TEXT_GAP_FONTS = 0.5
 #: slack (px) on the gap between texts, for the rounding of text boxes
 TEXT_GAP_SLACK_PX = 0.5
 EDGE_SLACK_PX = 0.5
+#: how near (text heights) a point may be drawn to a line it is not on
+NEAR_LINE_FONTS = 0.35
+#: by how much (text heights) a length's value must be nearer its own segment than any other line
+LABEL_SIDE_FONTS = 0.3
 #: matplotlib's DejaVu Sans drawn by Agg: the legibility curve measured for chart text
 TEXT_FONT = "DejaVuSans.ttf"
 TEXT_DRAWN = "chart_views"
@@ -213,6 +217,8 @@ def check_drawing(figure: Figure, solved: Solved, facts: Any, image: np.ndarray 
     _check_spacing(figure, drawing, font_px)
     _check_labels(drawing, facts, line_px, dot_px)
     _check_values(figure, drawing, facts, font_px, line_px)
+    _check_near_lines(figure, drawing, font_px)
+    _check_length_sides(figure, drawing, facts, font_px)
     if image is not None:
         _check_ink(drawing, image)
 
@@ -439,6 +445,46 @@ def _screen_angle(v: Sequence[float], p: Sequence[float]) -> float:
     return math.degrees(math.atan2(v[1] - p[1], p[0] - v[0])) % 360
 
 
+def _check_near_lines(figure: Figure, drawing: _Drawing, font_px: float) -> None:
+    """A point drawn within :data:`NEAR_LINE_FONTS` text heights of a line it is not on (decided
+    exactly) looks like a point of that line."""
+    near = max(3.0, NEAR_LINE_FONTS * font_px)
+    exact = drawing.solved.points
+    for element, p, q in drawing.pieces:
+        for name, point in drawing.points.items():
+            if name in element[1:]:
+                continue
+            gap = _point_segment(point, p, q)
+            if gap < near and not on_element(element[0], exact[element[1]], exact[element[2]], exact[name]):
+                raise InvalidEdit("crowded", f"point {name} is drawn {gap:.1f} px from the {_describe(element)} but "
+                                  "is not on it: a reader takes it for a point of that line; move it (its givens) or "
+                                  "leave the line undrawn", field="steps")
+
+
+def _check_length_sides(figure: Figure, drawing: _Drawing, facts: Any, font_px: float) -> None:
+    """A length's value sits nearer its own segment (or its dimension line) than any other
+    drawn line, by :data:`LABEL_SIDE_FONTS` text heights, or it reads as the other's length."""
+    by_key = {g.key: g for g in givens(figure)}
+    dims = {m["key"]: m for m in getattr(facts, "marks", []) or [] if m.get("kind") == "dimension" and "from" in m}
+    for label in facts.labels:
+        g = by_key.get(label.get("key"))
+        if label.get("kind") != "given" or g is None or g.kind != "length":
+            continue
+        a, b = drawing.points[g.names[0]], drawing.points[g.names[1]]
+        dim = dims.get(g.key)
+        own = box_segment_distance(label["box"], dim["from"], dim["to"]) if dim else \
+            box_segment_distance(label["box"], a, b)
+        for element, p, q in drawing.pieces:
+            if _point_segment(a, p, q) < 1.0 and _point_segment(b, p, q) < 1.0:
+                continue  # the segment itself, or a line along it
+            other = box_segment_distance(label["box"], p, q)
+            if other < own + LABEL_SIDE_FONTS * font_px:
+                raise InvalidEdit("crowded", f"{_label_name(label)} sits {other:.1f} px from the {_describe(element)} "
+                                  f"and {own:.1f} px from {g.names[0]}{g.names[1]}: it reads as the other's length; "
+                                  "spread the figure out (its givens), state the length in the text or raise scale",
+                                  field="diagram")
+
+
 def _check_values(figure: Figure, drawing: _Drawing, facts: Any, font_px: float, line_px: float) -> None:
     labels = list(facts.labels)
     least = TEXT_GAP_FONTS * font_px
@@ -501,11 +547,12 @@ def _check_values(figure: Figure, drawing: _Drawing, facts: Any, font_px: float,
             ends = sorted(float(t) % 360 for t in arc["arms"])
             want = sorted([a1, a2])
             spans = all(min(abs(e - w), 360 - abs(e - w)) < 1.0 for e, w in zip(ends, want))
-        if not spans:
-            raise InvalidEdit("crowded", f"{_label_name(label)} sits inside the angle that the line to "
-                              f"{cuts[0]} cuts off at {vertex}, with no arc spanning the whole angle "
-                              f"{''.join(g.names)}: it reads as the smaller angle's; draw the angle's arc from arm to "
-                              "arm", field="diagram")
+        # even beside an arm-to-arm arc, a value in a cut angle sits in one of its parts, and a
+        # careful reader takes it for that part's (seen in audits of drawn samples)
+        raise InvalidEdit("crowded", f"{_label_name(label)} sits inside the angle {''.join(g.names)}, which the line "
+                          f"to {cuts[0]} cuts at {vertex}{'' if spans else ', with no arc spanning it'}: it reads as "
+                          "the smaller angle's; state the angle in the text (hide it from the diagram) or leave the "
+                          "line undrawn", field="diagram")
 
 
 def _has_ink(gray: np.ndarray, x: float, y: float) -> bool:

@@ -48,6 +48,9 @@ class GeometryEnvConfig(EnvConfig):
     image."""
 
     source: str = "procedural"
+    #: figures drawn per seed before giving up: the drawing checks refuse more figures than
+    #: other arms' checks do (an angle value in a cut angle, a point near a line it is not on)
+    max_tries: int = 48
     levels: tuple[int, ...] = LEVELS
     families: tuple[str, ...] | None = None
     presentations: tuple[str, ...] = PRESENTATIONS

@@ -247,7 +247,7 @@ def _clearly_off(a: Point, b: Point, p: Point) -> bool:
     return abs((bx - ax) * (py - ay) - (by - ay) * (px - ax)) > FLOAT_MARGIN * scale
 
 
-def _on_element(kind: str, a: Point, b: Point, p: Point) -> bool:
+def on_element(kind: str, a: Point, b: Point, p: Point) -> bool:
     if _clearly_off(a, b, p) or not cross(a, b, p).is_zero():
         return False
     t_num = (p[0] - a[0]) * (b[0] - a[0]) + (p[1] - a[1]) * (b[1] - a[1])
@@ -273,16 +273,16 @@ def vertices(figure: Figure, solved: Solved) -> tuple[list[Point], list[list[int
         return len(found) - 1
 
     for p in solved.points.values():
-        if any(_on_element(k, a, b, p) for k, a, b in straight):
+        if any(on_element(k, a, b, p) for k, a, b in straight):
             index(p)
     for (k1, a, b), (k2, c, d) in itertools.combinations(straight, 2):
         try:
             x = line_intersection(a, b, c, d)
         except ValueError:
             continue
-        if _on_element(k1, a, b, x) and _on_element(k2, c, d, x):
+        if on_element(k1, a, b, x) and on_element(k2, c, d, x):
             index(x)
-    on = [[i for i, p in enumerate(found) if _on_element(k, a, b, p)] for k, a, b in straight]
+    on = [[i for i, p in enumerate(found) if on_element(k, a, b, p)] for k, a, b in straight]
     return found, on
 
 
@@ -292,7 +292,7 @@ def on_drawn(figure: Figure, solved: Solved, x: str, y: str) -> bool:
     for e in figure.draw:
         if e[0] in ("segment", "ray", "line"):
             a, b = _pt(solved, e[1]), _pt(solved, e[2])
-            if _on_element(e[0], a, b, p) and _on_element(e[0], a, b, q):
+            if on_element(e[0], a, b, p) and on_element(e[0], a, b, q):
                 return True
     return False
 

@@ -464,7 +464,8 @@ class GeometryRenderer:
                 counts["midpoint"] += 1
                 polys = []
                 for end in (n[1], n[2]):
-                    polys += _ticks(points[n[0]], points[end], counts["midpoint"], font_px, line_px)
+                    polys += _ticks(points[n[0]], points[end], counts["midpoint"], font_px, line_px,
+                                    avoid=list(points.values()))
                 add("ticks", g.key, polys)
             elif g.kind == "parallel":  # (C, D, A, B)
                 counts["parallel"] += 1
@@ -644,12 +645,19 @@ def _edge_clearance(boxes: np.ndarray, width: int, height: int) -> np.ndarray:
 
 
 def _ticks(p: Sequence[float], q: Sequence[float], count: int, font_px: float,
-           line_px: float) -> list[list[tuple[float, float]]]:
-    """``count`` short strokes across the middle of ``pq``."""
+           line_px: float, avoid: Sequence[Sequence[float]] = ()) -> list[list[tuple[float, float]]]:
+    """``count`` short strokes across the middle of ``pq``, or, where a drawn point sits at
+    the middle (a midpoint of a midpoint), as near it as clears the point's dot."""
     p, q = np.array(p), np.array(q)
     along = _unit(q - p)
     normal = np.array([-along[1], along[0]])
-    mid, half, step = (p + q) / 2, 0.32 * font_px, max(1.8 * line_px, 3.0)
+    half, step = 0.32 * font_px, max(1.8 * line_px, 3.0)
+    others = [np.array(a) for a in avoid if min(math.dist(a, p), math.dist(a, q)) > 1e-6]
+    mid = (p + q) / 2
+    for t in (0.5, 0.36, 0.64, 0.28, 0.72):
+        mid = p + (q - p) * t
+        if all(math.dist(mid, a) > 0.5 * font_px + count * step for a in others):
+            break
     out = []
     for k in range(count):
         c = mid + along * (k - (count - 1) / 2) * step

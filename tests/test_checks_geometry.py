@@ -1,7 +1,6 @@
 """Checks of the geometry arm's drawing, each on figures or facts built to fail it, and the
 difficulty features."""
 
-import math
 from dataclasses import replace
 
 import numpy as np
@@ -237,7 +236,7 @@ def _moved(key, where):
 
 
 def test_an_angle_value_nearer_another_point_than_its_vertex_is_crowded():
-    assert _refusal(CUT) is None
+    assert "cuts" in _refusal(CUT).message  # the value itself sits in a cut angle (next test)
 
     def by_m(facts):  # inside the angle BAC and off the lines, but by M (on BC) rather than A
         a, m, c = (np.array(facts.points[n]) for n in "AMC")
@@ -248,26 +247,42 @@ def test_an_angle_value_nearer_another_point_than_its_vertex_is_crowded():
     assert "angle:B,A,C" in exc.message and "point M" in exc.message and "vertex" in exc.message
 
 
-def test_a_value_inside_a_cut_angle_needs_an_arc_from_arm_to_arm():
-    def arc_to_m(facts):  # the arc ends at AM: it marks BAM, not BAC
-        marks = [dict(m) for m in facts.marks]
-        arc = next(m for m in marks if m["kind"] == "angle_arc" and m["key"] == "angle:B,A,C")
-        a, mp = facts.points["A"], facts.points["M"]
-        toward_m = math.degrees(math.atan2(a[1] - mp[1], mp[0] - a[0])) % 360
-        arc["arms"] = (arc["arms"][0], toward_m) if abs(arc["arms"][0]) < 1 else (toward_m, arc["arms"][1])
-        return replace(facts, marks=marks)
-
-    exc = _refusal(CUT, facts_change=arc_to_m)
+def test_a_value_inside_a_cut_angle_is_crowded_even_beside_an_arm_to_arm_arc():
+    """A careful reader takes a value inside an angle that a line from its vertex cuts for the
+    part's it sits in, whatever arc is drawn (audits of drawn samples): such a value belongs
+    in the text."""
+    exc = _refusal(CUT)
     assert exc is not None and exc.code == "crowded" and "angle:B,A,C" in exc.message
-    assert "M cuts off" in exc.message and "arc" in exc.message
+    assert "to M cuts" in exc.message and "state the angle in the text" in exc.message
 
     def no_arc(facts):
         return replace(facts, marks=[m for m in facts.marks if m["kind"] != "angle_arc"])
 
     exc = _refusal(CUT, facts_change=no_arc)
-    assert exc is not None and exc.code == "crowded" and "cuts off" in exc.message
-    # an uncut angle needs no such arc: HEALTHY's angle at A has no line inside it
-    assert _refusal(HEALTHY, facts_change=no_arc) is None
+    assert exc is not None and "no arc spanning it" in exc.message
+    # an uncut angle is read as itself, arc or none: HEALTHY's angle at A has no line inside it
+    assert _refusal(HEALTHY) is None and _refusal(HEALTHY, facts_change=no_arc) is None
+
+
+def test_a_length_value_nearer_another_line_than_its_own_is_crowded():
+    assert _refusal(HEALTHY) is None
+
+    def value_by_bc(facts):  # the value of AB moved beside BC's middle, on the outside, clear of every line
+        labels = [dict(lab) for lab in facts.labels]
+        label = next(lab for lab in labels if lab.get("key") == "length:A,B")
+        a, b, c = (np.array(facts.points[n]) for n in "ABC")
+        middle = (b + c) / 2
+        normal = np.array([-(c - b)[1], (c - b)[0]]) / np.linalg.norm(c - b)
+        if np.dot(normal, middle - (a + b + c) / 3) < 0:
+            normal = -normal
+        x0, y0, x1, y1 = label["box"]
+        w, h = x1 - x0, y1 - y0
+        centre = middle + normal * (max(w, h) / 2 + 4)
+        label["box"] = (centre[0] - w / 2, centre[1] - h / 2, centre[0] + w / 2, centre[1] + h / 2)
+        return replace(facts, labels=labels)
+
+    exc = _refusal(HEALTHY, facts_change=value_by_bc)
+    assert exc is not None and exc.code == "crowded" and "reads as the other's length" in exc.message, exc
 
 
 def test_two_texts_closer_than_half_a_text_height_are_crowded():
