@@ -467,7 +467,8 @@ def ask(kind: str, t: Mapping[str, Any], figure: Figure) -> str:
             return f"Find the area of the smaller sector {p}{c}{q} of the circle with centre {c}."
         return f"Find the length of the minor arc {p}{q} of the circle with centre {c}."
     if kind == "count":
-        return "How many triangles are there in the figure?"
+        return ("How many triangles are there in the figure (their corners at named points or where drawn lines "
+                "cross)?")
     if kind == "relation":
         word = {"parallel": "parallel to", "perpendicular": "perpendicular to", "equal": "equal in length to"}
         return f"Is {_seg(t['a'])} {word.get(t['relation'], t['relation'])} {_seg(t['b'])}?"
