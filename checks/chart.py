@@ -109,7 +109,9 @@ def check_text(facts: Any) -> None:
     labels = facts.labels
     for label in labels:
         x0, y0, x1, y1 = label["box"]
-        if x0 < -EDGE_SLACK_PX or y0 < -EDGE_SLACK_PX or x1 > width + EDGE_SLACK_PX or y1 > height + EDGE_SLACK_PX:
+        # a text whose box reaches the last row or column of pixels is drawn into the border: cut off
+        if x0 < 1 - EDGE_SLACK_PX or y0 < 1 - EDGE_SLACK_PX or x1 > width - 1 + EDGE_SLACK_PX or \
+                y1 > height - 1 + EDGE_SLACK_PX:
             raise InvalidEdit("clipped", f"the {_kind(label)} {label['text']!r} runs past the image edge; shorten it, "
                               f"lower font_size or widen figure_size", field="font_size")
     if len(labels) > 1:

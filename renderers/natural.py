@@ -960,7 +960,8 @@ def _texture(image: np.ndarray, box: Box, hole: np.ndarray, guard: np.ndarray) -
 
 def _poisson(src: np.ndarray, dst: np.ndarray, mask: np.ndarray) -> np.ndarray | None:
     """``src`` blended into ``dst`` where ``mask`` (255) by OpenCV's Poisson ``seamlessClone``
-    (the same size; the mask kept off the border), or ``None`` when the mask is empty."""
+    (the same size; the mask kept off the border), or ``None`` when the mask is empty or a
+    sliver under 3 pixels across (OpenCV's solver fails on one: a 1-pixel-high box did)."""
     import cv2
 
     mask = mask.copy()
@@ -969,6 +970,8 @@ def _poisson(src: np.ndarray, dst: np.ndarray, mask: np.ndarray) -> np.ndarray |
     if not mask.any():
         return None
     x, y, w, h = cv2.boundingRect(mask)
+    if min(w, h) < 3:
+        return None
     return cv2.seamlessClone(np.ascontiguousarray(src), np.ascontiguousarray(dst), mask, (x + w // 2, y + h // 2),
                              cv2.NORMAL_CLONE)
 
