@@ -31,7 +31,6 @@ from vicogym.core import canonical_json
 from vicogym.errors import InvalidEdit
 from vicogym.structures.geometry import (
     Figure,
-    Given,
     Point,
     Solved,
     Surd,
@@ -729,8 +728,6 @@ def score(prediction: str, target: str) -> float:
     return 1.0 if a == b else 0.0
 
 
-def given_by_key(figure: Figure) -> dict[str, Given]:
-    return {g.key: g for g in givens(figure)}
 
 
 
